@@ -1,0 +1,266 @@
+package engine
+
+import (
+	"container/heap"
+	"sort"
+	"time"
+
+	"github.com/allot-sched/allot/internal/engine/place"
+	"github.com/allot-sched/allot/internal/engine/policy"
+	"github.com/allot-sched/allot/internal/model"
+)
+
+// Cycle runs one scheduling cycle at time now and returns its decisions. The
+// engine applies the decisions to its own state before returning: a start is
+// running from now on, a stopped task is waiting again.
+func (e *Engine) Cycle(now time.Time) *Decisions {
+	now = e.advance(now)
+	e.cycle++
+	d := &Decisions{Now: now, Starts: []Start{}, Stops: e.stops, Ended: e.ended, JobsDone: e.jobsDone}
+	if d.Stops == nil {
+		d.Stops = []Stop{}
+	}
+	e.stops, e.ended, e.jobsDone = nil, nil, nil
+	for _, q := range e.queues {
+		e.allocate(q, now, d)
+	}
+	e.explain(d)
+	return d
+}
+
+// allocate hands out the free slots of q's pool under q's policy.
+func (e *Engine) allocate(q *queue, now time.Time, d *Decisions) {
+	groups := q.active()
+	slots, free := e.fleet.PoolSlots(q.pool)
+	v := &policy.View{Now: now, Queue: q.name, Slots: slots, Free: free, Groups: make([]policy.Group, len(groups))}
+	for i, g := range groups {
+		g.view, g.starts, g.stops, g.reason = i, 0, 0, model.Reason{}
+		vg := policy.Group{Key: g.key, Running: len(g.running), Waiting: g.waiting, Usable: g.usable()}
+		if j := g.oldest(); j != nil {
+			vg.Priority, vg.Urgent, vg.Submitted, vg.Seq = j.spec.Priority, j.spec.Urgent, j.spec.Submitted, j.seq
+			vg.Share, vg.Requestor, vg.SLAGroup = j.spec.Share, j.spec.Requestor, j.spec.SLAGroup
+		}
+		v.Groups[i] = vg
+	}
+	v.RunningTasks = func(gi int) []policy.RunningTask {
+		g := groups[gi]
+		out := make([]policy.RunningTask, len(g.running))
+		for k, t := range g.running {
+			out[k] = policy.RunningTask{ID: t.id, Group: gi, Priority: t.job.spec.Priority, Urgent: t.job.spec.Urgent,
+				Started: t.started, StartSeq: t.startSeq}
+		}
+		sort.Slice(out, func(a, b int) bool { return out[a].StartSeq < out[b].StartSeq })
+		return out
+	}
+	plan := q.pol.Allocate(v)
+
+	for _, st := range plan.Stops {
+		if st.Task < 0 || st.Task >= len(e.tasks) {
+			continue
+		}
+		t := e.tasks[st.Task]
+		if t.state != model.TaskRunning || t.job.q != q {
+			continue
+		}
+		worker := t.worker.Spec.Name
+		e.release(t, now)
+		e.makeReady(t)
+		t.job.g.stops++
+		d.Stops = append(d.Stops, Stop{Job: t.job.spec.ID, Task: t.spec.Name, Worker: worker, Reason: st.Reason})
+	}
+	_, free = e.fleet.PoolSlots(q.pool)
+
+	var parked []*job
+	for free > 0 {
+		gi, ok := plan.Alloc.Next()
+		if !ok {
+			break
+		}
+		g := groups[gi]
+		t, w := e.nextPlaceable(g, &parked)
+		if t == nil {
+			plan.Alloc.Exhausted(gi)
+			continue
+		}
+		e.start(t, w, now, d)
+		free--
+		plan.Alloc.Started(gi)
+	}
+	for _, j := range parked {
+		j.parked = false
+		j.g.push(j)
+	}
+
+	for i, g := range groups {
+		target := -1
+		if i < len(plan.Targets) {
+			target = plan.Targets[i]
+		}
+		if g.waiting > 0 {
+			if r, ok := plan.Alloc.Why(i); ok {
+				g.reason = r
+			} else if free == 0 {
+				g.reason = model.Because(model.ReasonNoFreeSlot, "all %d slots of queue %q are in use", slots, q.name)
+			} else {
+				g.reason = model.Because(model.ReasonNotReached, "the %s policy handed out no more slots to group %q this cycle", q.pol.Name(), g.key)
+			}
+		}
+		d.Groups = append(d.Groups, GroupSummary{Queue: q.name, Group: g.key, Running: len(g.running), Waiting: g.waiting,
+			Target: target, Starts: g.starts, Stops: g.stops})
+	}
+}
+
+// active returns q's groups that have running or waiting tasks, by key.
+func (q *queue) active() []*group {
+	out := make([]*group, 0, len(q.groups))
+	for _, g := range q.groups {
+		if len(g.running) > 0 || g.waiting > 0 {
+			out = append(out, g)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].key < out[j].key })
+	return out
+}
+
+// usable is how many more tasks g could run: its waiting tasks, cut by each
+// job's slot limit.
+func (g *group) usable() int {
+	n := 0
+	for _, j := range g.jobs.items {
+		k := j.ready.Len()
+		if m := j.spec.MaxSlots; m > 0 && j.running+k > m {
+			k = max(0, m-j.running)
+		}
+		n += k
+	}
+	return n
+}
+
+// nextPlaceable finds the group's next task that a worker can take now. A
+// job whose next task cannot be placed is parked for the rest of the cycle,
+// so later jobs of the group can use the slot (backfill).
+func (e *Engine) nextPlaceable(g *group, parked *[]*job) (*task, *place.Worker) {
+	for g.jobs.Len() > 0 {
+		j := g.jobs.items[0]
+		if m := j.spec.MaxSlots; m > 0 && j.running >= m {
+			e.park(j, parked, model.Because(model.ReasonMaxSlots, "job %q runs %d tasks, its maxSlots", j.spec.ID, m))
+			continue
+		}
+		t := j.ready.items[0]
+		w, r := e.fleet.Place(t.shape)
+		if w == nil {
+			e.park(j, parked, r)
+			continue
+		}
+		return t, w
+	}
+	return nil, nil
+}
+
+func (e *Engine) park(j *job, parked *[]*job, r model.Reason) {
+	heap.Remove(&j.g.jobs, j.heapPos)
+	j.parked = true
+	j.reason, j.reasonCycle = r, e.cycle
+	*parked = append(*parked, j)
+}
+
+// start runs the head task t of its job on w.
+func (e *Engine) start(t *task, w *place.Worker, now time.Time, d *Decisions) {
+	j := t.job
+	heap.Pop(&j.ready)
+	j.g.waiting--
+	e.occupy(t, w, now)
+	if j.ready.Len() == 0 {
+		heap.Remove(&j.g.jobs, j.heapPos)
+	} else if j.q.jobOrder == policy.ByFewestRunning {
+		heap.Fix(&j.g.jobs, j.heapPos)
+	}
+	j.g.starts++
+	d.Starts = append(d.Starts, Start{Job: j.spec.ID, Task: t.spec.Name, Worker: w.Spec.Name, Attempt: t.attempt})
+}
+
+// explain gives every pending task a reason, per job, and drops ended jobs
+// from the active list.
+func (e *Engine) explain(d *Decisions) {
+	d.Pending = []Pending{}
+	kept := e.active[:0]
+	for _, j := range e.active {
+		if j.done {
+			continue
+		}
+		kept = append(kept, j)
+		if n := j.ready.Len(); n > 0 {
+			d.Pending = append(d.Pending, Pending{Job: j.spec.ID, Tasks: n, Reason: e.readyReason(j)})
+		}
+		if blocked := j.left - j.ready.Len() - j.running; blocked > 0 {
+			d.Pending = append(d.Pending, Pending{Job: j.spec.ID, Tasks: blocked, Reason: e.blockedReason(j.firstBlocked())})
+		}
+	}
+	for i := len(kept); i < len(e.active); i++ {
+		e.active[i] = nil
+	}
+	e.active = kept
+}
+
+func (e *Engine) readyReason(j *job) model.Reason {
+	if j.reasonCycle == e.cycle {
+		return j.reason
+	}
+	if j.g.reason.Code != "" {
+		return j.g.reason
+	}
+	return model.Because(model.ReasonNotReached, "no cycle has run since the task became ready")
+}
+
+func (e *Engine) blockedReason(t *task) model.Reason {
+	if !t.job.admitted {
+		return t.job.admitReason
+	}
+	var unmet []string
+	for _, need := range t.spec.Needs {
+		if p := t.job.byName[need]; p.state != model.TaskSucceeded {
+			unmet = append(unmet, need)
+		}
+	}
+	return model.Because(model.ReasonWaitingDependency, "task %q waits for %v", t.spec.Name, unmet)
+}
+
+// TaskReason says why a task is not running, or ok=false when it runs or has
+// ended. Blocked tasks name the dependencies they wait for.
+func (e *Engine) TaskReason(jobID, taskName string) (model.Reason, bool) {
+	t, err := e.lookup(jobID, taskName)
+	if err != nil {
+		return model.Reason{}, false
+	}
+	switch t.state {
+	case model.TaskReady:
+		return e.readyReason(t.job), true
+	case model.TaskBlocked:
+		return e.blockedReason(t), true
+	}
+	return model.Reason{}, false
+}
+
+// TaskState returns a task's state and, while it runs, its worker.
+func (e *Engine) TaskState(jobID, taskName string) (model.TaskState, string, bool) {
+	t, err := e.lookup(jobID, taskName)
+	if err != nil {
+		return "", "", false
+	}
+	w := ""
+	if t.worker != nil {
+		w = t.worker.Spec.Name
+	}
+	return t.state, w, true
+}
+
+// firstBlocked returns the job's first task that waits on dependencies or
+// admission.
+func (j *job) firstBlocked() *task {
+	for _, t := range j.tasks {
+		if t.state == model.TaskBlocked {
+			return t
+		}
+	}
+	return nil
+}

@@ -1,0 +1,87 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/allot-sched/allot/internal/model"
+)
+
+// Decisions is what one cycle decided, plus every state change the engine
+// made on its own since the previous cycle (retries, failure cascades,
+// requeues, finished jobs). Lists are in a stable order, so the same input
+// gives byte-identical output.
+type Decisions struct {
+	Now    time.Time `json:"now"`
+	Starts []Start   `json:"starts"`
+	Stops  []Stop    `json:"stops"`
+	// Admitted and Throttled are the admission verdicts of this cycle.
+	Admitted  []string   `json:"admitted,omitempty"`
+	Throttled []Throttle `json:"throttled,omitempty"`
+	// Ended lists tasks whose attempt or life ended since the last cycle:
+	// from worker reports (retried or failed), cascades, cancels and lost
+	// workers.
+	Ended []TaskEnd `json:"ended,omitempty"`
+	// JobsDone lists jobs that reached an end state.
+	JobsDone []JobEnd `json:"jobsDone,omitempty"`
+	// Pending gives, per job, why its waiting tasks are not running.
+	Pending []Pending `json:"pending"`
+	// Groups summarises each active group of each queue.
+	Groups []GroupSummary `json:"groups"`
+}
+
+// Start runs a task on a worker.
+type Start struct {
+	Job     string `json:"job"`
+	Task    string `json:"task"`
+	Worker  string `json:"worker"`
+	Attempt int    `json:"attempt"`
+}
+
+// Stop ends a running task early; the task is requeued unless the reason is
+// a cancel.
+type Stop struct {
+	Job    string       `json:"job"`
+	Task   string       `json:"task"`
+	Worker string       `json:"worker"`
+	Reason model.Reason `json:"reason"`
+}
+
+// Throttle says a job was held back at admission.
+type Throttle struct {
+	Job    string       `json:"job"`
+	Reason model.Reason `json:"reason"`
+}
+
+// TaskEnd records a task leaving the running or waiting state.
+type TaskEnd struct {
+	Job    string          `json:"job"`
+	Task   string          `json:"task"`
+	Worker string          `json:"worker,omitempty"`
+	State  model.TaskState `json:"state"` // ready again (retry, requeue) or terminal
+	Reason model.Reason    `json:"reason"`
+}
+
+// JobEnd records a job reaching an end state.
+type JobEnd struct {
+	Job   string          `json:"job"`
+	State model.TaskState `json:"state"`
+}
+
+// Pending explains why Tasks waiting tasks of a job are not running.
+type Pending struct {
+	Job    string       `json:"job"`
+	Tasks  int          `json:"tasks"`
+	Reason model.Reason `json:"reason"`
+}
+
+// GroupSummary is one group's state after the cycle.
+type GroupSummary struct {
+	Queue   string `json:"queue"`
+	Group   string `json:"group"`
+	Running int    `json:"running"`
+	Waiting int    `json:"waiting"`
+	// Target is the policy's target slot count, -1 when it sets none.
+	Target int `json:"target"`
+	Starts int `json:"starts"`
+	Stops  int `json:"stops"`
+}

@@ -1,0 +1,564 @@
+// Package engine is Allot's scheduler: a pure, deterministic state machine.
+// It takes events (a job submitted, a task finished, a worker joined) through
+// Apply and, on Cycle(now), returns Decisions: tasks to start and where, tasks
+// to stop and why, and a reason for every task still pending. It reads no
+// clock, does no I/O and starts no goroutines; randomness comes from the seed
+// in its Config. The server and the simulator drive the same code.
+package engine
+
+import (
+	"container/heap"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"time"
+
+	"github.com/allot-sched/allot/internal/engine/place"
+	"github.com/allot-sched/allot/internal/engine/policy"
+	"github.com/allot-sched/allot/internal/model"
+)
+
+// Config configures an engine.
+type Config struct {
+	// Seed feeds every random choice (variant selection, jitter), so a run
+	// can be replayed.
+	Seed      uint64
+	Queues    []QueueConfig
+	Placement PlacementConfig
+}
+
+// QueueConfig is one queue: where jobs wait, under one policy, for workers of
+// one pool.
+type QueueConfig struct {
+	Name string
+	// Priority orders queues whose pools overlap: a higher priority queue
+	// takes free slots first.
+	Priority int
+	// Pool selects the workers this queue may use; empty selects all.
+	Pool   model.Selector
+	Policy policy.Config
+}
+
+// PlacementConfig configures how tasks find workers.
+type PlacementConfig struct {
+	Strategy string
+}
+
+// Engine is the scheduler state. It is not safe for concurrent use: one
+// goroutine (the control loop, or the simulator) owns it.
+type Engine struct {
+	fleet     *place.Fleet
+	queues    []*queue
+	queueBy   map[string]*queue
+	jobs      map[string]*job
+	active    []*job // unfinished jobs in submission order; ended ones dropped each cycle
+	tasks     []*task
+	rng       *rand.Rand
+	seq       uint64
+	startSeq  uint64
+	cycle     uint64
+	now       time.Time
+	ended     []TaskEnd
+	stops     []Stop
+	jobsDone  []JobEnd
+}
+
+// New builds an engine from cfg.
+func New(cfg Config) (*Engine, error) {
+	strategy, err := place.ParseStrategy(cfg.Placement.Strategy)
+	if err != nil {
+		return nil, fmt.Errorf("placement.strategy: %w", err)
+	}
+	e := &Engine{
+		fleet:   place.NewFleet(strategy),
+		queueBy: map[string]*queue{},
+		jobs:    map[string]*job{},
+		rng:     rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+	}
+	if len(cfg.Queues) == 0 {
+		return nil, fmt.Errorf("queues: at least one queue is required")
+	}
+	for i, qc := range cfg.Queues {
+		if qc.Name == "" {
+			return nil, fmt.Errorf("queues[%d].name: required", i)
+		}
+		if _, dup := e.queueBy[qc.Name]; dup {
+			return nil, fmt.Errorf("queues[%d].name: queue %q is defined twice", i, qc.Name)
+		}
+		q := &queue{name: qc.Name, priority: qc.Priority, pool: qc.Pool, groups: map[string]*group{}}
+		if err := e.setPolicy(q, qc.Policy, time.Time{}); err != nil {
+			return nil, fmt.Errorf("queues[%d].%w", i, err)
+		}
+		e.queues = append(e.queues, q)
+		e.queueBy[q.name] = q
+	}
+	sort.SliceStable(e.queues, func(i, j int) bool {
+		if e.queues[i].priority != e.queues[j].priority {
+			return e.queues[i].priority > e.queues[j].priority
+		}
+		return e.queues[i].name < e.queues[j].name
+	})
+	return e, nil
+}
+
+// Now returns the latest time the engine has seen.
+func (e *Engine) Now() time.Time { return e.now }
+
+func (e *Engine) advance(t time.Time) time.Time {
+	if t.IsZero() || t.Before(e.now) {
+		return e.now
+	}
+	e.now = t
+	return t
+}
+
+// Apply applies one event. A rejected event changes nothing.
+func (e *Engine) Apply(ev Event) error {
+	switch ev := ev.(type) {
+	case SubmitJob:
+		return e.submit(ev.Job)
+	case CancelJob:
+		return e.cancel(ev.Job, e.advance(ev.At))
+	case FinishTask:
+		return e.finish(ev, e.advance(ev.At))
+	case RestoreRunning:
+		return e.restore(ev)
+	case AddWorker:
+		e.advance(ev.At)
+		_, err := e.fleet.Add(ev.Worker)
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrDuplicate, err)
+		}
+		return nil
+	case RemoveWorker:
+		return e.removeWorker(ev, e.advance(ev.At))
+	case SetWorkerState:
+		w, ok := e.fleet.Worker(ev.Name)
+		if !ok {
+			return fmt.Errorf("%w %q", ErrUnknownWorker, ev.Name)
+		}
+		e.advance(ev.At)
+		e.fleet.SetState(w, ev.State)
+		return nil
+	case SetPolicy:
+		q, ok := e.queueBy[ev.Queue]
+		if !ok {
+			return fmt.Errorf("%w %q", ErrUnknownQueue, ev.Queue)
+		}
+		return e.setPolicy(q, ev.Policy, e.advance(ev.At))
+	case SetHistory:
+		q, ok := e.queueBy[ev.Queue]
+		if !ok {
+			return fmt.Errorf("%w %q", ErrUnknownQueue, ev.Queue)
+		}
+		if h, ok := q.pol.(policy.HistoryTaker); ok {
+			h.SetHistory(ev.History, e.advance(ev.At))
+		}
+		return nil
+	case SetJobPriority:
+		j, ok := e.jobs[ev.Job]
+		if !ok {
+			return fmt.Errorf("%w %q", ErrUnknownJob, ev.Job)
+		}
+		j.spec.Priority, j.spec.Urgent = ev.Priority, ev.Urgent
+		if j.heapPos >= 0 {
+			heap.Fix(&j.g.jobs, j.heapPos)
+		}
+		return nil
+	}
+	return fmt.Errorf("%w event %T", ErrInvalid, ev)
+}
+
+// setPolicy installs a policy on q and regroups q's jobs under it. The new
+// policy is told about the tasks already running, at time at.
+func (e *Engine) setPolicy(q *queue, cfg policy.Config, at time.Time) error {
+	pol, err := policy.New(cfg)
+	if err != nil {
+		return err
+	}
+	q.pol = pol
+	q.jobOrder, q.tskOrder = pol.Order()
+	old := q.groups
+	q.groups = map[string]*group{}
+	if len(old) == 0 {
+		return nil
+	}
+	for _, j := range e.active {
+		if j.q != q || j.done {
+			continue
+		}
+		g := q.group(pol.GroupOf(j.spec))
+		j.g = g
+		j.heapPos = -1
+		j.ready.order = q.tskOrder
+		heap.Init(&j.ready)
+		g.members = append(g.members, j)
+		for _, t := range j.tasks {
+			switch t.state {
+			case model.TaskRunning:
+				g.addRunning(t)
+				pol.Account(g.key, 1, at)
+			case model.TaskReady:
+				if j.admitted {
+					g.waiting++
+				}
+			}
+		}
+		g.push(j)
+	}
+	return nil
+}
+
+// submit adds a job after checking what the engine relies on.
+func (e *Engine) submit(spec model.Job) error {
+	if _, dup := e.jobs[spec.ID]; dup {
+		return fmt.Errorf("job %q: %w", spec.ID, ErrDuplicate)
+	}
+	q, ok := e.queueBy[spec.Queue]
+	if !ok {
+		return fmt.Errorf("job %q: queue: %w %q", spec.ID, ErrUnknownQueue, spec.Queue)
+	}
+	if len(spec.Tasks) == 0 {
+		return fmt.Errorf("job %q: tasks: %w: a job needs at least one task", spec.ID, ErrInvalid)
+	}
+	if spec.Endpoint != "" {
+		return fmt.Errorf("job %q: endpoint: %w: endpoint %q is not configured", spec.ID, ErrInvalid, spec.Endpoint)
+	}
+	sel, ok := q.pool.Merge(spec.Selector)
+	if !ok {
+		return fmt.Errorf("job %q: selector: %w: contradicts the pool of queue %q", spec.ID, ErrInvalid, q.name)
+	}
+	js := spec
+	js.Tasks = append([]model.Task(nil), spec.Tasks...)
+	j := &job{spec: &js, q: q, byName: make(map[string]*task, len(js.Tasks)), heapPos: -1, left: len(js.Tasks)}
+	j.ready.order = q.tskOrder
+	for i := range js.Tasks {
+		ts := &js.Tasks[i]
+		if _, dup := j.byName[ts.Name]; dup {
+			return fmt.Errorf("job %q: tasks[%d].name: %w: task %q is defined twice", spec.ID, i, ErrInvalid, ts.Name)
+		}
+		t := &task{idx: i, job: j, spec: ts, state: model.TaskBlocked, heapPos: -1, runPos: -1}
+		t.shape = e.fleet.Shape(ts.Resources, sel)
+		j.tasks = append(j.tasks, t)
+		j.byName[ts.Name] = t
+	}
+	for i, t := range j.tasks {
+		for k, need := range t.spec.Needs {
+			p, ok := j.byName[need]
+			if !ok {
+				return fmt.Errorf("job %q: tasks[%d].needs[%d]: %w: no task %q in this job", spec.ID, i, k, ErrInvalid, need)
+			}
+			p.children = append(p.children, i)
+			t.unmet++
+		}
+	}
+	if cyc := findCycle(j); cyc != "" {
+		return fmt.Errorf("job %q: needs: %w: dependency cycle %s", spec.ID, ErrInvalid, cyc)
+	}
+	// Committed from here on: the job is valid.
+	e.seq++
+	j.seq = e.seq
+	for _, t := range j.tasks {
+		t.id = len(e.tasks)
+		e.tasks = append(e.tasks, t)
+	}
+	e.jobs[js.ID] = j
+	e.active = append(e.active, j)
+	j.g = q.group(q.pol.GroupOf(j.spec))
+	j.g.members = append(j.g.members, j)
+	e.advance(js.Submitted)
+	e.admit(j)
+	return nil
+}
+
+// admit lets a job's tasks become ready. Jobs without an endpoint are
+// admitted at once.
+func (e *Engine) admit(j *job) {
+	j.admitted = true
+	for _, t := range j.tasks {
+		if t.state == model.TaskBlocked && t.unmet == 0 {
+			e.makeReady(t)
+		}
+	}
+}
+
+func (e *Engine) makeReady(t *task) {
+	t.state = model.TaskReady
+	j := t.job
+	heap.Push(&j.ready, t)
+	j.g.waiting++
+	j.g.push(j)
+}
+
+// findCycle returns a dependency cycle of j as "a → b → a", or "".
+func findCycle(j *job) string {
+	const (
+		white = iota
+		grey
+		black
+	)
+	color := make([]int, len(j.tasks))
+	stack := []int{}
+	var visit func(i int) string
+	visit = func(i int) string {
+		color[i] = grey
+		stack = append(stack, i)
+		for _, c := range j.tasks[i].children {
+			switch color[c] {
+			case grey:
+				path := ""
+				start := 0
+				for k, s := range stack {
+					if s == c {
+						start = k
+					}
+				}
+				for _, s := range stack[start:] {
+					path += j.tasks[s].spec.Name + " → "
+				}
+				return path + j.tasks[c].spec.Name
+			case white:
+				if p := visit(c); p != "" {
+					return p
+				}
+			}
+		}
+		stack = stack[:len(stack)-1]
+		color[i] = black
+		return ""
+	}
+	for i := range j.tasks {
+		if color[i] == white {
+			if p := visit(i); p != "" {
+				return p
+			}
+		}
+	}
+	return ""
+}
+
+func (e *Engine) lookup(jobID, taskName string) (*task, error) {
+	j, ok := e.jobs[jobID]
+	if !ok {
+		return nil, fmt.Errorf("%w %q", ErrUnknownJob, jobID)
+	}
+	t, ok := j.byName[taskName]
+	if !ok {
+		return nil, fmt.Errorf("job %q: %w %q", jobID, ErrUnknownTask, taskName)
+	}
+	return t, nil
+}
+
+// finish applies a worker's report about a running task.
+func (e *Engine) finish(ev FinishTask, now time.Time) error {
+	t, err := e.lookup(ev.Job, ev.Task)
+	if err != nil {
+		return err
+	}
+	if t.state != model.TaskRunning {
+		return fmt.Errorf("job %q task %q: %w (state %s)", ev.Job, ev.Task, ErrNotRunning, t.state)
+	}
+	worker := t.worker.Spec.Name
+	e.release(t, now)
+	switch ev.Outcome {
+	case model.Succeeded:
+		e.end(t, model.TaskSucceeded, model.Reason{}, worker)
+		for _, c := range t.children {
+			child := t.job.tasks[c]
+			child.unmet--
+			if child.unmet == 0 && child.state == model.TaskBlocked {
+				e.makeReady(child)
+			}
+		}
+	case model.Failed:
+		t.fails++
+		max := t.spec.MaxAttempts
+		if max < 1 {
+			max = 1
+		}
+		msg := ev.Message
+		if msg == "" {
+			msg = "the task reported a failure"
+		}
+		if t.fails < max {
+			e.makeReady(t)
+			e.ended = append(e.ended, TaskEnd{Job: ev.Job, Task: ev.Task, Worker: worker, State: model.TaskReady,
+				Reason: model.Because(model.ReasonRetry, "attempt %d of %d failed: %s; retrying", t.fails, max, msg)})
+			return nil
+		}
+		e.end(t, model.TaskFailed, model.Because(model.ReasonFailed, "attempt %d of %d failed: %s", t.fails, max, msg), worker)
+		e.cascade(t)
+	case model.Requeued:
+		e.makeReady(t)
+		r := model.Because(model.ReasonWorkerLost, "requeued: %s", ev.Message)
+		e.ended = append(e.ended, TaskEnd{Job: ev.Job, Task: ev.Task, Worker: worker, State: model.TaskReady, Reason: r})
+	default:
+		return fmt.Errorf("%w outcome %q", ErrInvalid, ev.Outcome)
+	}
+	return nil
+}
+
+// cascade fails every task that depends, directly or not, on the failed task
+// t, naming the parent that failed.
+func (e *Engine) cascade(t *task) {
+	for _, c := range t.children {
+		child := t.job.tasks[c]
+		if child.state.Terminal() {
+			continue
+		}
+		e.dropWaiting(child)
+		e.end(child, model.TaskFailed, model.Because(model.ReasonDependencyFailure,
+			"dependency %q failed", t.spec.Name), "")
+		e.cascade(child)
+	}
+}
+
+// dropWaiting takes a ready task out of the queues.
+func (e *Engine) dropWaiting(t *task) {
+	if t.state != model.TaskReady {
+		return
+	}
+	j := t.job
+	heap.Remove(&j.ready, t.heapPos)
+	j.g.waiting--
+	if j.ready.Len() == 0 && j.heapPos >= 0 {
+		heap.Remove(&j.g.jobs, j.heapPos)
+	}
+}
+
+// end moves t to a terminal state and closes the job when it was the last.
+func (e *Engine) end(t *task, s model.TaskState, r model.Reason, worker string) {
+	t.state = s
+	j := t.job
+	j.left--
+	if s != model.TaskSucceeded {
+		j.failed = j.failed || s == model.TaskFailed
+		e.ended = append(e.ended, TaskEnd{Job: j.spec.ID, Task: t.spec.Name, Worker: worker, State: s, Reason: r})
+	}
+	if j.left == 0 {
+		j.done = true
+		state := model.TaskSucceeded
+		for _, t := range j.tasks {
+			if t.state == model.TaskCancelled {
+				state = model.TaskCancelled
+			}
+		}
+		if j.failed {
+			state = model.TaskFailed
+		}
+		e.jobsDone = append(e.jobsDone, JobEnd{Job: j.spec.ID, State: state})
+	}
+}
+
+// release frees the slot of a running task.
+func (e *Engine) release(t *task, now time.Time) {
+	j := t.job
+	e.fleet.Release(t.worker, t.spec.Resources)
+	j.g.removeRunning(t)
+	j.running--
+	if j.heapPos >= 0 && j.q.jobOrder == policy.ByFewestRunning {
+		heap.Fix(&j.g.jobs, j.heapPos)
+	}
+	j.q.pol.Account(j.g.key, -1, now)
+	t.worker = nil
+}
+
+// occupy runs t on w from now.
+func (e *Engine) occupy(t *task, w *place.Worker, now time.Time) {
+	j := t.job
+	t.state = model.TaskRunning
+	t.worker = w
+	t.started = now
+	t.attempt++
+	e.startSeq++
+	t.startSeq = e.startSeq
+	e.fleet.Occupy(w, t.spec.Resources)
+	j.running++
+	j.g.addRunning(t)
+	j.q.pol.Account(j.g.key, 1, now)
+}
+
+func (e *Engine) cancel(jobID string, now time.Time) error {
+	j, ok := e.jobs[jobID]
+	if !ok {
+		return fmt.Errorf("%w %q", ErrUnknownJob, jobID)
+	}
+	if j.done {
+		return nil
+	}
+	r := model.Because(model.ReasonCancelled, "job %q was cancelled", jobID)
+	for _, t := range j.tasks {
+		switch t.state {
+		case model.TaskRunning:
+			worker := t.worker.Spec.Name
+			e.release(t, now)
+			e.stops = append(e.stops, Stop{Job: jobID, Task: t.spec.Name, Worker: worker, Reason: r})
+			e.end(t, model.TaskCancelled, r, worker)
+		case model.TaskReady:
+			e.dropWaiting(t)
+			e.end(t, model.TaskCancelled, r, "")
+		case model.TaskBlocked:
+			e.end(t, model.TaskCancelled, r, "")
+		}
+	}
+	return nil
+}
+
+func (e *Engine) restore(ev RestoreRunning) error {
+	t, err := e.lookup(ev.Job, ev.Task)
+	if err != nil {
+		return err
+	}
+	if t.state != model.TaskReady {
+		return fmt.Errorf("job %q task %q: %w: only a ready task can be restored as running (state %s)", ev.Job, ev.Task, ErrInvalid, t.state)
+	}
+	var w *place.Worker
+	if ev.Worker != "" {
+		var ok bool
+		if w, ok = e.fleet.Worker(ev.Worker); !ok {
+			return fmt.Errorf("%w %q", ErrUnknownWorker, ev.Worker)
+		}
+		if w.FreeSlots() < 1 {
+			return fmt.Errorf("job %q task %q: %w: worker %q has no free slot", ev.Job, ev.Task, ErrInvalid, ev.Worker)
+		}
+	} else {
+		var r model.Reason
+		if w, r = e.fleet.Place(t.shape); w == nil {
+			return fmt.Errorf("job %q task %q: %w: no worker to restore it on: %s", ev.Job, ev.Task, ErrInvalid, r.Message)
+		}
+	}
+	started := ev.Started
+	if started.IsZero() {
+		started = e.now
+	}
+	e.dropWaiting(t)
+	e.occupy(t, w, started)
+	return nil
+}
+
+func (e *Engine) removeWorker(ev RemoveWorker, now time.Time) error {
+	w, ok := e.fleet.Worker(ev.Name)
+	if !ok {
+		return fmt.Errorf("%w %q", ErrUnknownWorker, ev.Name)
+	}
+	r := ev.Reason
+	if r.Code == "" {
+		r = model.Because(model.ReasonWorkerLost, "worker %q left", ev.Name)
+	}
+	// Requeue in a stable order: by task id.
+	var victims []*task
+	for _, j := range e.active {
+		for _, t := range j.tasks {
+			if t.state == model.TaskRunning && t.worker == w {
+				victims = append(victims, t)
+			}
+		}
+	}
+	for _, t := range victims {
+		e.release(t, now)
+		e.makeReady(t)
+		e.ended = append(e.ended, TaskEnd{Job: t.job.spec.ID, Task: t.spec.Name, Worker: ev.Name, State: model.TaskReady, Reason: r})
+	}
+	e.fleet.Remove(w)
+	return nil
+}

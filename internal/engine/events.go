@@ -1,0 +1,112 @@
+package engine
+
+import (
+	"errors"
+	"time"
+
+	"github.com/allot-sched/allot/internal/engine/policy"
+	"github.com/allot-sched/allot/internal/model"
+)
+
+// Event is something that happened outside the engine. Apply takes events in
+// the order they happened; the engine never reads a clock, so each event
+// carries its time.
+type Event interface{ event() }
+
+// SubmitJob adds a job. The job must already be valid (internal/spec checks
+// user input); the engine still refuses what would corrupt its state.
+type SubmitJob struct {
+	Job model.Job
+}
+
+// CancelJob cancels a job: waiting tasks end as cancelled and running ones
+// are stopped.
+type CancelJob struct {
+	Job string
+	At  time.Time
+}
+
+// FinishTask reports how a running task's attempt ended.
+type FinishTask struct {
+	Job, Task string
+	Outcome   model.Outcome
+	At        time.Time
+	Message   string
+}
+
+// RestoreRunning marks a task as already running, as after a server restart
+// or at time zero of a plan scenario. With an empty Worker, the engine picks a
+// worker that fits, the way it would place the task.
+type RestoreRunning struct {
+	Job, Task string
+	Worker    string
+	Started   time.Time
+}
+
+// AddWorker registers a worker.
+type AddWorker struct {
+	Worker model.Worker
+	At     time.Time
+}
+
+// RemoveWorker unregisters a worker; its running tasks are requeued with the
+// worker_lost reason, which does not count as a failed attempt.
+type RemoveWorker struct {
+	Name   string
+	At     time.Time
+	Reason model.Reason
+}
+
+// SetWorkerState drains, disables or readies a worker.
+type SetWorkerState struct {
+	Name  string
+	State model.WorkerState
+	At    time.Time
+}
+
+// SetPolicy replaces a queue's policy at run time.
+type SetPolicy struct {
+	Queue  string
+	Policy policy.Config
+	At     time.Time
+}
+
+// SetJobPriority changes a job's priority at run time.
+type SetJobPriority struct {
+	Job      string
+	Priority int
+	Urgent   bool
+}
+
+func (SubmitJob) event()      {}
+func (CancelJob) event()      {}
+func (FinishTask) event()     {}
+func (RestoreRunning) event() {}
+func (AddWorker) event()      {}
+func (RemoveWorker) event()   {}
+func (SetWorkerState) event() {}
+func (SetPolicy) event()      {}
+func (SetJobPriority) event() {}
+
+// Errors Apply returns. Callers that replay reports (a worker reconnecting)
+// match ErrNotRunning to ignore a duplicate completion.
+var (
+	ErrUnknownJob    = errors.New("unknown job")
+	ErrUnknownTask   = errors.New("unknown task")
+	ErrUnknownQueue  = errors.New("unknown queue")
+	ErrUnknownWorker = errors.New("unknown worker")
+	ErrDuplicate     = errors.New("already exists")
+	ErrNotRunning    = errors.New("task is not running")
+	ErrInvalid       = errors.New("invalid")
+)
+
+// SetHistory hands a queue's policy the history it depends on (usage per
+// group, how long a rebalance threshold has been exceeded). Policies without
+// history ignore it.
+type SetHistory struct {
+	Queue   string
+	History policy.History
+	At      time.Time
+}
+
+func (SetHistory) event() {}

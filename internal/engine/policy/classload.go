@@ -1,0 +1,4 @@
+package policy
+
+// ClassLoadConfig configures the classload policy (seed 004).
+type ClassLoadConfig struct{}

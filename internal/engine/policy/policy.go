@@ -1,0 +1,192 @@
+// Package policy holds the allocation policies: the rules that decide which
+// group of a queue gets the next free slot and which running tasks must make
+// room. A policy sees a View of its queue, never the engine's state, so each
+// policy is plain arithmetic over counts and can be tested on its own.
+package policy
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/allot-sched/allot/internal/model"
+)
+
+// Policy is one allocation rule. The engine keeps one Policy value per queue
+// for the queue's lifetime, so a policy may keep history (usage) between
+// cycles; it must stay deterministic: no clock reads, no global randomness.
+type Policy interface {
+	// Name is the policy's name in configuration ("fifo", "fairshare", ...).
+	Name() string
+	// GroupOf names the group a job belongs to. Groups are the units the
+	// policy divides capacity between.
+	GroupOf(j *model.Job) string
+	// Order says how jobs inside one group, and tasks inside one job, are
+	// ordered.
+	Order() (JobOrder, TaskOrder)
+	// Account tells the policy that the number of running tasks of group
+	// changed by delta at time at. Calls come in time order; policies that
+	// keep usage integrate it from these calls.
+	Account(group string, delta int, at time.Time)
+	// Allocate plans one cycle of the queue.
+	Allocate(v *View) Plan
+}
+
+// JobOrder orders the jobs of one group.
+type JobOrder int
+
+const (
+	// ByPriorityThenAge serves the highest job priority first, then the
+	// earliest submission.
+	ByPriorityThenAge JobOrder = iota
+	// ByFewestRunning serves, round-robin, the job with the fewest running
+	// tasks first (seed 004), then the earliest submission.
+	ByFewestRunning
+)
+
+// TaskOrder orders the ready tasks of one job.
+type TaskOrder int
+
+const (
+	// ByDeclaration serves tasks in the order the job lists them.
+	ByDeclaration TaskOrder = iota
+	// ByLongestFirst serves the longest expected duration first (seed 004).
+	ByLongestFirst
+)
+
+// Group is one group of a queue as a policy sees it in one cycle.
+type Group struct {
+	Key     string
+	Running int // tasks running now
+	Waiting int // tasks ready to start (admitted, dependencies met)
+	// Usable is how many more tasks the group could run at once if slots
+	// were free: Waiting, cut by a job's slot limit.
+	Usable int
+	// The attributes below come from the group's oldest active job; for
+	// policies whose groups are jobs they are that job's.
+	Priority  int
+	Urgent    bool
+	Submitted time.Time
+	Seq       uint64 // submission order of the oldest job
+	Share     string
+	Requestor string
+	SLAGroup  string
+}
+
+// RunningTask is a running task a policy may choose to stop.
+type RunningTask struct {
+	ID       int // opaque to the policy; hand it back in a Stop
+	Group    int // index into View.Groups
+	Priority int
+	Urgent   bool
+	Started  time.Time
+	StartSeq uint64 // start order; larger is newer
+}
+
+// View is the state of one queue at the start of a cycle.
+type View struct {
+	Now   time.Time
+	Queue string
+	// Slots counts the slots of the queue's pool that take work (ready
+	// workers); Free counts those idle now.
+	Slots  int
+	Free   int
+	Groups []Group
+	// RunningTasks lists the running tasks of group g, oldest start first.
+	RunningTasks func(g int) []RunningTask
+}
+
+// Plan is a policy's answer for one cycle.
+type Plan struct {
+	// Targets holds each group's target slot count, or -1 where the policy
+	// has none; the engine reports it in the per-group summary.
+	Targets []int
+	// Stops lists running tasks to stop (preemption, rebalancing); the
+	// engine requeues them without counting a failed attempt.
+	Stops []Stop
+	// Alloc hands out the free slots.
+	Alloc Allocator
+}
+
+// Stop asks the engine to stop a running task.
+type Stop struct {
+	Task   int // RunningTask.ID
+	Reason model.Reason
+}
+
+// Allocator hands out the free slots of one cycle, one at a time. The engine
+// asks Next for a group, tries to place that group's next task, and reports
+// back with Started or Exhausted.
+type Allocator interface {
+	// Next returns the group that gets the next slot; ok is false when the
+	// policy hands out no more slots this cycle.
+	Next() (group int, ok bool)
+	// Started says a task of group was placed.
+	Started(group int)
+	// Exhausted says group has no task that can be placed this cycle; Next
+	// must not return it again.
+	Exhausted(group int)
+	// Why explains why group's waiting tasks got no slot from the policy
+	// (at its target, suspended, ...); ok is false when the policy did not
+	// hold the group back, so the pool was simply full.
+	Why(group int) (r model.Reason, ok bool)
+}
+
+// Factory makes a policy from its configuration block.
+type Factory func(cfg Config) (Policy, error)
+
+// Config is the `policy:` block of a queue. Kind picks the policy; each
+// policy reads its own block and ignores the others.
+type Config struct {
+	Kind      string           `yaml:"kind" json:"kind"`
+	FairShare *FairShareConfig `yaml:"fairshare,omitempty" json:"fairshare,omitempty"`
+	ClassLoad *ClassLoadConfig `yaml:"classload,omitempty" json:"classload,omitempty"`
+	Priority  *PriorityConfig  `yaml:"priority,omitempty" json:"priority,omitempty"`
+	SLA       *SLAConfig       `yaml:"sla,omitempty" json:"sla,omitempty"`
+}
+
+var registry = map[string]Factory{}
+
+// Register makes a policy available by name. It is called from init
+// functions of this package only, so the set of policies is fixed at build.
+func register(name string, f Factory) { registry[name] = f }
+
+// New builds the policy cfg names.
+func New(cfg Config) (Policy, error) {
+	kind := cfg.Kind
+	if kind == "" {
+		kind = "fifo"
+	}
+	f, ok := registry[kind]
+	if !ok {
+		return nil, fmt.Errorf("policy.kind: unknown policy %q (known: %v)", cfg.Kind, Names())
+	}
+	return f(cfg)
+}
+
+// Names lists the registered policies, sorted.
+func Names() []string {
+	out := make([]string, 0, len(registry))
+	for n := range registry {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// History is what a policy's decisions depend on from before the engine
+// started: a plan scenario states it, and the server restores it from its
+// store.
+type History struct {
+	// Usage is each group's accumulated usage in slot-seconds, as the
+	// policy measures it (decayed or windowed).
+	Usage map[string]float64 `yaml:"usage,omitempty" json:"usage,omitempty"`
+	// RebalanceExceededFor is how long the classload spread has already been
+	// above its threshold.
+	RebalanceExceededFor time.Duration `yaml:"rebalanceExceededFor,omitempty" json:"rebalanceExceededFor,omitempty"`
+}
+
+// HistoryTaker is a policy that accepts History.
+type HistoryTaker interface {
+	SetHistory(h History, now time.Time)
+}

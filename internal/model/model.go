@@ -1,0 +1,285 @@
+// Package model holds Allot's domain types: workers, jobs, tasks and the
+// resources they offer and ask for. It depends on the standard library only,
+// so every other package, the pure engine included, can share these types.
+package model
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Resources is a quantity of compute. CPU is in thousandths of a core so that
+// fractional requests stay exact integers; memory is in mebibytes. GPUMemoryMB
+// is per GPU: a task asking for 2 GPUs with 40960 MB needs two devices that
+// each have at least 40 GiB, which is how GPU hardware is bought and reported.
+type Resources struct {
+	MilliCPU    int64 `json:"milliCPU,omitempty"`
+	MemoryMB    int64 `json:"memoryMB,omitempty"`
+	GPUs        int64 `json:"gpus,omitempty"`
+	GPUMemoryMB int64 `json:"gpuMemoryMB,omitempty"`
+}
+
+// IsZero reports whether r asks for nothing.
+func (r Resources) IsZero() bool { return r == Resources{} }
+
+// Add returns r + o. GPU memory is per device, so it is not summed.
+func (r Resources) Add(o Resources) Resources {
+	return Resources{MilliCPU: r.MilliCPU + o.MilliCPU, MemoryMB: r.MemoryMB + o.MemoryMB,
+		GPUs: r.GPUs + o.GPUs, GPUMemoryMB: r.GPUMemoryMB}
+}
+
+// Sub returns r − o (GPU memory per device is kept).
+func (r Resources) Sub(o Resources) Resources {
+	return Resources{MilliCPU: r.MilliCPU - o.MilliCPU, MemoryMB: r.MemoryMB - o.MemoryMB,
+		GPUs: r.GPUs - o.GPUs, GPUMemoryMB: r.GPUMemoryMB}
+}
+
+// Shortfall names the first dimension in which have cannot hold want, or ""
+// when it fits. The order (GPU memory, GPUs, memory, CPU) puts the scarcest
+// hardware first, which is what a user wants to read in a pending reason.
+func (want Resources) Shortfall(have Resources) string {
+	switch {
+	case want.GPUs > 0 && want.GPUMemoryMB > have.GPUMemoryMB:
+		return "gpu_memory"
+	case want.GPUs > have.GPUs:
+		return "gpus"
+	case want.MemoryMB > have.MemoryMB:
+		return "memory"
+	case want.MilliCPU > have.MilliCPU:
+		return "cpu"
+	}
+	return ""
+}
+
+// FitsIn reports whether want fits in have.
+func (want Resources) FitsIn(have Resources) bool { return want.Shortfall(have) == "" }
+
+// String formats r for messages, e.g. "2 CPU, 4096 MB, 1 GPU × 24576 MB".
+func (r Resources) String() string {
+	var parts []string
+	if r.MilliCPU != 0 {
+		parts = append(parts, fmt.Sprintf("%g CPU", float64(r.MilliCPU)/1000))
+	}
+	if r.MemoryMB != 0 {
+		parts = append(parts, fmt.Sprintf("%d MB", r.MemoryMB))
+	}
+	if r.GPUs != 0 {
+		g := fmt.Sprintf("%d GPU", r.GPUs)
+		if r.GPUMemoryMB != 0 {
+			g += fmt.Sprintf(" × %d MB", r.GPUMemoryMB)
+		}
+		parts = append(parts, g)
+	}
+	if len(parts) == 0 {
+		return "nothing"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Labels are key/value attributes of a worker; a Selector matches them.
+type Labels map[string]string
+
+// Selector requires each of its keys to carry the given value. An empty
+// selector matches every worker.
+type Selector map[string]string
+
+// Matches reports whether l carries every key and value of s.
+func (s Selector) Matches(l Labels) bool {
+	for k, v := range s {
+		if l[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// Merge returns the conjunction of s and o; on a key both name with different
+// values, ok is false because no worker can match.
+func (s Selector) Merge(o Selector) (m Selector, ok bool) {
+	if len(o) == 0 {
+		return s, true
+	}
+	if len(s) == 0 {
+		return o, true
+	}
+	m = make(Selector, len(s)+len(o))
+	for k, v := range s {
+		m[k] = v
+	}
+	for k, v := range o {
+		if w, dup := m[k]; dup && w != v {
+			return nil, false
+		}
+		m[k] = v
+	}
+	return m, true
+}
+
+// String renders s as sorted "k=v" pairs, which also serves as a stable key.
+func (s Selector) String() string { return sortedPairs(s) }
+
+// String renders l as sorted "k=v" pairs.
+func (l Labels) String() string { return sortedPairs(l) }
+
+func sortedPairs(m map[string]string) string {
+	if len(m) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(k)
+		b.WriteByte('=')
+		b.WriteString(m[k])
+	}
+	return b.String()
+}
+
+// WorkerState says whether a worker takes new tasks.
+type WorkerState string
+
+const (
+	// WorkerReady takes new tasks.
+	WorkerReady WorkerState = "ready"
+	// WorkerDraining finishes what it runs and takes nothing new.
+	WorkerDraining WorkerState = "draining"
+	// WorkerDisabled was switched off (by an operator or the elastic
+	// coordinator); it takes nothing new and is left out of cost figures.
+	WorkerDisabled WorkerState = "disabled"
+)
+
+// Worker is a machine or process that runs tasks, Slots at a time.
+type Worker struct {
+	Name        string      `json:"name"`
+	Capacity    Resources   `json:"capacity"`
+	Labels      Labels      `json:"labels,omitempty"`
+	Slots       int         `json:"slots"`
+	CostPerHour float64     `json:"costPerHour"`
+	State       WorkerState `json:"state"`
+	// Cached lists models and datasets the worker holds, with the time it
+	// last reported each; placement prefers fresh hints (context reuse).
+	Cached map[string]time.Time `json:"cached,omitempty"`
+}
+
+// Category tells placement how to weigh throughput against cost.
+type Category string
+
+// Task categories of seed 002.
+const (
+	CategoryInference Category = "inference"
+	CategoryTraining  Category = "training"
+	CategoryOther     Category = "other"
+)
+
+// Task is the unit that runs on one worker slot.
+type Task struct {
+	Name      string    `json:"name"`
+	Resources Resources `json:"resources"`
+	// Needs names tasks of the same job that must succeed first.
+	Needs []string `json:"needs,omitempty"`
+	// Duration is the expected run time: the simulator runs the task for this
+	// long, and classload starts longer tasks first.
+	Duration    time.Duration `json:"duration,omitempty"`
+	Category    Category      `json:"category,omitempty"`
+	MaxAttempts int           `json:"maxAttempts,omitempty"`
+	// Model and Dataset name the context the task loads; placement prefers a
+	// worker that has it cached.
+	Model   string `json:"model,omitempty"`
+	Dataset string `json:"dataset,omitempty"`
+	// Fails makes the simulator report this many failed attempts before the
+	// task succeeds (used to exercise retries and failure cascades).
+	Fails int `json:"fails,omitempty"`
+}
+
+// Job is what a user submits: tasks, and the attributes policies divide
+// capacity by.
+type Job struct {
+	ID        string   `json:"id"`
+	Queue     string   `json:"queue"`
+	Requestor string   `json:"requestor,omitempty"`
+	Share     string   `json:"share,omitempty"`
+	Priority  int      `json:"priority,omitempty"`
+	Urgent    bool     `json:"urgent,omitempty"`
+	SLAGroup  string   `json:"slaGroup,omitempty"`
+	Endpoint  string   `json:"endpoint,omitempty"`
+	Variant   string   `json:"variant,omitempty"`
+	Load      int      `json:"load,omitempty"`
+	Selector  Selector `json:"selector,omitempty"`
+	MaxSlots  int      `json:"maxSlots,omitempty"`
+	Submitted time.Time `json:"submitted"`
+	Tasks     []Task   `json:"tasks"`
+}
+
+// Outcome is how a task attempt ended.
+type Outcome string
+
+// Attempt outcomes.
+const (
+	Succeeded Outcome = "succeeded"
+	Failed    Outcome = "failed"
+	// Requeued ends an attempt through no fault of the task (its worker was
+	// lost); it does not count against the task's attempts.
+	Requeued Outcome = "requeued"
+)
+
+// TaskState is where a task is in its life.
+type TaskState string
+
+// Task states.
+const (
+	TaskBlocked   TaskState = "blocked" // waiting on dependencies or admission
+	TaskReady     TaskState = "ready"
+	TaskRunning   TaskState = "running"
+	TaskSucceeded TaskState = "succeeded"
+	TaskFailed    TaskState = "failed"
+	TaskCancelled TaskState = "cancelled"
+)
+
+// Terminal reports whether s is an end state.
+func (s TaskState) Terminal() bool {
+	return s == TaskSucceeded || s == TaskFailed || s == TaskCancelled
+}
+
+// Reason says why something did not happen: a task still pending, a job
+// throttled, a task stopped. Code is stable and machine-readable; Message is
+// for people and carries the figures behind the decision.
+type Reason struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Reason codes. They are part of the API: scripts and dashboards match them.
+const (
+	ReasonWaitingDependency = "waiting_dependency"
+	ReasonNotAdmitted       = "not_admitted"
+	ReasonThrottled         = "throttled"
+	ReasonNoFreeSlot        = "no_free_slot"
+	ReasonUnschedulable     = "unschedulable"
+	ReasonWorkersDisabled   = "workers_unavailable"
+	ReasonPolicyLimit       = "policy_limit"
+	ReasonSuspended         = "suspended"
+	ReasonNotReached        = "not_reached"
+	ReasonMaxSlots          = "max_slots"
+	ReasonStickyWorkerBusy  = "sticky_worker_busy"
+	ReasonPreempted         = "preempted"
+	ReasonRebalanced        = "rebalanced"
+	ReasonCancelled         = "cancelled"
+	ReasonWorkerLost        = "worker_lost"
+	ReasonDependencyFailure = "dependency_failure"
+	ReasonFailed            = "failed"
+	ReasonRetry             = "retry"
+)
+
+// Because formats a Reason.
+func Because(code, format string, args ...any) Reason {
+	return Reason{Code: code, Message: fmt.Sprintf(format, args...)}
+}
