@@ -6,7 +6,7 @@ import (
 	"github.com/allot-sched/allot/internal/model"
 )
 
-func init() { register("fifo", func(Config) (Policy, error) { return FIFO{}, nil }) }
+func init() { Register("fifo", func(Config) (Policy, error) { return FIFO{}, nil }) }
 
 // FIFO serves a queue's jobs in submission order, higher job priority first.
 // All jobs of the queue form one group, so a job waits for every job ahead of

@@ -147,9 +147,9 @@ type Config struct {
 
 var registry = map[string]Factory{}
 
-// Register makes a policy available by name. It is called from init
-// functions of this package only, so the set of policies is fixed at build.
-func register(name string, f Factory) { registry[name] = f }
+// Register makes a policy available by name. Policy packages call it from
+// init, so the set of policies is fixed at build time.
+func Register(name string, f Factory) { registry[name] = f }
 
 // New builds the policy cfg names.
 func New(cfg Config) (Policy, error) {
