@@ -37,14 +37,14 @@ func (r Resources) Sub(o Resources) Resources {
 }
 
 // Shortfall names the first dimension in which have cannot hold want, or ""
-// when it fits. The order (GPU memory, GPUs, memory, CPU) puts the scarcest
+// when it fits. The order (GPUs, GPU memory, memory, CPU) puts the scarcest
 // hardware first, which is what a user wants to read in a pending reason.
 func (want Resources) Shortfall(have Resources) string {
 	switch {
-	case want.GPUs > 0 && want.GPUMemoryMB > have.GPUMemoryMB:
-		return "gpu_memory"
 	case want.GPUs > have.GPUs:
 		return "gpus"
+	case want.GPUs > 0 && want.GPUMemoryMB > have.GPUMemoryMB:
+		return "gpu_memory"
 	case want.MemoryMB > have.MemoryMB:
 		return "memory"
 	case want.MilliCPU > have.MilliCPU:

@@ -159,7 +159,7 @@ func New(cfg Config) (Policy, error) {
 	}
 	f, ok := registry[kind]
 	if !ok {
-		return nil, fmt.Errorf("policy.kind: unknown policy %q (known: %v)", cfg.Kind, Names())
+		return nil, fmt.Errorf("kind: unknown policy %q (known: %v)", cfg.Kind, Names())
 	}
 	return f(cfg)
 }

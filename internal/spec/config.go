@@ -1,0 +1,91 @@
+package spec
+
+import (
+	"fmt"
+
+	"github.com/allot-sched/allot/internal/engine"
+	"github.com/allot-sched/allot/internal/engine/place"
+	"github.com/allot-sched/allot/internal/engine/policy"
+	"github.com/allot-sched/allot/internal/model"
+)
+
+// Scheduling is the part of the configuration that the server's config file
+// and a scenario file share: queues with their policies, and placement.
+type Scheduling struct {
+	// Seed feeds every random choice of the engine; the same seed and input
+	// give the same decisions.
+	Seed      uint64    `yaml:"seed,omitempty" json:"seed,omitempty"`
+	Queues    []Queue   `yaml:"queues" json:"queues"`
+	Placement Placement `yaml:"placement,omitempty" json:"placement,omitempty"`
+}
+
+// Queue is one queue.
+type Queue struct {
+	Name string `yaml:"name" json:"name"`
+	// Priority orders queues that share workers: higher goes first.
+	Priority int `yaml:"priority,omitempty" json:"priority,omitempty"`
+	// Pool is a label selector choosing the workers this queue uses.
+	Pool   map[string]string `yaml:"pool,omitempty" json:"pool,omitempty"`
+	Policy policy.Config     `yaml:"policy,omitempty" json:"policy,omitempty"`
+}
+
+// Placement configures how tasks find workers.
+type Placement struct {
+	Strategy string `yaml:"strategy,omitempty" json:"strategy,omitempty"`
+}
+
+// DefaultQueue is the queue a configuration without queues gets.
+const DefaultQueue = "default"
+
+// EngineConfig checks s and turns it into the engine's configuration. A
+// configuration without queues gets one fifo queue named "default".
+func (s Scheduling) EngineConfig() (engine.Config, error) {
+	var c errs
+	cfg := engine.Config{Seed: s.Seed, Placement: engine.PlacementConfig{Strategy: s.Placement.Strategy}}
+	if _, err := place.ParseStrategy(s.Placement.Strategy); err != nil {
+		c.add("placement.strategy", "%v", err)
+	}
+	queues := s.Queues
+	if len(queues) == 0 {
+		queues = []Queue{{Name: DefaultQueue}}
+	}
+	seen := map[string]bool{}
+	for i, q := range queues {
+		path := fmt.Sprintf("queues[%d]", i)
+		switch {
+		case q.Name == "":
+			c.add(path+".name", "required")
+		case !validName(q.Name):
+			c.add(path+".name", "%q is not a valid name: use letters, digits, '-', '_' and '.', at most %d characters", q.Name, MaxNameLen)
+		case seen[q.Name]:
+			c.add(path+".name", "queue %q is defined twice", q.Name)
+		}
+		seen[q.Name] = true
+		if _, err := policy.New(q.Policy); err != nil {
+			c.addErr(path+".policy", err)
+		}
+		cfg.Queues = append(cfg.Queues, engine.QueueConfig{Name: q.Name, Priority: q.Priority,
+			Pool: model.Selector(q.Pool), Policy: q.Policy})
+	}
+	if err := c.err(); err != nil {
+		return engine.Config{}, err
+	}
+	return cfg, nil
+}
+
+// MaxNameLen bounds names of queues, jobs, tasks and workers.
+const MaxNameLen = 128
+
+func validName(s string) bool {
+	if s == "" || len(s) > MaxNameLen {
+		return false
+	}
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,268 @@
+package spec
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/allot-sched/allot/internal/model"
+)
+
+// Limits on one job. They keep one submission from exhausting the server.
+const (
+	MaxTasksPerJob = 100_000
+	MaxNeeds       = 1_000
+	MaxLabels      = 64
+)
+
+// Job is a job as a user writes it.
+type Job struct {
+	ID        string            `yaml:"id,omitempty" json:"id,omitempty"`
+	Queue     string            `yaml:"queue,omitempty" json:"queue,omitempty"`
+	Requestor string            `yaml:"requestor,omitempty" json:"requestor,omitempty"`
+	Share     string            `yaml:"share,omitempty" json:"share,omitempty"`
+	Priority  int               `yaml:"priority,omitempty" json:"priority,omitempty"`
+	Urgent    bool              `yaml:"urgent,omitempty" json:"urgent,omitempty"`
+	SLAGroup  string            `yaml:"slaGroup,omitempty" json:"slaGroup,omitempty"`
+	Endpoint  string            `yaml:"endpoint,omitempty" json:"endpoint,omitempty"`
+	Variant   string            `yaml:"variant,omitempty" json:"variant,omitempty"`
+	Load      int               `yaml:"load,omitempty" json:"load,omitempty"`
+	Selector  map[string]string `yaml:"selector,omitempty" json:"selector,omitempty"`
+	MaxSlots  int               `yaml:"maxSlots,omitempty" json:"maxSlots,omitempty"`
+	Tasks     []Task            `yaml:"tasks" json:"tasks"`
+}
+
+// Task is a task, or with Count a group of identical tasks, as a user writes
+// it.
+type Task struct {
+	Name string `yaml:"name" json:"name"`
+	// Count expands the entry into Count tasks named name-0, name-1, ...
+	// (zero-padded); a `needs` that names the entry means all of them.
+	Count       int       `yaml:"count,omitempty" json:"count,omitempty"`
+	Resources   Resources `yaml:"resources,omitempty" json:"resources,omitempty"`
+	Needs       []string  `yaml:"needs,omitempty" json:"needs,omitempty"`
+	Duration    Duration  `yaml:"duration,omitempty" json:"duration,omitempty"`
+	Category    string    `yaml:"category,omitempty" json:"category,omitempty"`
+	MaxAttempts int       `yaml:"maxAttempts,omitempty" json:"maxAttempts,omitempty"`
+	Model       string    `yaml:"model,omitempty" json:"model,omitempty"`
+	Dataset     string    `yaml:"dataset,omitempty" json:"dataset,omitempty"`
+	// Running (scenarios only) says how many of the Count tasks are already
+	// running at time zero of `allot plan`.
+	Running int `yaml:"running,omitempty" json:"running,omitempty"`
+	// RunningFor (scenarios only) says how long those tasks have run at
+	// time zero; policies that pick victims by running time read it.
+	RunningFor Duration `yaml:"runningFor,omitempty" json:"runningFor,omitempty"`
+	// Fails (scenarios only) makes the simulator fail each task this many
+	// times before it succeeds.
+	Fails int `yaml:"fails,omitempty" json:"fails,omitempty"`
+}
+
+// Resources is what a task asks for, or a worker offers.
+type Resources struct {
+	CPU       CPU    `yaml:"cpu,omitempty" json:"cpu,omitempty"`
+	Memory    Memory `yaml:"memory,omitempty" json:"memory,omitempty"`
+	GPUs      int    `yaml:"gpus,omitempty" json:"gpus,omitempty"`
+	GPUMemory Memory `yaml:"gpuMemory,omitempty" json:"gpuMemory,omitempty"`
+}
+
+// Model converts r to the engine's resources.
+func (r Resources) Model() model.Resources {
+	return model.Resources{MilliCPU: int64(r.CPU), MemoryMB: int64(r.Memory), GPUs: int64(r.GPUs), GPUMemoryMB: int64(r.GPUMemory)}
+}
+
+func (r Resources) check(c *errs, path string) {
+	if r.GPUs < 0 {
+		c.add(path+".gpus", "must not be negative")
+	}
+	if r.GPUMemory > 0 && r.GPUs == 0 {
+		c.add(path+".gpuMemory", "is per GPU, so it needs gpus of at least 1")
+	}
+}
+
+// Expanded is a job ready for the engine, with the names of the tasks that
+// a scenario says already run.
+type Expanded struct {
+	Job     model.Job
+	Running []RunningTask
+}
+
+// RunningTask names a task a scenario says already runs, and for how long.
+type RunningTask struct {
+	Name string
+	For  time.Duration
+}
+
+// Expand checks j and expands its task groups. path prefixes field paths
+// ("jobs[3]"); submitted is the job's submission time.
+func (j Job) Expand(path string, submitted time.Time) (Expanded, error) {
+	var c errs
+	p := func(f string) string { return join(path, f) }
+	if j.ID != "" && !validName(j.ID) {
+		c.add(p("id"), "%q is not a valid name: use letters, digits, '-', '_' and '.', at most %d characters", j.ID, MaxNameLen)
+	}
+	if j.MaxSlots < 0 {
+		c.add(p("maxSlots"), "must not be negative")
+	}
+	if j.Load < 0 {
+		c.add(p("load"), "must not be negative")
+	}
+	if len(j.Selector) > MaxLabels {
+		c.add(p("selector"), "has %d entries, more than %d", len(j.Selector), MaxLabels)
+	}
+	if len(j.Tasks) == 0 {
+		c.add(p("tasks"), "a job needs at least one task")
+	}
+	out := model.Job{ID: j.ID, Queue: j.Queue, Requestor: j.Requestor, Share: j.Share, Priority: j.Priority,
+		Urgent: j.Urgent, SLAGroup: j.SLAGroup, Endpoint: j.Endpoint, Variant: j.Variant, Load: j.Load,
+		Selector: model.Selector(j.Selector), MaxSlots: j.MaxSlots, Submitted: submitted}
+	var running []RunningTask
+	members := map[string][]string{} // entry name → expanded task names
+	where := map[string]string{}     // entry or task name → path, for duplicates
+	total := 0
+	for i, t := range j.Tasks {
+		tp := p(fmt.Sprintf("tasks[%d]", i))
+		switch {
+		case t.Name == "":
+			c.add(tp+".name", "required")
+			continue
+		case !validName(t.Name):
+			c.add(tp+".name", "%q is not a valid name: use letters, digits, '-', '_' and '.', at most %d characters", t.Name, MaxNameLen)
+			continue
+		}
+		if prev, dup := where[t.Name]; dup {
+			c.add(tp+".name", "task %q is already defined at %s", t.Name, prev)
+			continue
+		}
+		where[t.Name] = tp
+		n := t.Count
+		switch {
+		case n < 0:
+			c.add(tp+".count", "must not be negative")
+			n, t.Count = 1, 1
+		case n == 0:
+			n = 1
+		}
+		if total += n; total > MaxTasksPerJob {
+			c.add(tp+".count", "the job would have more than %d tasks", MaxTasksPerJob)
+			continue
+		}
+		if t.Running < 0 || t.Running > n {
+			c.add(tp+".running", "must be between 0 and the task count %d", n)
+		}
+		if t.Fails < 0 {
+			c.add(tp+".fails", "must not be negative")
+		}
+		if t.MaxAttempts < 0 {
+			c.add(tp+".maxAttempts", "must not be negative")
+		}
+		switch model.Category(t.Category) {
+		case "", model.CategoryInference, model.CategoryTraining, model.CategoryOther:
+		default:
+			c.add(tp+".category", "unknown category %q (known: inference, training, other)", t.Category)
+		}
+		if len(t.Needs) > MaxNeeds {
+			c.add(tp+".needs", "has %d entries, more than %d", len(t.Needs), MaxNeeds)
+		}
+		t.Resources.check(&c, tp+".resources")
+		names := expandNames(t.Name, t.Count)
+		members[t.Name] = names
+		for k, name := range names {
+			out.Tasks = append(out.Tasks, model.Task{Name: name, Resources: t.Resources.Model(),
+				Duration: time.Duration(t.Duration), Category: model.Category(t.Category), MaxAttempts: t.MaxAttempts,
+				Model: t.Model, Dataset: t.Dataset, Fails: t.Fails})
+			if k < t.Running {
+				running = append(running, RunningTask{Name: name, For: time.Duration(t.RunningFor)})
+			}
+		}
+	}
+	// Resolve needs against entry names, then against expanded task names.
+	pos := 0
+	for i, t := range j.Tasks {
+		names, ok := members[t.Name]
+		if !ok {
+			continue
+		}
+		var needs []string
+		for k, need := range t.Needs {
+			switch ms, ok := members[need]; {
+			case need == t.Name:
+				c.add(p(fmt.Sprintf("tasks[%d].needs[%d]", i, k)), "task %q needs itself", need)
+			case ok:
+				needs = append(needs, ms...)
+			default:
+				c.add(p(fmt.Sprintf("tasks[%d].needs[%d]", i, k)), "no task %q in this job", need)
+			}
+		}
+		for range names {
+			out.Tasks[pos].Needs = needs
+			pos++
+		}
+	}
+	if len(c.list) == 0 {
+		if cyc := cycle(j.Tasks); cyc != "" {
+			c.add(p("tasks"), "dependency cycle %s", cyc)
+		}
+	}
+	if err := c.err(); err != nil {
+		return Expanded{}, err
+	}
+	return Expanded{Job: out, Running: running}, nil
+}
+
+func expandNames(name string, count int) []string {
+	if count <= 1 {
+		return []string{name}
+	}
+	width := len(fmt.Sprint(count - 1))
+	out := make([]string, count)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s-%0*d", name, width, i)
+	}
+	return out
+}
+
+// cycle finds a dependency cycle among task entries, as "a → b → a".
+func cycle(tasks []Task) string {
+	idx := map[string]int{}
+	for i, t := range tasks {
+		idx[t.Name] = i
+	}
+	state := make([]int, len(tasks)) // 0 new, 1 on stack, 2 done
+	var stack []string
+	var visit func(i int) string
+	visit = func(i int) string {
+		state[i] = 1
+		stack = append(stack, tasks[i].Name)
+		for _, need := range tasks[i].Needs {
+			k, ok := idx[need]
+			if !ok {
+				continue
+			}
+			switch state[k] {
+			case 1:
+				start := 0
+				for s, name := range stack {
+					if name == need {
+						start = s
+					}
+				}
+				return strings.Join(append(append([]string{}, stack[start:]...), need), " → ")
+			case 0:
+				if cyc := visit(k); cyc != "" {
+					return cyc
+				}
+			}
+		}
+		stack = stack[:len(stack)-1]
+		state[i] = 2
+		return ""
+	}
+	for i := range tasks {
+		if state[i] == 0 {
+			if cyc := visit(i); cyc != "" {
+				return cyc
+			}
+		}
+	}
+	return ""
+}

@@ -1,0 +1,86 @@
+package spec
+
+import (
+	"time"
+
+	"github.com/allot-sched/allot/internal/model"
+)
+
+// MaxWorkersPerEntry bounds the count of one worker entry.
+const MaxWorkersPerEntry = 1_000_000
+
+// Worker is a worker, or with Count a set of identical workers, as written
+// in a scenario or reported by an agent at registration.
+type Worker struct {
+	Name string `yaml:"name" json:"name"`
+	// Count expands the entry into Count workers named name-0, name-1, ...
+	// (zero-padded).
+	Count       int               `yaml:"count,omitempty" json:"count,omitempty"`
+	Resources   Resources         `yaml:"resources,omitempty" json:"resources,omitempty"`
+	Labels      map[string]string `yaml:"labels,omitempty" json:"labels,omitempty"`
+	Slots       int               `yaml:"slots,omitempty" json:"slots,omitempty"`
+	CostPerHour *float64          `yaml:"costPerHour,omitempty" json:"costPerHour,omitempty"`
+	State       string            `yaml:"state,omitempty" json:"state,omitempty"`
+	// Cached names models and datasets the worker holds (context reuse).
+	Cached []string `yaml:"cached,omitempty" json:"cached,omitempty"`
+}
+
+// DefaultCostPerHour is a worker's cost when it reports none (seed 002).
+const DefaultCostPerHour = 1.0
+
+// Expand checks w and expands it into workers; now stamps cache hints.
+func (w Worker) Expand(path string, now time.Time) ([]model.Worker, error) {
+	var c errs
+	p := func(f string) string { return join(path, f) }
+	if !validName(w.Name) {
+		c.add(p("name"), "%q is not a valid name: use letters, digits, '-', '_' and '.', at most %d characters", w.Name, MaxNameLen)
+	}
+	n := w.Count
+	switch {
+	case n < 0 || n > MaxWorkersPerEntry:
+		c.add(p("count"), "must be between 0 and %d", MaxWorkersPerEntry)
+	case n == 0:
+		n = 1
+	}
+	if w.Slots < 0 {
+		c.add(p("slots"), "must not be negative")
+	}
+	cost := DefaultCostPerHour
+	if w.CostPerHour != nil {
+		if cost = *w.CostPerHour; cost < 0 {
+			c.add(p("costPerHour"), "must not be negative")
+		}
+	}
+	state := model.WorkerState(w.State)
+	switch state {
+	case "":
+		state = model.WorkerReady
+	case model.WorkerReady, model.WorkerDraining, model.WorkerDisabled:
+	default:
+		c.add(p("state"), "unknown state %q (known: ready, draining, disabled)", w.State)
+	}
+	if len(w.Labels) > MaxLabels {
+		c.add(p("labels"), "has %d entries, more than %d", len(w.Labels), MaxLabels)
+	}
+	w.Resources.check(&c, p("resources"))
+	if err := c.err(); err != nil {
+		return nil, err
+	}
+	slots := w.Slots
+	if slots == 0 {
+		slots = 1
+	}
+	var cached map[string]time.Time
+	if len(w.Cached) > 0 {
+		cached = make(map[string]time.Time, len(w.Cached))
+		for _, name := range w.Cached {
+			cached[name] = now
+		}
+	}
+	out := make([]model.Worker, 0, n)
+	for _, name := range expandNames(w.Name, w.Count) {
+		out = append(out, model.Worker{Name: name, Capacity: w.Resources.Model(), Labels: model.Labels(w.Labels),
+			Slots: slots, CostPerHour: cost, State: state, Cached: cached})
+	}
+	return out, nil
+}
