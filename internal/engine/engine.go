@@ -532,7 +532,11 @@ func (e *Engine) restore(ev RestoreRunning) error {
 		started = e.now
 	}
 	e.dropWaiting(t)
-	e.occupy(t, w, started)
+	// Policies are told of the start at the engine's time, so their Account
+	// calls stay in time order; the task keeps its true start for victim
+	// selection. Usage from before now is History's business.
+	e.occupy(t, w, e.now)
+	t.started = started
 	return nil
 }
 
