@@ -1,4 +1,111 @@
 package policy
 
-// FairShareConfig configures the fairshare policy (seed 003).
-type FairShareConfig struct{}
+import "fmt"
+
+// Reservation models of the fairshare policy: how computeReservation turns
+// into a fraction of the pool held back for shares that have no jobs yet.
+const (
+	// ReservationEven follows the AWS Batch blog's worked figures (the
+	// default): computeReservation is spread evenly over the shares named in
+	// the policy, and each named share with no active jobs holds back its
+	// part. R=50 with two shares, one active: 25% held back.
+	ReservationEven = "even"
+	// ReservationExponential follows the AWS Batch API documentation: the
+	// fraction held back is (computeReservation/100)^activeShares, whatever
+	// the shares are called. R=50 with one active share: 50% held back.
+	ReservationExponential = "exponential"
+)
+
+// Limits of the fairshare configuration, the same as AWS Batch's, so that a
+// scheduling policy copied from Batch means the same thing here.
+const (
+	MinWeightFactor = 0.0001
+	MaxWeightFactor = 999.9999
+	// MaxComputeReservation stops a reservation from holding back the whole
+	// pool, which would leave submitted jobs waiting forever.
+	MaxComputeReservation = 99
+)
+
+// FairShareConfig configures the fairshare policy (seed 003, AWS Batch
+// fair-share scheduling). Jobs are grouped by their share identifier; the
+// share with the lowest weighted usage gets the next slot. The zero value is
+// valid: every share weighs 1, usage is the current usage, nothing is
+// reserved.
+type FairShareConfig struct {
+	// Shares sets weight factors and names the shares a compute reservation
+	// is for. A share that is not listed weighs 1.
+	Shares []ShareWeight `yaml:"shares,omitempty" json:"shares,omitempty"`
+	// ShareDecaySeconds is the window over which past usage counts: the time
+	// constant of its exponential decay. 0 looks at current usage only.
+	ShareDecaySeconds int `yaml:"shareDecaySeconds,omitempty" json:"shareDecaySeconds,omitempty"`
+	// ComputeReservation is the percentage (0-99) of the pool held back for
+	// shares that have no active jobs, so that their first jobs start at
+	// once instead of waiting for others' tasks to finish.
+	ComputeReservation int `yaml:"computeReservation,omitempty" json:"computeReservation,omitempty"`
+	// ReservationModel is ReservationEven (default) or
+	// ReservationExponential.
+	ReservationModel string `yaml:"reservationModel,omitempty" json:"reservationModel,omitempty"`
+}
+
+// ShareWeight is one share named in a fairshare policy.
+type ShareWeight struct {
+	Share string `yaml:"share" json:"share"`
+	// WeightFactor divides capacity: a share gets capacity in proportion to
+	// 1/WeightFactor, so 0.5 gets twice what 1 gets. Omitted means 1, as in
+	// AWS Batch; it is a pointer so that an explicit 0 is an error rather
+	// than silently the default.
+	WeightFactor *float64 `yaml:"weightFactor,omitempty" json:"weightFactor,omitempty"`
+}
+
+// FairShareWeight returns a pointer to w, for ShareWeight literals in Go.
+func FairShareWeight(w float64) *float64 { return &w }
+
+// Weight returns the share's weight factor, 1 when it was omitted.
+func (s ShareWeight) Weight() float64 {
+	if s.WeightFactor == nil {
+		return 1
+	}
+	return *s.WeightFactor
+}
+
+// Model returns the reservation model, ReservationEven when unset.
+func (c *FairShareConfig) Model() string {
+	if c == nil || c.ReservationModel == "" {
+		return ReservationEven
+	}
+	return c.ReservationModel
+}
+
+// Validate reports the first problem in c, naming the field path. A nil
+// config is valid: it means all defaults.
+func (c *FairShareConfig) Validate() error {
+	if c == nil {
+		return nil
+	}
+	first := map[string]int{}
+	for i, s := range c.Shares {
+		if s.Share == "" {
+			return fmt.Errorf("fairshare.shares[%d].share: required", i)
+		}
+		if j, dup := first[s.Share]; dup {
+			return fmt.Errorf("fairshare.shares[%d].share: share %q is already named at shares[%d]", i, s.Share, j)
+		}
+		first[s.Share] = i
+		// Written so that NaN fails too.
+		if w := s.Weight(); !(w >= MinWeightFactor && w <= MaxWeightFactor) {
+			return fmt.Errorf("fairshare.shares[%d].weightFactor: must be between %g and %g", i, MinWeightFactor, MaxWeightFactor)
+		}
+	}
+	if c.ShareDecaySeconds < 0 {
+		return fmt.Errorf("fairshare.shareDecaySeconds: must not be negative")
+	}
+	if c.ComputeReservation < 0 || c.ComputeReservation > MaxComputeReservation {
+		return fmt.Errorf("fairshare.computeReservation: must be between 0 and %d", MaxComputeReservation)
+	}
+	switch c.ReservationModel {
+	case "", ReservationEven, ReservationExponential:
+	default:
+		return fmt.Errorf("fairshare.reservationModel: unknown model %q (known: %s, %s)", c.ReservationModel, ReservationEven, ReservationExponential)
+	}
+	return nil
+}

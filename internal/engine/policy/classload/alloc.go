@@ -1,0 +1,146 @@
+package classload
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/allot-sched/allot/internal/model"
+)
+
+// allocator hands out Distribute's starts: classes take turns, one slot
+// each, while they have starts left, so a class whose tasks cannot be
+// placed does not hold up the others. A class leaves the turn when its
+// count is used up or the engine finds none of its tasks placeable.
+type allocator struct {
+	in        Input
+	out       Output
+	classOf   []int // view group → class, -1 when unknown
+	left      []int // per view group: starts still to hand out
+	exhausted []bool
+	ring      []int // view groups with starts left, highest class first
+	pos       int
+}
+
+func newAllocator(p *Policy, in Input, out Output, classOf, groupOf []int) *allocator {
+	a := &allocator{in: in, out: out, classOf: classOf,
+		left: make([]int, len(classOf)), exhausted: make([]bool, len(classOf))}
+	for _, ci := range walkOrder(in.Classes) {
+		if gi := groupOf[ci]; gi >= 0 && out.Classes[ci].Starts > 0 {
+			a.left[gi] = out.Classes[ci].Starts
+			a.ring = append(a.ring, gi)
+		}
+	}
+	return a
+}
+
+// Next implements policy.Allocator.
+func (a *allocator) Next() (int, bool) {
+	if len(a.ring) == 0 {
+		return 0, false
+	}
+	return a.ring[a.pos], true
+}
+
+// Started implements policy.Allocator: the class used one of its starts and
+// the turn passes to the next class.
+func (a *allocator) Started(g int) {
+	if g < 0 || g >= len(a.left) || a.left[g] == 0 {
+		return
+	}
+	a.left[g]--
+	if a.left[g] == 0 {
+		a.drop(g)
+		return
+	}
+	if k := a.find(g); k >= 0 {
+		a.pos = (k + 1) % len(a.ring)
+	}
+}
+
+// Exhausted implements policy.Allocator.
+func (a *allocator) Exhausted(g int) {
+	if g < 0 || g >= len(a.exhausted) {
+		return
+	}
+	a.exhausted[g] = true
+	a.drop(g)
+}
+
+func (a *allocator) find(g int) int {
+	for k, x := range a.ring {
+		if x == g {
+			return k
+		}
+	}
+	return -1
+}
+
+// drop removes g from the turn; the class after it is next.
+func (a *allocator) drop(g int) {
+	k := a.find(g)
+	if k < 0 {
+		return
+	}
+	a.ring = append(a.ring[:k], a.ring[k+1:]...)
+	if len(a.ring) == 0 {
+		a.pos = 0
+		return
+	}
+	if a.pos > k {
+		a.pos--
+	}
+	a.pos %= len(a.ring)
+}
+
+// Why implements policy.Allocator. The policy holds a class back when it
+// got its computed share and would end at or above its entitlement, or
+// when its percentage is 0. A class that ends below its entitlement was
+// stopped by the pool filling up, and one the engine found no placeable
+// task for by placement; for those ok is false and the engine says why.
+func (a *allocator) Why(g int) (model.Reason, bool) {
+	if g < 0 || g >= len(a.classOf) {
+		return model.Reason{}, false
+	}
+	ci := a.classOf[g]
+	if ci < 0 {
+		return model.Because(model.ReasonPolicyLimit, "group is not a class of this queue's classload policy"), true
+	}
+	if a.exhausted[g] || a.left[g] > 0 {
+		return model.Reason{}, false
+	}
+	c, r := a.in.Classes[ci], a.out.Classes[ci]
+	if r.Percent == 0 {
+		return model.Because(model.ReasonPolicyLimit,
+			"class %s has a 0%% load share: its tasks never start until its percentage is raised", c.Name), true
+	}
+	if c.Running-r.Stops+r.Starts < r.Target || a.out.Left > 0 {
+		// Below its entitlement, the pool filled up; with idle slots left,
+		// the tasks were beyond what Input.Waiting counted (job slot
+		// limits). Neither is the policy's doing.
+		return model.Reason{}, false
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "class %s runs %d tasks, %s its entitlement %d (%d%% of %d slots)",
+		c.Name, c.Running, relation(c.Running, r.Target), r.Target, r.Percent, a.in.Slots)
+	if r.Stops > 0 {
+		fmt.Fprintf(&b, "; the rebalance stops %d of them", r.Stops)
+	}
+	switch {
+	case r.Starts > 0 && r.Starts == r.Entitled+r.Loaned:
+		fmt.Fprintf(&b, "; it starts %d more (%d entitled, %d on loan)", r.Starts, r.Entitled, r.Loaned)
+	case r.Starts > 0:
+		fmt.Fprintf(&b, "; it starts %d more", r.Starts)
+	}
+	b.WriteString("; no idle worker to loan")
+	return model.Reason{Code: model.ReasonPolicyLimit, Message: b.String()}, true
+}
+
+func relation(running, target int) string {
+	switch {
+	case running > target:
+		return "above"
+	case running == target:
+		return "at"
+	}
+	return "below"
+}

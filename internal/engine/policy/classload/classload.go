@@ -1,0 +1,161 @@
+package classload
+
+import (
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/allot-sched/allot/internal/engine/policy"
+	"github.com/allot-sched/allot/internal/model"
+)
+
+// Name is the policy's name in configuration.
+const Name = "classload"
+
+func init() {
+	policy.Register(Name, func(cfg policy.Config) (policy.Policy, error) {
+		if cfg.ClassLoad == nil {
+			return nil, fmt.Errorf("classload: required when kind is %q", Name)
+		}
+		return New(*cfg.ClassLoad)
+	})
+}
+
+// Policy is the classload policy of one queue. It keeps, between cycles,
+// only the rebalance clock: since when the spread has been above the
+// threshold.
+type Policy struct {
+	classes   []policy.LoadClass
+	index     map[string]int // class name → index in classes
+	rules     []rule
+	unmatched int // class of requestors no rule matches
+	threshold int
+	minimum   time.Duration
+	clock     rebalanceClock
+}
+
+type rule struct {
+	re    *regexp.Regexp
+	class int
+}
+
+// New validates cfg and builds the policy.
+func New(cfg policy.ClassLoadConfig) (*Policy, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	p := &Policy{
+		classes:   append([]policy.LoadClass(nil), cfg.Classes...),
+		index:     make(map[string]int, len(cfg.Classes)),
+		threshold: cfg.RebalanceThreshold,
+		minimum:   cfg.RebalanceMinimumDuration,
+	}
+	for i, c := range p.classes {
+		p.index[c.Name] = i
+		// Lowest percentage; on a tie the later class (<=).
+		if c.Percent <= p.classes[p.unmatched].Percent {
+			p.unmatched = i
+		}
+	}
+	for _, r := range cfg.RequestorMap {
+		// Validate compiled every pattern already.
+		p.rules = append(p.rules, rule{re: regexp.MustCompile(r.Pattern), class: p.index[r.Class]})
+	}
+	return p, nil
+}
+
+// Name implements policy.Policy.
+func (p *Policy) Name() string { return Name }
+
+// GroupOf implements policy.Policy: the class of the job's requestor, from
+// the first matching rule of the requestor map, else the lowest-percentage
+// class (the later one on a tie).
+func (p *Policy) GroupOf(j *model.Job) string { return p.classes[p.classOf(j.Requestor)].Name }
+
+func (p *Policy) classOf(requestor string) int {
+	for _, r := range p.rules {
+		if r.re.MatchString(requestor) {
+			return r.class
+		}
+	}
+	return p.unmatched
+}
+
+// Order implements policy.Policy: round-robin across a class's jobs by
+// fewest running tasks, and the longest expected task first, as the seed
+// selects tasks.
+func (p *Policy) Order() (policy.JobOrder, policy.TaskOrder) {
+	return policy.ByFewestRunning, policy.ByLongestFirst
+}
+
+// Account implements policy.Policy; classload works from the running counts
+// of each cycle and keeps no usage.
+func (p *Policy) Account(string, int, time.Time) {}
+
+// SetHistory implements policy.HistoryTaker: a scenario or a restarted
+// server states how long the spread has already been above the threshold.
+func (p *Policy) SetHistory(h policy.History, now time.Time) {
+	p.clock.restore(h.RebalanceExceededFor, now)
+}
+
+// Allocate implements policy.Policy: it runs Distribute on the queue's
+// counts and hands out the result. Groups of the view are classes by name;
+// configured classes absent from the view have nothing running or waiting.
+func (p *Policy) Allocate(v *policy.View) policy.Plan {
+	in := Input{Slots: v.Slots, Free: v.Free, Classes: make([]Class, len(p.classes))}
+	for i, c := range p.classes {
+		in.Classes[i] = Class{Name: c.Name, Percent: c.Percent}
+	}
+	classOf := make([]int, len(v.Groups)) // view group → class, -1 when unknown
+	groupOf := make([]int, len(p.classes))
+	for i := range groupOf {
+		groupOf[i] = -1
+	}
+	for gi, g := range v.Groups {
+		ci, ok := p.index[g.Key]
+		if !ok {
+			classOf[gi] = -1
+			continue
+		}
+		classOf[gi], groupOf[ci] = ci, gi
+		in.Classes[ci].Running += g.Running
+		in.Classes[ci].Waiting += g.Usable
+	}
+
+	spread := Spread(in)
+	in.Rebalance = p.clock.due(spread, p.threshold, p.minimum, v.Now)
+	out := Distribute(in)
+
+	plan := policy.Plan{Targets: make([]int, len(v.Groups))}
+	for gi, ci := range classOf {
+		plan.Targets[gi] = -1
+		if ci >= 0 {
+			plan.Targets[gi] = out.Classes[ci].Target
+		}
+	}
+	if in.Rebalance {
+		plan.Stops = p.stops(v, in, out, groupOf)
+	}
+	plan.Alloc = newAllocator(p, in, out, classOf, groupOf)
+	return plan
+}
+
+// stops picks, per class, its newest running tasks.
+func (p *Policy) stops(v *policy.View, in Input, out Output, groupOf []int) []policy.Stop {
+	var stops []policy.Stop
+	for _, ci := range walkOrder(in.Classes) {
+		n, gi := out.Classes[ci].Stops, groupOf[ci]
+		if n == 0 || gi < 0 || v.RunningTasks == nil {
+			continue
+		}
+		tasks := v.RunningTasks(gi) // oldest first
+		c, r := in.Classes[ci], out.Classes[ci]
+		reason := model.Because(model.ReasonRebalanced,
+			"rebalance: class %s runs %d tasks, above its target %d (%d%% of %d slots); its %d newest tasks stop",
+			c.Name, c.Running, r.Target, r.Percent, in.Slots, n)
+		for k := len(tasks) - 1; k >= 0 && k >= len(tasks)-n; k-- {
+			stops = append(stops, policy.Stop{Task: tasks[k].ID, Reason: reason})
+		}
+	}
+	return stops
+}

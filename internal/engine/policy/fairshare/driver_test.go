@@ -1,0 +1,242 @@
+package fairshare_test
+
+import (
+	"container/heap"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/allot-sched/allot/internal/engine"
+	"github.com/allot-sched/allot/internal/engine/policy"
+	"github.com/allot-sched/allot/internal/model"
+)
+
+// The driver runs the real engine over simulated time: jobs arrive, each
+// cycle's starts run for their task's duration, and finished tasks are
+// reported before the next cycle, which runs whenever something happens.
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+const queue = "batch"
+
+type arrival struct {
+	at  time.Duration
+	job model.Job
+}
+
+type running struct {
+	end       time.Duration
+	job, task string
+	share     string
+}
+
+type endHeap []running
+
+func (h endHeap) Len() int { return len(h) }
+func (h endHeap) Less(i, j int) bool {
+	if h[i].end != h[j].end {
+		return h[i].end < h[j].end
+	}
+	if h[i].job != h[j].job {
+		return h[i].job < h[j].job
+	}
+	return h[i].task < h[j].task
+}
+func (h endHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *endHeap) Push(x any)   { *h = append(*h, x.(running)) }
+func (h *endHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// round is the state after one cycle.
+type round struct {
+	at      time.Duration
+	free    int            // free slots before the cycle
+	before  map[string]int // running per share before the cycle
+	waiting map[string]int // waiting per share before the cycle
+	running map[string]int // running per share after the cycle
+	starts  map[string]int
+	d       *engine.Decisions
+}
+
+// fatalT is what the driver needs from a *testing.T or a *rapid.T.
+type fatalT interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
+
+type driver struct {
+	t        fatalT
+	e        *engine.Engine
+	slots    int
+	now      time.Duration
+	arrivals []arrival
+	ends     endHeap
+	shareOf  map[string]string
+	dur      map[string]time.Duration // job/task → duration
+	running  map[string]int
+	waiting  map[string]int
+	rounds   []round
+	seq      int
+	// onRound, when set, checks each round as it happens.
+	onRound func(r round)
+}
+
+func newDriver(t fatalT, cfg *policy.FairShareConfig, slots int) *driver {
+	t.Helper()
+	e, err := engine.New(engine.Config{Queues: []engine.QueueConfig{{Name: queue,
+		Policy: policy.Config{Kind: "fairshare", FairShare: cfg}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < slots; i++ {
+		w := model.Worker{Name: fmt.Sprintf("w%03d", i), Capacity: model.Resources{MilliCPU: 1000, MemoryMB: 1024}, Slots: 1}
+		if err := e.Apply(engine.AddWorker{Worker: w, At: t0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &driver{t: t, e: e, slots: slots, shareOf: map[string]string{}, dur: map[string]time.Duration{},
+		running: map[string]int{}, waiting: map[string]int{}}
+}
+
+// submit schedules a job of n tasks of one duration for share at time at,
+// and returns its id.
+func (d *driver) submit(at time.Duration, share string, priority, n int, dur time.Duration) string {
+	d.seq++
+	id := fmt.Sprintf("%s-%03d", share, d.seq)
+	j := model.Job{ID: id, Queue: queue, Share: share, Priority: priority, Submitted: t0.Add(at)}
+	for i := 0; i < n; i++ {
+		j.Tasks = append(j.Tasks, model.Task{Name: fmt.Sprintf("t%03d", i), Duration: dur,
+			Resources: model.Resources{MilliCPU: 1000}})
+	}
+	d.arrivals = append(d.arrivals, arrival{at: at, job: j})
+	sort.SliceStable(d.arrivals, func(a, b int) bool { return d.arrivals[a].at < d.arrivals[b].at })
+	return id
+}
+
+// history hands the policy its past usage per share, in slot-seconds.
+func (d *driver) history(usage map[string]float64) {
+	if err := d.e.Apply(engine.SetHistory{Queue: queue, History: policy.History{Usage: usage}, At: t0}); err != nil {
+		d.t.Fatal(err)
+	}
+}
+
+// run advances simulated time until nothing is left to do or until end.
+func (d *driver) run(end time.Duration) {
+	d.t.Helper()
+	for {
+		next, ok := time.Duration(0), false
+		if len(d.arrivals) > 0 {
+			next, ok = d.arrivals[0].at, true
+		}
+		if len(d.ends) > 0 && (!ok || d.ends[0].end < next) {
+			next, ok = d.ends[0].end, true
+		}
+		if !ok || next > end {
+			return
+		}
+		d.now = next
+		at := t0.Add(next)
+		for len(d.arrivals) > 0 && d.arrivals[0].at == next {
+			a := d.arrivals[0]
+			d.arrivals = d.arrivals[1:]
+			if err := d.e.Apply(engine.SubmitJob{Job: a.job}); err != nil {
+				d.t.Fatal(err)
+			}
+			d.shareOf[a.job.ID] = a.job.Share
+			d.waiting[a.job.Share] += len(a.job.Tasks)
+			for _, tk := range a.job.Tasks {
+				d.dur[a.job.ID+"/"+tk.Name] = tk.Duration
+			}
+		}
+		for len(d.ends) > 0 && d.ends[0].end == next {
+			r := heap.Pop(&d.ends).(running)
+			if err := d.e.Apply(engine.FinishTask{Job: r.job, Task: r.task, Outcome: model.Succeeded, At: at}); err != nil {
+				d.t.Fatal(err)
+			}
+			d.running[r.share]--
+		}
+		busy := 0
+		for _, n := range d.running {
+			busy += n
+		}
+		rd := round{at: next, free: d.slots - busy, before: copyMap(d.running), waiting: copyMap(d.waiting),
+			starts: map[string]int{}}
+		rd.d = d.e.Cycle(at)
+		for _, s := range rd.d.Starts {
+			share := d.shareOf[s.Job]
+			rd.starts[share]++
+			d.running[share]++
+			d.waiting[share]--
+			heap.Push(&d.ends, running{end: next + d.dur[s.Job+"/"+s.Task], job: s.Job, task: s.Task, share: share})
+		}
+		rd.running = copyMap(d.running)
+		d.rounds = append(d.rounds, rd)
+		if d.onRound != nil {
+			d.onRound(rd)
+		}
+	}
+}
+
+func copyMap(m map[string]int) map[string]int {
+	out := make(map[string]int, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// slotSeconds is the slot-time share used in [from, to).
+func (d *driver) slotSeconds(share string, from, to time.Duration) float64 {
+	total := 0.0
+	for i, r := range d.rounds {
+		end := to
+		if i+1 < len(d.rounds) && d.rounds[i+1].at < end {
+			end = d.rounds[i+1].at
+		}
+		start := max(r.at, from)
+		if end > start {
+			total += float64(r.running[share]) * (end - start).Seconds()
+		}
+	}
+	return total
+}
+
+// maxRunning is the most tasks share ran at once in [from, to).
+func (d *driver) maxRunning(share string, from, to time.Duration) int {
+	m := 0
+	for _, r := range d.rounds {
+		if r.at >= from && r.at < to {
+			m = max(m, r.running[share])
+		}
+	}
+	return m
+}
+
+// roundAt returns the cycle that ran at time at.
+func (d *driver) roundAt(at time.Duration) round {
+	d.t.Helper()
+	for _, r := range d.rounds {
+		if r.at == at {
+			return r
+		}
+	}
+	d.t.Fatalf("no cycle ran at %v", at)
+	return round{}
+}
+
+// pendingReason returns the reason the cycle gave for job's waiting tasks.
+func pendingReason(dec *engine.Decisions, job string) (model.Reason, bool) {
+	for _, p := range dec.Pending {
+		if p.Job == job {
+			return p.Reason, true
+		}
+	}
+	return model.Reason{}, false
+}
+
+func (d *driver) done() bool { return len(d.arrivals) == 0 && len(d.ends) == 0 }
