@@ -24,11 +24,7 @@ import (
 
 func init() {
 	policy.Register(Name, func(cfg policy.Config) (policy.Policy, error) {
-		p, err := New(cfg.FairShare)
-		if err != nil {
-			return nil, fmt.Errorf("policy.%w", err)
-		}
-		return p, nil
+		return New(cfg.FairShare)
 	})
 }
 

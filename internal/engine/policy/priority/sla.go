@@ -1,0 +1,299 @@
+package priority
+
+import (
+	"math"
+	"sort"
+	"time"
+
+	"github.com/allot-sched/allot/internal/engine/policy"
+	"github.com/allot-sched/allot/internal/model"
+)
+
+// SLA is the "sla" policy (seed 001, SLA mode). Each SLA group has a target:
+// a slot count, or a fraction of the slots that take work. When the pool
+// holds enough slots, every active group first gets its target (cut by what
+// its jobs can use), then the remaining slots are split by the groups' SLA
+// values, rounded up; when it does not, all slots are split by SLA value.
+// A group's slots are split evenly among its jobs, and all jobs are served
+// by the Usage algorithm, which evens out the rounding over time.
+type SLA struct {
+	cfg    policy.SLAConfig
+	book   *book
+	index  map[string]int // group name → position in cfg.Groups
+	counts bool           // values are slot counts, not fractions
+}
+
+// NewSLA builds the policy from a validated config with defaults.
+func NewSLA(cfg policy.SLAConfig) *SLA {
+	s := &SLA{cfg: cfg, book: newBook(cfg.UsageWindow), index: map[string]int{}, counts: !cfg.Fractional()}
+	for i, g := range cfg.Groups {
+		s.index[g.Name] = i
+	}
+	return s
+}
+
+// Name implements policy.Policy.
+func (*SLA) Name() string { return "sla" }
+
+// GroupOf implements policy.Policy: every job is its own group; its SLA
+// group is an attribute the policy reads from the view.
+func (*SLA) GroupOf(j *model.Job) string { return j.ID }
+
+// Order implements policy.Policy.
+func (*SLA) Order() (policy.JobOrder, policy.TaskOrder) {
+	return policy.ByPriorityThenAge, policy.ByDeclaration
+}
+
+// Account implements policy.Policy: it integrates the job's usage.
+func (s *SLA) Account(group string, delta int, at time.Time) { s.book.account(group, delta, at) }
+
+// SetHistory implements policy.HistoryTaker: usage per job, in slot-seconds
+// over the window, as of now.
+func (s *SLA) SetHistory(h policy.History, now time.Time) {
+	for key, u := range h.Usage {
+		s.book.restore(key, u, now)
+	}
+}
+
+// slaGroup is what one cycle works out about one SLA group.
+type slaGroup struct {
+	name    string
+	value   float64
+	target  int   // the SLA in slots
+	members []int // its jobs, in usage order
+	demand  int   // slots its jobs could hold
+	running int   // tasks its jobs run (after this cycle's stops)
+	need    int   // target cut by demand
+	exact   float64
+	ideal   int // need plus its share of the rest, or its share of all
+	protect int // what preemption restores: min(need, ideal)
+}
+
+// slaCycle is one Allocate call's working state, kept for Why.
+type slaCycle struct {
+	s      *SLA
+	v      *policy.View
+	groups []*slaGroup // active groups, config order
+	of     []*slaGroup // per job; nil when its group is unknown
+	cap    []int
+	eff    []float64 // a job's exact share of slots: its group's / members
+	norm   []float64
+	ideal  []int
+	floor  []int
+	given  []int
+	enough bool
+}
+
+// Allocate implements policy.Policy.
+func (s *SLA) Allocate(v *policy.View) policy.Plan {
+	s.book.startCycle()
+	n := len(v.Groups)
+	c := &slaCycle{s: s, v: v, of: make([]*slaGroup, n), cap: make([]int, n), eff: make([]float64, n),
+		norm: make([]float64, n), ideal: make([]int, n), floor: make([]int, n), given: make([]int, n)}
+	byName := map[string]*slaGroup{}
+	for i, g := range v.Groups {
+		c.cap[i] = g.Running + g.Usable
+		c.given[i] = g.Running
+		k, ok := s.index[g.SLAGroup]
+		if !ok {
+			continue
+		}
+		sg := byName[g.SLAGroup]
+		if sg == nil {
+			cg := s.cfg.Groups[k]
+			sg = &slaGroup{name: cg.Name, value: cg.Value, target: int(cg.Value)}
+			if !s.counts {
+				sg.target = int(math.Floor(cg.Value*float64(v.Slots) + 1e-9))
+			}
+			byName[g.SLAGroup] = sg
+		}
+		c.of[i] = sg
+		sg.members = append(sg.members, i)
+		sg.demand += c.cap[i]
+		sg.running += g.Running
+	}
+	for _, g := range s.cfg.Groups {
+		if sg := byName[g.Name]; sg != nil {
+			c.groups = append(c.groups, sg)
+		}
+	}
+	c.split()
+
+	// Usage: a new job starts as if it had run at its exact share.
+	for i, g := range v.Groups {
+		if sg := c.of[i]; sg != nil {
+			c.eff[i] = sg.exact / float64(len(sg.members))
+		}
+		u := s.book.usage(s.book.see(g.Key, c.eff[i], v.Now), v.Now)
+		switch {
+		case c.eff[i] > 0:
+			c.norm[i] = quantize(u / c.eff[i])
+		case u > 0:
+			c.norm[i] = math.Inf(1)
+		}
+	}
+	order := make([]int, 0, n)
+	for i := range v.Groups {
+		if c.of[i] != nil {
+			order = append(order, i)
+		}
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		if c.norm[order[a]] != c.norm[order[b]] {
+			return c.norm[order[a]] < c.norm[order[b]]
+		}
+		return v.Groups[order[a]].Seq < v.Groups[order[b]].Seq
+	})
+	for _, sg := range c.groups {
+		sg.members = sg.members[:0]
+	}
+	for _, i := range order {
+		sg := c.of[i]
+		sg.members = append(sg.members, i)
+	}
+	for _, sg := range c.groups {
+		for i, k := range share(sg.ideal, sg.members, c.cap) {
+			c.ideal[i] = k
+		}
+		for i, k := range share(sg.protect, sg.members, c.cap) {
+			c.floor[i] = k
+		}
+	}
+
+	var stops []policy.Stop
+	if s.cfg.Preemption {
+		stops = c.preempt()
+	}
+	alloc := newAllocator(c.given, c.why)
+	// SLAs first, then ideals, each pass serving jobs in order of least
+	// usage so that the job a rounding shortfall hits is first next time;
+	// what is left goes round-robin from the least used job on.
+	alloc.add(&phase{order: order, target: upTo(c.floor)})
+	alloc.add(&phase{order: order, target: upTo(c.ideal)})
+	alloc.add(&phase{order: append([]int(nil), order...), target: noLimit, roundRobin: true})
+	s.book.sweep(v.Now)
+	return policy.Plan{Targets: append([]int(nil), c.ideal...), Stops: stops, Alloc: alloc}
+}
+
+// split works out each active group's ideal slots (seed 001): with enough
+// slots for every group's need (its target cut by its demand), needs first,
+// then the rest by SLA value among groups that can use more, rounded up;
+// otherwise all slots by SLA value, rounded up. Ideals are capped by demand.
+func (c *slaCycle) split() {
+	slots := c.v.Slots
+	needs, rest, restWeight, weight := 0, 0.0, 0.0, 0.0
+	for _, sg := range c.groups {
+		sg.need = min(sg.target, sg.demand)
+		needs += sg.need
+		weight += sg.value
+		if sg.demand > sg.need {
+			restWeight += sg.value
+		}
+	}
+	c.enough = needs <= slots
+	if c.enough {
+		rest = float64(slots - needs)
+	}
+	for _, sg := range c.groups {
+		switch {
+		case !c.enough:
+			sg.exact = float64(slots) * sg.value / weight
+			sg.ideal = min(ceil(sg.exact), sg.demand)
+		case sg.demand > sg.need && restWeight > 0:
+			part := rest * sg.value / restWeight
+			sg.exact = float64(sg.need) + part
+			sg.ideal = min(sg.need+ceil(part), sg.demand)
+		default:
+			sg.exact = float64(sg.need)
+			sg.ideal = sg.need
+		}
+		sg.protect = min(sg.need, sg.ideal)
+	}
+}
+
+// preempt restores the SLA of groups that run below it while others run
+// above theirs (seed 001, SLA task preemption): after the free slots, the
+// remaining deficit is taken from the groups furthest above their SLA,
+// newest task first, never taking a group below its SLA.
+func (c *slaCycle) preempt() []policy.Stop {
+	// Free slots go to the groups below their SLA first (in config order
+	// here; the allocator serves them by usage); what is still missing is
+	// taken from groups above their SLA.
+	type gap struct {
+		sg      *slaGroup
+		missing int
+	}
+	var short []*gap
+	free, n := c.v.Free, 0
+	for _, sg := range c.groups {
+		d := min(sg.protect-sg.running, sg.demand-sg.running)
+		cover := min(max(d, 0), free)
+		free -= cover
+		if d -= cover; d > 0 {
+			short = append(short, &gap{sg, d})
+			n += d
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	type donor struct {
+		sg     *slaGroup
+		excess int
+		tasks  []policy.RunningTask // newest first
+	}
+	var donors []*donor
+	for _, sg := range c.groups {
+		if sg.running <= sg.protect {
+			continue
+		}
+		d := &donor{sg: sg, excess: sg.running - sg.protect}
+		for _, i := range sg.members {
+			if c.v.Groups[i].Running > 0 {
+				d.tasks = append(d.tasks, c.v.RunningTasks(i)...)
+			}
+		}
+		sort.Slice(d.tasks, func(a, b int) bool { return d.tasks[a].StartSeq > d.tasks[b].StartSeq })
+		donors = append(donors, d)
+	}
+	var stops []policy.Stop
+	for len(short) > 0 {
+		var best *donor
+		for _, d := range donors {
+			if d.excess > 0 && (best == nil || d.excess > best.excess) {
+				best = d
+			}
+		}
+		if best == nil {
+			break
+		}
+		to := short[0]
+		t := best.tasks[0]
+		best.tasks, best.excess = best.tasks[1:], best.excess-1
+		c.given[t.Group]--
+		stops = append(stops, policy.Stop{Task: t.ID, Reason: model.Because(model.ReasonPreempted,
+			"preempted to restore SLA group %q (runs %d, its SLA guarantees %d); group %q runs %d, above its SLA %d",
+			to.sg.name, to.sg.running, to.sg.protect, best.sg.name, best.sg.running, best.sg.protect)})
+		if to.missing--; to.missing == 0 {
+			short = short[1:]
+		}
+	}
+	return stops
+}
+
+// why explains why job g's waiting tasks got no slot from the policy.
+func (c *slaCycle) why(g int) (model.Reason, bool) {
+	vg, sg := &c.v.Groups[g], c.of[g]
+	if sg == nil {
+		return model.Because(model.ReasonPolicyLimit, "job %q names SLA group %q, which the sla policy does not define", vg.Key, vg.SLAGroup), true
+	}
+	if c.given[g] < c.ideal[g] {
+		return model.Reason{}, false
+	}
+	how := "SLA met first, the rest split by SLA value"
+	if !c.enough {
+		how = "too few slots for every SLA: all split by SLA value"
+	}
+	return model.Because(model.ReasonPolicyLimit, "job %q runs %d of its ideal %d slots (SLA group %q: SLA %d slots, group ideal %d of %d; %s)",
+		vg.Key, c.given[g], c.ideal[g], sg.name, sg.target, sg.ideal, c.v.Slots, how), true
+}

@@ -1,0 +1,195 @@
+package priority
+
+import (
+	"sort"
+	"time"
+)
+
+// book keeps each job's usage: the slot-time it held over a sliding window,
+// running tasks included (seed 001, Usage algorithm).
+//
+// Usage is integrated exactly. Each job keeps the step function of its
+// running-task count as a list of change points (an exact interval list, not
+// buckets): Account appends a point, and points that have slid out of the
+// window are dropped, the first kept point being clamped to the window's
+// start. The integral over the kept points is held in slot-nanoseconds as an
+// int64, so it is exact; MaxUsageWindow keeps it far from overflow. A new
+// job's starting usage ("as if it had run at its ideal share for the whole
+// window") is a separate virtual rate over the window before the job was
+// first seen, which slides out linearly as time passes.
+type book struct {
+	window time.Duration
+	jobs   map[string]*account
+	cycle  uint64 // Allocate calls so far; marks which accounts a view saw
+}
+
+// account is one job's usage record.
+type account struct {
+	points []point // running count from each point's time on; time ordered
+	// closed is the integral, in slot-nanoseconds, from points[0].at to the
+	// last point's at.
+	closed  int64
+	running int
+	created time.Time // first Account call or first view
+	// The virtual starting usage: rate slots over [initEnd-window, initEnd).
+	initialised bool
+	initRate    float64
+	initEnd     time.Time
+	seen        uint64 // book.cycle of the last view that listed the job
+}
+
+type point struct {
+	at   time.Time
+	rate int64 // running tasks from at on
+}
+
+func newBook(window time.Duration) *book {
+	return &book{window: window, jobs: map[string]*account{}}
+}
+
+func (b *book) get(key string, at time.Time) *account {
+	a, ok := b.jobs[key]
+	if !ok {
+		a = &account{created: at}
+		b.jobs[key] = a
+	}
+	return a
+}
+
+// account records that key's running count changed by delta at time at.
+// Calls normally come in time order; an earlier time (a task restored as
+// running since a past instant) is inserted where it belongs.
+func (b *book) account(key string, delta int, at time.Time) {
+	a := b.get(key, at)
+	a.running += delta
+	d := int64(delta)
+	n := len(a.points)
+	switch {
+	case n == 0:
+		a.points = append(a.points, point{at: at, rate: d})
+	case at.Equal(a.points[n-1].at):
+		a.points[n-1].rate += d
+	case at.After(a.points[n-1].at):
+		last := a.points[n-1]
+		a.closed += last.rate * int64(at.Sub(last.at))
+		a.points = append(a.points, point{at: at, rate: last.rate + d})
+	default:
+		a.insert(at, d)
+	}
+	a.prune(at.Add(-b.window))
+}
+
+// insert adds d to the running count from at on, at lies before the last
+// point, and recomputes the integral.
+func (a *account) insert(at time.Time, d int64) {
+	k := sort.Search(len(a.points), func(i int) bool { return !a.points[i].at.Before(at) })
+	if k == len(a.points) || !a.points[k].at.Equal(at) {
+		var before int64
+		if k > 0 {
+			before = a.points[k-1].rate
+		}
+		a.points = append(a.points, point{})
+		copy(a.points[k+1:], a.points[k:])
+		a.points[k] = point{at: at, rate: before}
+	}
+	for i := k; i < len(a.points); i++ {
+		a.points[i].rate += d
+	}
+	a.closed = 0
+	for i := 1; i < len(a.points); i++ {
+		a.closed += a.points[i-1].rate * int64(a.points[i].at.Sub(a.points[i-1].at))
+	}
+}
+
+// prune drops what lies before lo, clamping the first kept point to lo.
+func (a *account) prune(lo time.Time) {
+	for len(a.points) >= 2 && !a.points[1].at.After(lo) {
+		a.closed -= a.points[0].rate * int64(a.points[1].at.Sub(a.points[0].at))
+		a.points = a.points[1:]
+	}
+	if len(a.points) > 0 && a.points[0].at.Before(lo) {
+		if len(a.points) >= 2 {
+			a.closed -= a.points[0].rate * int64(lo.Sub(a.points[0].at))
+		}
+		a.points[0].at = lo
+	}
+}
+
+// usage returns key's usage at now in slot-seconds: real slot-time over
+// (now-window, now] plus what is left of the virtual starting usage.
+func (b *book) usage(a *account, now time.Time) float64 {
+	a.prune(now.Add(-b.window))
+	var ns int64
+	if n := len(a.points); n > 0 {
+		ns = a.closed
+		if last := a.points[n-1]; now.After(last.at) {
+			ns += last.rate * int64(now.Sub(last.at))
+		}
+	}
+	u := float64(ns) / float64(time.Second)
+	if a.initialised {
+		left := b.window - now.Sub(a.initEnd)
+		if left > b.window {
+			left = b.window
+		}
+		if left > 0 {
+			u += a.initRate * left.Seconds()
+		}
+	}
+	return u
+}
+
+// see marks key as listed in the current view and, the first time, starts
+// its usage as if it had run at rate slots for the whole window before it
+// was first seen.
+func (b *book) see(key string, rate float64, now time.Time) *account {
+	a := b.get(key, now)
+	a.seen = b.cycle
+	if !a.initialised {
+		a.initialised = true
+		a.initRate = rate
+		a.initEnd = a.created
+		if len(a.points) > 0 && a.points[0].at.Before(a.initEnd) {
+			a.initEnd = a.points[0].at
+		}
+		if now.Before(a.initEnd) {
+			a.initEnd = now
+		}
+	}
+	return a
+}
+
+// restore sets key's usage to u slot-seconds as of now (from a scenario's or
+// the store's history): a virtual rate over the window before now.
+func (b *book) restore(key string, u float64, now time.Time) {
+	a := b.get(key, now)
+	a.points = a.points[:0]
+	a.closed = 0
+	if a.running != 0 {
+		a.points = append(a.points, point{at: now, rate: int64(a.running)})
+	}
+	a.initialised = true
+	a.initRate = u / b.window.Seconds()
+	a.initEnd = now
+}
+
+// startCycle begins a view: accounts seen from now on belong to it.
+func (b *book) startCycle() { b.cycle++ }
+
+// sweep forgets jobs the last view did not list, that run nothing and whose
+// usage has slid out of the window: ended jobs must not pile up.
+func (b *book) sweep(now time.Time) {
+	lo := now.Add(-b.window)
+	for key, a := range b.jobs {
+		if a.seen == b.cycle || a.running != 0 {
+			continue
+		}
+		if n := len(a.points); n > 0 && a.points[n-1].at.After(lo) {
+			continue
+		}
+		if a.initialised && a.initEnd.After(lo) {
+			continue
+		}
+		delete(b.jobs, key)
+	}
+}
