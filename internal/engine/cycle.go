@@ -1,8 +1,9 @@
 package engine
 
 import (
-	"container/heap"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/allot-sched/allot/internal/engine/place"
@@ -69,6 +70,11 @@ func (e *Engine) allocate(q *queue, now time.Time, d *Decisions) {
 		d.Stops = append(d.Stops, Stop{Job: t.job.spec.ID, Task: t.spec.Name, Worker: worker, Reason: st.Reason})
 	}
 	_, free = e.fleet.PoolSlots(q.pool)
+	waiting := 0
+	for _, g := range groups {
+		waiting += g.waiting
+	}
+	d.Starts = slices.Grow(d.Starts, min(free, waiting))
 
 	var parked []*job
 	for free > 0 {
@@ -97,12 +103,14 @@ func (e *Engine) allocate(q *queue, now time.Time, d *Decisions) {
 			target = plan.Targets[i]
 		}
 		if g.waiting > 0 {
+			g.reasonCycle, g.poolFull = e.cycle, false
 			if r, ok := plan.Alloc.Why(i); ok {
 				g.reason = r
 			} else if free == 0 {
-				g.reason = model.Because(model.ReasonNoFreeSlot, "all %d slots of queue %q are in use", slots, q.name)
+				g.reason = q.fullReason(slots)
+				g.poolFull = true
 			} else {
-				g.reason = model.Because(model.ReasonNotReached, "the %s policy handed out no more slots to group %q this cycle", q.pol.Name(), g.key)
+				g.reason = g.notReachedReason()
 			}
 		}
 		d.Groups = append(d.Groups, GroupSummary{Queue: q.name, Group: g.key, Running: len(g.running), Waiting: g.waiting,
@@ -118,8 +126,30 @@ func (q *queue) active() []*group {
 			out = append(out, g)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].key < out[j].key })
+	slices.SortFunc(out, func(a, b *group) int { return strings.Compare(a.key, b.key) })
 	return out
+}
+
+// fullReason says that every slot of the queue's pool is in use. The
+// message only changes with the pool's size, so it is formatted once per
+// size rather than once per group and cycle.
+func (q *queue) fullReason(slots int) model.Reason {
+	if q.full.Code == "" || q.fullSlots != slots {
+		q.full = model.Because(model.ReasonNoFreeSlot, "all %d slots of queue %q are in use", slots, q.name)
+		q.fullSlots = slots
+	}
+	return q.full
+}
+
+// notReachedReason says the policy stopped handing out slots to g while
+// some were free; formatted once per policy.
+func (g *group) notReachedReason() model.Reason {
+	name := g.q.pol.Name()
+	if g.notReached.Code == "" || g.notReachedBy != name {
+		g.notReached = model.Because(model.ReasonNotReached, "the %s policy handed out no more slots to group %q this cycle", name, g.key)
+		g.notReachedBy = name
+	}
+	return g.notReached
 }
 
 // usable is how many more tasks g could run: its waiting tasks, cut by each
@@ -143,7 +173,10 @@ func (e *Engine) nextPlaceable(g *group, parked *[]*job) (*task, *place.Worker) 
 	for g.jobs.Len() > 0 {
 		j := g.jobs.items[0]
 		if m := j.spec.MaxSlots; m > 0 && j.running >= m {
-			e.park(j, parked, model.Because(model.ReasonMaxSlots, "job %q runs %d tasks, its maxSlots", j.spec.ID, m))
+			if j.capped.Code == "" {
+				j.capped = model.Because(model.ReasonMaxSlots, "job %q runs %d tasks, its maxSlots", j.spec.ID, m)
+			}
+			e.park(j, parked, j.capped)
 			continue
 		}
 		t := j.ready.items[0]
@@ -158,7 +191,7 @@ func (e *Engine) nextPlaceable(g *group, parked *[]*job) (*task, *place.Worker) 
 }
 
 func (e *Engine) park(j *job, parked *[]*job, r model.Reason) {
-	heap.Remove(&j.g.jobs, j.heapPos)
+	j.g.jobs.remove(j.heapPos)
 	j.parked = true
 	j.reason, j.reasonCycle = r, e.cycle
 	*parked = append(*parked, j)
@@ -167,13 +200,13 @@ func (e *Engine) park(j *job, parked *[]*job, r model.Reason) {
 // start runs the head task t of its job on w.
 func (e *Engine) start(t *task, w *place.Worker, now time.Time, d *Decisions) {
 	j := t.job
-	heap.Pop(&j.ready)
+	j.ready.pop()
 	j.g.waiting--
 	e.occupy(t, w, now)
 	if j.ready.Len() == 0 {
-		heap.Remove(&j.g.jobs, j.heapPos)
+		j.g.jobs.remove(j.heapPos)
 	} else if j.q.jobOrder == policy.ByFewestRunning {
-		heap.Fix(&j.g.jobs, j.heapPos)
+		j.g.jobs.fix(j.heapPos)
 	}
 	j.g.starts++
 	d.Starts = append(d.Starts, Start{Job: j.spec.ID, Task: t.spec.Name, Worker: w.Spec.Name, Attempt: t.attempt})
@@ -182,7 +215,18 @@ func (e *Engine) start(t *task, w *place.Worker, now time.Time, d *Decisions) {
 // explain gives every pending task a reason, per job, and drops ended jobs
 // from the active list.
 func (e *Engine) explain(d *Decisions) {
-	d.Pending = []Pending{}
+	n := 0
+	for _, j := range e.active {
+		if !j.done {
+			if j.ready.Len() > 0 {
+				n++
+			}
+			if j.left-j.ready.Len()-j.running > 0 {
+				n++
+			}
+		}
+	}
+	d.Pending = make([]Pending, 0, n)
 	kept := e.active[:0]
 	for _, j := range e.active {
 		if j.done {
@@ -193,7 +237,7 @@ func (e *Engine) explain(d *Decisions) {
 			d.Pending = append(d.Pending, Pending{Job: j.spec.ID, Tasks: n, Reason: e.readyReason(j)})
 		}
 		if blocked := j.left - j.ready.Len() - j.running; blocked > 0 {
-			d.Pending = append(d.Pending, Pending{Job: j.spec.ID, Tasks: blocked, Reason: e.blockedReason(j.firstBlocked())})
+			d.Pending = append(d.Pending, Pending{Job: j.spec.ID, Tasks: blocked, Reason: e.jobBlockedReason(j)})
 		}
 	}
 	for i := len(kept); i < len(e.active); i++ {
@@ -202,14 +246,40 @@ func (e *Engine) explain(d *Decisions) {
 	e.active = kept
 }
 
+// readyReason explains why j's ready tasks wait: the placement failure or
+// slot limit that parked j this cycle, else its group's reason. When the
+// pool was full before j was tried, "no free slot" would hide a task that
+// can never run, or that only drained or disabled workers could run, so the
+// head task's placement diagnosis is given instead in those cases.
 func (e *Engine) readyReason(j *job) model.Reason {
-	if j.reasonCycle == e.cycle {
+	if j.reasonCycle == e.cycle && e.cycle > 0 {
 		return j.reason
 	}
-	if j.g.reason.Code != "" {
-		return j.g.reason
+	g := j.g
+	if g.reasonCycle != e.cycle || g.reason.Code == "" {
+		return model.Because(model.ReasonNotReached, "no cycle has run since the task became ready")
 	}
-	return model.Because(model.ReasonNotReached, "no cycle has run since the task became ready")
+	if g.poolFull && j.ready.Len() > 0 {
+		if w, why := e.fleet.Place(j.ready.items[0].shape); w == nil && why.Code != model.ReasonNoFreeSlot {
+			return why
+		}
+	}
+	return g.reason
+}
+
+// jobBlockedReason explains a job's blocked tasks by its first one. The
+// message is kept until that task, or the number of needs it waits for,
+// changes: a cycle does not format one message per DAG job.
+func (e *Engine) jobBlockedReason(j *job) model.Reason {
+	if !j.admitted {
+		return j.admitReason
+	}
+	t := j.firstBlocked()
+	if j.blockedMemo.task != t || j.blockedMemo.unmet != t.unmet {
+		j.blockedMemo.task, j.blockedMemo.unmet = t, t.unmet
+		j.blockedMemo.reason = e.blockedReason(t)
+	}
+	return j.blockedMemo.reason
 }
 
 func (e *Engine) blockedReason(t *task) model.Reason {
@@ -255,10 +325,12 @@ func (e *Engine) TaskState(jobID, taskName string) (model.TaskState, string, boo
 }
 
 // firstBlocked returns the job's first task that waits on dependencies or
-// admission.
+// admission. A task never goes back to blocked once it left, so the search
+// resumes where the last one stopped and a cycle does not walk every task of
+// every DAG job.
 func (j *job) firstBlocked() *task {
-	for _, t := range j.tasks {
-		if t.state == model.TaskBlocked {
+	for ; j.blockedFrom < len(j.tasks); j.blockedFrom++ {
+		if t := j.tasks[j.blockedFrom]; t.state == model.TaskBlocked {
 			return t
 		}
 	}

@@ -7,9 +7,10 @@
 package engine
 
 import (
-	"container/heap"
+	"cmp"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"time"
 
@@ -47,20 +48,24 @@ type PlacementConfig struct {
 // Engine is the scheduler state. It is not safe for concurrent use: one
 // goroutine (the control loop, or the simulator) owns it.
 type Engine struct {
-	fleet     *place.Fleet
-	queues    []*queue
-	queueBy   map[string]*queue
-	jobs      map[string]*job
-	active    []*job // unfinished jobs in submission order; ended ones dropped each cycle
-	tasks     []*task
-	rng       *rand.Rand
-	seq       uint64
-	startSeq  uint64
-	cycle     uint64
-	now       time.Time
-	ended     []TaskEnd
-	stops     []Stop
-	jobsDone  []JobEnd
+	fleet    *place.Fleet
+	queues   []*queue
+	queueBy  map[string]*queue
+	jobs     map[string]*job
+	active   []*job // unfinished jobs in submission order; ended ones dropped each cycle
+	tasks    []*task
+	rng      *rand.Rand
+	seq      uint64
+	startSeq uint64
+	cycle    uint64
+	now      time.Time
+	ended    []TaskEnd
+	stops    []Stop
+	jobsDone []JobEnd
+	// onWorker heads the list of running tasks of each worker (linked
+	// through the tasks), by place.Worker.Idx, so removing a worker does
+	// not walk every task and starting a task allocates nothing.
+	onWorker []*task
 }
 
 // New builds an engine from cfg.
@@ -87,7 +92,8 @@ func New(cfg Config) (*Engine, error) {
 		}
 		q := &queue{name: qc.Name, priority: qc.Priority, pool: qc.Pool, groups: map[string]*group{}}
 		if err := e.setPolicy(q, qc.Policy, time.Time{}); err != nil {
-			return nil, fmt.Errorf("queues[%d].%w", i, err)
+			// Policy errors name a field of the policy block.
+			return nil, fmt.Errorf("queues[%d].policy.%w", i, err)
 		}
 		e.queues = append(e.queues, q)
 		e.queueBy[q.name] = q
@@ -123,6 +129,8 @@ func (e *Engine) Apply(ev Event) error {
 		return e.finish(ev, e.advance(ev.At))
 	case RestoreRunning:
 		return e.restore(ev)
+	case RestoreTask:
+		return e.restoreTask(ev)
 	case AddWorker:
 		e.advance(ev.At)
 		_, err := e.fleet.Add(ev.Worker)
@@ -162,7 +170,7 @@ func (e *Engine) Apply(ev Event) error {
 		}
 		j.spec.Priority, j.spec.Urgent = ev.Priority, ev.Urgent
 		if j.heapPos >= 0 {
-			heap.Fix(&j.g.jobs, j.heapPos)
+			j.g.jobs.fix(j.heapPos)
 		}
 		return nil
 	}
@@ -191,7 +199,7 @@ func (e *Engine) setPolicy(q *queue, cfg policy.Config, at time.Time) error {
 		j.g = g
 		j.heapPos = -1
 		j.ready.order = q.tskOrder
-		heap.Init(&j.ready)
+		j.ready.init()
 		g.members = append(g.members, j)
 		for _, t := range j.tasks {
 			switch t.state {
@@ -232,15 +240,21 @@ func (e *Engine) submit(spec model.Job) error {
 	js.Tasks = append([]model.Task(nil), spec.Tasks...)
 	j := &job{spec: &js, q: q, byName: make(map[string]*task, len(js.Tasks)), heapPos: -1, left: len(js.Tasks)}
 	j.ready.order = q.tskOrder
+	// One allocation for all of the job's tasks: fewer, denser objects for
+	// the garbage collector and the cycle to walk.
+	records := make([]task, len(js.Tasks))
+	j.tasks = make([]*task, len(js.Tasks))
+	needs := false
 	for i := range js.Tasks {
 		ts := &js.Tasks[i]
 		if _, dup := j.byName[ts.Name]; dup {
 			return fmt.Errorf("job %q: tasks[%d].name: %w: task %q is defined twice", spec.ID, i, ErrInvalid, ts.Name)
 		}
-		t := &task{idx: i, job: j, spec: ts, state: model.TaskBlocked, heapPos: -1, runPos: -1}
-		t.shape = e.fleet.Shape(ts.Resources, sel)
-		j.tasks = append(j.tasks, t)
+		t := &records[i]
+		*t = task{idx: i, job: j, spec: ts, state: model.TaskBlocked, heapPos: -1, runPos: -1}
+		j.tasks[i] = t
 		j.byName[ts.Name] = t
+		needs = needs || len(ts.Needs) > 0
 	}
 	for i, t := range j.tasks {
 		for k, need := range t.spec.Needs {
@@ -252,15 +266,24 @@ func (e *Engine) submit(spec model.Job) error {
 			t.unmet++
 		}
 	}
-	if cyc := findCycle(j); cyc != "" {
-		return fmt.Errorf("job %q: needs: %w: dependency cycle %s", spec.ID, ErrInvalid, cyc)
+	if needs {
+		if cyc := findCycle(j); cyc != "" {
+			return fmt.Errorf("job %q: needs: %w: dependency cycle %s", spec.ID, ErrInvalid, cyc)
+		}
 	}
 	// Committed from here on: the job is valid.
 	e.seq++
 	j.seq = e.seq
+	var shape *place.Shape
 	for _, t := range j.tasks {
 		t.id = len(e.tasks)
 		e.tasks = append(e.tasks, t)
+		// Tasks of a job mostly ask for the same resources; reuse the
+		// previous task's shape rather than interning it again.
+		if shape == nil || shape.Req != t.spec.Resources {
+			shape = e.fleet.Shape(t.spec.Resources, sel)
+		}
+		t.shape = shape
 	}
 	e.jobs[js.ID] = j
 	e.active = append(e.active, j)
@@ -285,7 +308,7 @@ func (e *Engine) admit(j *job) {
 func (e *Engine) makeReady(t *task) {
 	t.state = model.TaskReady
 	j := t.job
-	heap.Push(&j.ready, t)
+	j.ready.push(t)
 	j.g.waiting++
 	j.g.push(j)
 }
@@ -419,10 +442,10 @@ func (e *Engine) dropWaiting(t *task) {
 		return
 	}
 	j := t.job
-	heap.Remove(&j.ready, t.heapPos)
+	j.ready.remove(t.heapPos)
 	j.g.waiting--
 	if j.ready.Len() == 0 && j.heapPos >= 0 {
-		heap.Remove(&j.g.jobs, j.heapPos)
+		j.g.jobs.remove(j.heapPos)
 	}
 }
 
@@ -454,10 +477,19 @@ func (e *Engine) end(t *task, s model.TaskState, r model.Reason, worker string) 
 func (e *Engine) release(t *task, now time.Time) {
 	j := t.job
 	e.fleet.Release(t.worker, t.spec.Resources)
+	if t.prevOnWorker != nil {
+		t.prevOnWorker.nextOnWorker = t.nextOnWorker
+	} else {
+		e.onWorker[t.worker.Idx] = t.nextOnWorker
+	}
+	if t.nextOnWorker != nil {
+		t.nextOnWorker.prevOnWorker = t.prevOnWorker
+	}
+	t.prevOnWorker, t.nextOnWorker = nil, nil
 	j.g.removeRunning(t)
 	j.running--
 	if j.heapPos >= 0 && j.q.jobOrder == policy.ByFewestRunning {
-		heap.Fix(&j.g.jobs, j.heapPos)
+		j.g.jobs.fix(j.heapPos)
 	}
 	j.q.pol.Account(j.g.key, -1, now)
 	t.worker = nil
@@ -473,6 +505,14 @@ func (e *Engine) occupy(t *task, w *place.Worker, now time.Time) {
 	e.startSeq++
 	t.startSeq = e.startSeq
 	e.fleet.Occupy(w, t.spec.Resources)
+	for len(e.onWorker) <= w.Idx {
+		e.onWorker = append(e.onWorker, nil)
+	}
+	if head := e.onWorker[w.Idx]; head != nil {
+		head.prevOnWorker = t
+		t.nextOnWorker = head
+	}
+	e.onWorker[w.Idx] = t
 	j.running++
 	j.g.addRunning(t)
 	j.q.pol.Account(j.g.key, 1, now)
@@ -537,6 +577,47 @@ func (e *Engine) restore(ev RestoreRunning) error {
 	// selection. Usage from before now is History's business.
 	e.occupy(t, w, e.now)
 	t.started = started
+	if j := t.job; j.heapPos >= 0 && j.q.jobOrder == policy.ByFewestRunning {
+		j.g.jobs.fix(j.heapPos) // its running count is the job's rank
+	}
+	if ev.Attempt > 0 {
+		t.attempt = ev.Attempt
+	}
+	t.fails = max(t.fails, ev.Fails)
+	return nil
+}
+
+func (e *Engine) restoreTask(ev RestoreTask) error {
+	t, err := e.lookup(ev.Job, ev.Task)
+	if err != nil {
+		return err
+	}
+	if t.state != model.TaskReady && t.state != model.TaskBlocked {
+		return fmt.Errorf("job %q task %q: %w: only a waiting task can be restored (state %s)", ev.Job, ev.Task, ErrInvalid, t.state)
+	}
+	t.attempt, t.fails = ev.Attempt, ev.Fails
+	switch ev.State {
+	case model.TaskReady, model.TaskBlocked, "":
+		return nil
+	case model.TaskSucceeded, model.TaskFailed, model.TaskCancelled:
+	default:
+		return fmt.Errorf("job %q task %q: %w state %q", ev.Job, ev.Task, ErrInvalid, ev.State)
+	}
+	e.dropWaiting(t)
+	t.state = ev.State
+	j := t.job
+	j.left--
+	j.failed = j.failed || ev.State == model.TaskFailed
+	j.done = j.left == 0
+	if ev.State == model.TaskSucceeded {
+		for _, c := range t.children {
+			child := j.tasks[c]
+			child.unmet--
+			if child.unmet == 0 && child.state == model.TaskBlocked && j.admitted {
+				e.makeReady(child)
+			}
+		}
+	}
 	return nil
 }
 
@@ -551,13 +632,12 @@ func (e *Engine) removeWorker(ev RemoveWorker, now time.Time) error {
 	}
 	// Requeue in a stable order: by task id.
 	var victims []*task
-	for _, j := range e.active {
-		for _, t := range j.tasks {
-			if t.state == model.TaskRunning && t.worker == w {
-				victims = append(victims, t)
-			}
+	if w.Idx < len(e.onWorker) {
+		for t := e.onWorker[w.Idx]; t != nil; t = t.nextOnWorker {
+			victims = append(victims, t)
 		}
 	}
+	slices.SortFunc(victims, func(a, b *task) int { return cmp.Compare(a.id, b.id) })
 	for _, t := range victims {
 		e.release(t, now)
 		e.makeReady(t)

@@ -57,3 +57,143 @@ func TestFIFOStartsInSubmissionOrder(t *testing.T) {
 		t.Fatalf("pending = %+v", d.Pending)
 	}
 }
+
+// ---- builders -------------------------------------------------------------
+
+// workerB builds a worker: by default one slot, 4 CPU and 8 GiB, ready.
+type workerB struct{ w model.Worker }
+
+func newWorker(name string) *workerB {
+	return &workerB{model.Worker{Name: name, Capacity: model.Resources{MilliCPU: 4000, MemoryMB: 8192}, Slots: 1}}
+}
+
+func (b *workerB) cpu(milli int64) *workerB { b.w.Capacity.MilliCPU = milli; return b }
+func (b *workerB) mem(mb int64) *workerB    { b.w.Capacity.MemoryMB = mb; return b }
+func (b *workerB) slots(n int) *workerB     { b.w.Slots = n; return b }
+func (b *workerB) gpus(n, mb int64) *workerB {
+	b.w.Capacity.GPUs, b.w.Capacity.GPUMemoryMB = n, mb
+	return b
+}
+func (b *workerB) state(s model.WorkerState) *workerB { b.w.State = s; return b }
+func (b *workerB) label(k, v string) *workerB {
+	if b.w.Labels == nil {
+		b.w.Labels = model.Labels{}
+	}
+	b.w.Labels[k] = v
+	return b
+}
+func (b *workerB) add() AddWorker { return AddWorker{Worker: b.w, At: t0} }
+
+// jobB builds a job in queue "default"; task adds a 1-CPU task and the
+// modifiers after it change the last task added.
+type jobB struct{ j model.Job }
+
+func newJob(id string) *jobB { return &jobB{model.Job{ID: id, Queue: "default", Submitted: t0}} }
+
+func (b *jobB) queue(q string) *jobB { b.j.Queue = q; return b }
+func (b *jobB) prio(p int) *jobB     { b.j.Priority = p; return b }
+func (b *jobB) maxSlots(n int) *jobB { b.j.MaxSlots = n; return b }
+func (b *jobB) at(t time.Time) *jobB { b.j.Submitted = t; return b }
+func (b *jobB) sel(k, v string) *jobB {
+	if b.j.Selector == nil {
+		b.j.Selector = model.Selector{}
+	}
+	b.j.Selector[k] = v
+	return b
+}
+func (b *jobB) task(name string, needs ...string) *jobB {
+	b.j.Tasks = append(b.j.Tasks, model.Task{Name: name, Needs: needs, Resources: model.Resources{MilliCPU: 1000}})
+	return b
+}
+func (b *jobB) last() *model.Task           { return &b.j.Tasks[len(b.j.Tasks)-1] }
+func (b *jobB) res(r model.Resources) *jobB { b.last().Resources = r; return b }
+func (b *jobB) attempts(n int) *jobB        { b.last().MaxAttempts = n; return b }
+func (b *jobB) submit() SubmitJob           { return SubmitJob{Job: b.j} }
+
+// cpus is a resource request of n whole cores.
+func cpus(n int64) model.Resources { return model.Resources{MilliCPU: n * 1000} }
+
+// engineWith builds an engine from cfg (one fifo queue "default" when cfg has
+// no queues) and applies evs.
+func engineWith(t testing.TB, cfg Config, evs ...Event) *Engine {
+	t.Helper()
+	if len(cfg.Queues) == 0 {
+		cfg.Queues = []QueueConfig{{Name: "default", Policy: policy.Config{Kind: "fifo"}}}
+	}
+	e, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs {
+		mustApply(t, e, ev)
+	}
+	return e
+}
+
+// ---- reading decisions ----------------------------------------------------
+
+// startsOf renders starts as "job/task@worker".
+func startsOf(d *Decisions) []string {
+	out := []string{}
+	for _, s := range d.Starts {
+		out = append(out, s.Job+"/"+s.Task+"@"+s.Worker)
+	}
+	return out
+}
+
+// endedOf renders ended tasks as "job/task:state:code".
+func endedOf(d *Decisions) []string {
+	out := []string{}
+	for _, x := range d.Ended {
+		out = append(out, x.Job+"/"+x.Task+":"+string(x.State)+":"+x.Reason.Code)
+	}
+	return out
+}
+
+// pendingOf returns the pending entries of one job.
+func pendingOf(d *Decisions, jobID string) []Pending {
+	var out []Pending
+	for _, p := range d.Pending {
+		if p.Job == jobID {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// onlyPending returns the single pending entry of a job, failing otherwise.
+func onlyPending(t testing.TB, d *Decisions, jobID string) Pending {
+	t.Helper()
+	ps := pendingOf(d, jobID)
+	if len(ps) != 1 {
+		t.Fatalf("pending entries of %s = %+v, want exactly one", jobID, ps)
+	}
+	return ps[0]
+}
+
+func jobsDoneOf(d *Decisions) []string {
+	out := []string{}
+	for _, x := range d.JobsDone {
+		out = append(out, x.Job+":"+string(x.State))
+	}
+	return out
+}
+
+func stateOf(t testing.TB, e *Engine, jobID, task string) model.TaskState {
+	t.Helper()
+	s, _, ok := e.TaskState(jobID, task)
+	if !ok {
+		t.Fatalf("task %s/%s unknown", jobID, task)
+	}
+	return s
+}
+
+func finishOK(jobID, task string) FinishTask {
+	return FinishTask{Job: jobID, Task: task, Outcome: model.Succeeded, At: t0}
+}
+
+func finishFail(jobID, task string) FinishTask {
+	return FinishTask{Job: jobID, Task: task, Outcome: model.Failed, At: t0, Message: "exit status 1"}
+}
+
+func same(a, b []string) bool { return fmt.Sprint(a) == fmt.Sprint(b) }

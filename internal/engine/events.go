@@ -41,7 +41,21 @@ type RestoreRunning struct {
 	Job, Task string
 	Worker    string
 	Started   time.Time
+	// Attempt and Fails restore the task's counters (a server restart);
+	// zero keeps the engine's own.
+	Attempt, Fails int
 }
+
+// RestoreTask restores a task that is not running to the state a store
+// recorded: an end state (succeeded, failed, cancelled), or waiting with its
+// attempt counters. It records nothing in Decisions: the change is old news.
+type RestoreTask struct {
+	Job, Task      string
+	State          model.TaskState
+	Attempt, Fails int
+}
+
+func (RestoreTask) event() {}
 
 // AddWorker registers a worker.
 type AddWorker struct {

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"container/heap"
 	"time"
 
 	"github.com/allot-sched/allot/internal/engine/place"
@@ -23,10 +22,12 @@ type task struct {
 	fails    int   // failed attempts
 	attempt  int   // attempts started
 	worker   *place.Worker
-	started  time.Time
-	startSeq uint64
-	heapPos  int // in job.ready
-	runPos   int // in group.running
+	// prevOnWorker and nextOnWorker link the tasks running on worker.
+	prevOnWorker, nextOnWorker *task
+	started                    time.Time
+	startSeq                   uint64
+	heapPos                    int // in job.ready
+	runPos                     int // in group.running
 }
 
 // job is the engine's record of one job.
@@ -50,6 +51,15 @@ type job struct {
 	reason      model.Reason
 	reasonCycle uint64
 	admitReason model.Reason
+	capped      model.Reason // the max_slots reason, formatted once
+	// blockedFrom indexes the first task that may still be blocked: tasks
+	// before it have left the blocked state, which they never re-enter.
+	blockedFrom int
+	blockedMemo struct {
+		task   *task
+		unmet  int
+		reason model.Reason
+	}
 }
 
 // group is one group of a queue: the jobs a policy treats as one unit.
@@ -61,9 +71,17 @@ type group struct {
 	running []*task
 	waiting int
 	view    int // index in the current cycle's View
-	reason  model.Reason
-	starts  int
-	stops   int
+	// reason explains the waiting tasks of the group as of cycle
+	// reasonCycle; poolFull says it is the pool-full reason, which a job's
+	// own placement diagnosis may refine.
+	reason      model.Reason
+	reasonCycle uint64
+	poolFull    bool
+	// notReached caches the not_reached reason for policy notReachedBy.
+	notReached   model.Reason
+	notReachedBy string
+	starts       int
+	stops        int
 }
 
 // queue is a configured queue with its policy and groups.
@@ -75,6 +93,9 @@ type queue struct {
 	jobOrder policy.JobOrder
 	tskOrder policy.TaskOrder
 	groups   map[string]*group
+	// full caches the pool-full reason for a pool of fullSlots slots.
+	full      model.Reason
+	fullSlots int
 }
 
 func (q *queue) group(key string) *group {
@@ -101,7 +122,7 @@ func (g *group) oldest() *job {
 // push makes j's ready tasks visible to the group.
 func (g *group) push(j *job) {
 	if j.heapPos < 0 && !j.parked && j.ready.Len() > 0 {
-		heap.Push(&g.jobs, j)
+		g.jobs.push(j)
 	}
 }
 
@@ -118,20 +139,27 @@ func (g *group) removeRunning(t *task) {
 	t.runPos = -1
 }
 
+// The two heaps below are written out for their element types rather than
+// driven through container/heap: placing a task pops a task heap and often
+// fixes a job heap, and direct calls with an inlined comparison are several
+// times cheaper than heap.Interface's dynamic calls. They still implement
+// heap.Interface, so container/heap works on them too.
+
 // taskHeap orders a job's ready tasks.
 type taskHeap struct {
 	items []*task
 	order policy.TaskOrder
 }
 
-func (h *taskHeap) Len() int { return len(h.items) }
-func (h *taskHeap) Less(i, j int) bool {
-	a, b := h.items[i], h.items[j]
+func (h *taskHeap) less(a, b *task) bool {
 	if h.order == policy.ByLongestFirst && a.spec.Duration != b.spec.Duration {
 		return a.spec.Duration > b.spec.Duration
 	}
 	return a.idx < b.idx
 }
+
+func (h *taskHeap) Len() int           { return len(h.items) }
+func (h *taskHeap) Less(i, j int) bool { return h.less(h.items[i], h.items[j]) }
 func (h *taskHeap) Swap(i, j int) {
 	h.items[i], h.items[j] = h.items[j], h.items[i]
 	h.items[i].heapPos = i
@@ -151,15 +179,89 @@ func (h *taskHeap) Pop() any {
 	return t
 }
 
+// push adds t.
+func (h *taskHeap) push(t *task) {
+	h.items = append(h.items, t)
+	h.up(len(h.items)-1, t)
+}
+
+// remove takes out the task at position i and returns it.
+func (h *taskHeap) remove(i int) *task {
+	t := h.items[i]
+	n := len(h.items) - 1
+	last := h.items[n]
+	h.items[n] = nil
+	h.items = h.items[:n]
+	if i < n {
+		if !h.down(i, last) {
+			h.up(i, last)
+		}
+	}
+	t.heapPos = -1
+	return t
+}
+
+// pop takes out the first task.
+func (h *taskHeap) pop() *task { return h.remove(0) }
+
+// init restores the order after items or order changed wholesale.
+func (h *taskHeap) init() {
+	for i, t := range h.items {
+		t.heapPos = i
+	}
+	for i := len(h.items)/2 - 1; i >= 0; i-- {
+		h.down(i, h.items[i])
+	}
+}
+
+// up moves t, destined for position i, towards the root.
+func (h *taskHeap) up(i int, t *task) {
+	for i > 0 {
+		p := (i - 1) / 2
+		parent := h.items[p]
+		if !h.less(t, parent) {
+			break
+		}
+		h.items[i] = parent
+		parent.heapPos = i
+		i = p
+	}
+	h.items[i] = t
+	t.heapPos = i
+}
+
+// down moves t, destined for position i, towards the leaves and reports
+// whether it moved.
+func (h *taskHeap) down(i0 int, t *task) bool {
+	i, n := i0, len(h.items)
+	for {
+		c := 2*i + 1
+		if c >= n {
+			break
+		}
+		if r := c + 1; r < n && h.less(h.items[r], h.items[c]) {
+			c = r
+		}
+		child := h.items[c]
+		if !h.less(child, t) {
+			break
+		}
+		h.items[i] = child
+		child.heapPos = i
+		i = c
+	}
+	h.items[i] = t
+	t.heapPos = i
+	return i > i0
+}
+
 // jobHeap orders the jobs of a group that have ready tasks.
 type jobHeap struct {
 	items []*job
 	order policy.JobOrder
 }
 
-func (h *jobHeap) Len() int { return len(h.items) }
-func (h *jobHeap) Less(i, j int) bool {
-	a, b := h.items[i], h.items[j]
+func (h *jobHeap) less(a, b *job) bool {
 	switch h.order {
 	case policy.ByFewestRunning:
 		if a.running != b.running {
@@ -172,6 +274,9 @@ func (h *jobHeap) Less(i, j int) bool {
 	}
 	return a.seq < b.seq
 }
+
+func (h *jobHeap) Len() int           { return len(h.items) }
+func (h *jobHeap) Less(i, j int) bool { return h.less(h.items[i], h.items[j]) }
 func (h *jobHeap) Swap(i, j int) {
 	h.items[i], h.items[j] = h.items[j], h.items[i]
 	h.items[i].heapPos = i
@@ -189,4 +294,71 @@ func (h *jobHeap) Pop() any {
 	h.items = h.items[:n]
 	j.heapPos = -1
 	return j
+}
+
+// push adds j.
+func (h *jobHeap) push(j *job) {
+	h.items = append(h.items, j)
+	h.up(len(h.items)-1, j)
+}
+
+// remove takes out the job at position i.
+func (h *jobHeap) remove(i int) {
+	j := h.items[i]
+	n := len(h.items) - 1
+	last := h.items[n]
+	h.items[n] = nil
+	h.items = h.items[:n]
+	if i < n {
+		if !h.down(i, last) {
+			h.up(i, last)
+		}
+	}
+	j.heapPos = -1
+}
+
+// fix restores the order after the job at position i changed.
+func (h *jobHeap) fix(i int) {
+	j := h.items[i]
+	if !h.down(i, j) {
+		h.up(i, j)
+	}
+}
+
+func (h *jobHeap) up(i int, j *job) {
+	for i > 0 {
+		p := (i - 1) / 2
+		parent := h.items[p]
+		if !h.less(j, parent) {
+			break
+		}
+		h.items[i] = parent
+		parent.heapPos = i
+		i = p
+	}
+	h.items[i] = j
+	j.heapPos = i
+}
+
+func (h *jobHeap) down(i0 int, j *job) bool {
+	i, n := i0, len(h.items)
+	for {
+		c := 2*i + 1
+		if c >= n {
+			break
+		}
+		if r := c + 1; r < n && h.less(h.items[r], h.items[c]) {
+			c = r
+		}
+		child := h.items[c]
+		if !h.less(child, j) {
+			break
+		}
+		h.items[i] = child
+		child.heapPos = i
+		i = c
+	}
+	h.items[i] = j
+	j.heapPos = i
+	return i > i0
 }

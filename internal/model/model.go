@@ -203,20 +203,20 @@ type Task struct {
 // Job is what a user submits: tasks, and the attributes policies divide
 // capacity by.
 type Job struct {
-	ID        string   `json:"id"`
-	Queue     string   `json:"queue"`
-	Requestor string   `json:"requestor,omitempty"`
-	Share     string   `json:"share,omitempty"`
-	Priority  int      `json:"priority,omitempty"`
-	Urgent    bool     `json:"urgent,omitempty"`
-	SLAGroup  string   `json:"slaGroup,omitempty"`
-	Endpoint  string   `json:"endpoint,omitempty"`
-	Variant   string   `json:"variant,omitempty"`
-	Load      int      `json:"load,omitempty"`
-	Selector  Selector `json:"selector,omitempty"`
-	MaxSlots  int      `json:"maxSlots,omitempty"`
+	ID        string    `json:"id"`
+	Queue     string    `json:"queue"`
+	Requestor string    `json:"requestor,omitempty"`
+	Share     string    `json:"share,omitempty"`
+	Priority  int       `json:"priority,omitempty"`
+	Urgent    bool      `json:"urgent,omitempty"`
+	SLAGroup  string    `json:"slaGroup,omitempty"`
+	Endpoint  string    `json:"endpoint,omitempty"`
+	Variant   string    `json:"variant,omitempty"`
+	Load      int       `json:"load,omitempty"`
+	Selector  Selector  `json:"selector,omitempty"`
+	MaxSlots  int       `json:"maxSlots,omitempty"`
 	Submitted time.Time `json:"submitted"`
-	Tasks     []Task   `json:"tasks"`
+	Tasks     []Task    `json:"tasks"`
 }
 
 // Outcome is how a task attempt ended.

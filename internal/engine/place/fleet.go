@@ -1,14 +1,14 @@
 // Package place decides which worker runs a task. Workers with identical
 // hardware, labels, slots and cost form a class; whether a task shape fits a
-// class is decided once and cached, and each class keeps its workers that have
-// a free slot in a heap, so a placement on a fleet of 10,000 workers in four
-// shapes looks at four classes, not 10,000 workers.
+// class is decided once and cached, and each class marks its workers that have
+// a free slot in a bitset kept in registration order, so a placement on a
+// fleet of 10,000 workers in four shapes looks at four classes, not 10,000
+// workers, and finding a class's first free worker is a scan of a few words.
 package place
 
 import (
-	"container/heap"
 	"fmt"
-	"sort"
+	"math/bits"
 	"strings"
 
 	"github.com/allot-sched/allot/internal/model"
@@ -22,7 +22,7 @@ type Worker struct {
 	Used    model.Resources
 	Running int
 	class   *class
-	heapPos int // position in class.free, or -1
+	pos     int // position in class.members
 	gone    bool
 }
 
@@ -38,17 +38,28 @@ type class struct {
 	labels    model.Labels
 	slots     int
 	cost      float64
-	free      freeHeap // ready workers with a free slot, lowest Idx first
-	freeSlots int      // free slots of ready workers
-	slotsUp   int      // all slots of ready workers
+	members   []*Worker // every worker ever in the class, registration order
+	free      freeSet   // members that take work and have a free slot
+	freeSlots int       // free slots of ready workers
+	slotsUp   int       // all slots of ready workers
 	workers   int
 	draining  int
 	disabled  int
 }
 
-func classKey(w model.Worker) string {
-	return fmt.Sprintf("%d/%d/%d/%d|%s|%d|%g", w.Capacity.MilliCPU, w.Capacity.MemoryMB,
-		w.Capacity.GPUs, w.Capacity.GPUMemoryMB, w.Labels.String(), w.Slots, w.CostPerHour)
+// classKey identifies a class: workers with equal keys are interchangeable
+// for placement.
+type classKey struct {
+	capacity model.Resources
+	labels   string
+	slots    int
+	cost     float64
+}
+
+// shapeKey identifies a shape.
+type shapeKey struct {
+	req model.Resources
+	sel string
 }
 
 // Shape is a task's placement requirement: resources and a selector. Shapes
@@ -57,7 +68,6 @@ func classKey(w model.Worker) string {
 type Shape struct {
 	Req model.Resources
 	Sel model.Selector
-	key string
 	// feas[c] is 0 when unknown, 1 when class c can run the shape, and 2 when
 	// it cannot (then short[c] says why).
 	feas  []uint8
@@ -73,8 +83,8 @@ type Fleet struct {
 	workers  []*Worker
 	byName   map[string]*Worker
 	classes  []*class
-	classIdx map[string]*class
-	shapes   map[string]*Shape
+	classIdx map[classKey]*class
+	shapes   map[shapeKey]*Shape
 	pools    map[string][]bool // selector key → matches class c
 	strategy Strategy
 	// epoch grows whenever capacity is added or freed, which invalidates
@@ -84,8 +94,8 @@ type Fleet struct {
 
 // NewFleet returns an empty fleet that selects workers with s.
 func NewFleet(s Strategy) *Fleet {
-	return &Fleet{byName: map[string]*Worker{}, classIdx: map[string]*class{},
-		shapes: map[string]*Shape{}, pools: map[string][]bool{}, strategy: s, epoch: 1}
+	return &Fleet{byName: map[string]*Worker{}, classIdx: map[classKey]*class{},
+		shapes: map[shapeKey]*Shape{}, pools: map[string][]bool{}, strategy: s, epoch: 1}
 }
 
 // SetStrategy changes the selection strategy.
@@ -111,14 +121,16 @@ func (f *Fleet) Add(spec model.Worker) (*Worker, error) {
 	if spec.State == "" {
 		spec.State = model.WorkerReady
 	}
-	key := classKey(spec)
+	key := classKey{capacity: spec.Capacity, labels: spec.Labels.String(), slots: spec.Slots, cost: spec.CostPerHour}
 	c, ok := f.classIdx[key]
 	if !ok {
 		c = &class{idx: len(f.classes), capacity: spec.Capacity, labels: spec.Labels, slots: spec.Slots, cost: spec.CostPerHour}
 		f.classes = append(f.classes, c)
 		f.classIdx[key] = c
 	}
-	w := &Worker{Idx: len(f.workers), Spec: spec, class: c, heapPos: -1}
+	w := &Worker{Idx: len(f.workers), Spec: spec, class: c, pos: len(c.members)}
+	c.members = append(c.members, w)
+	c.free.grow(len(c.members))
 	f.workers = append(f.workers, w)
 	f.byName[spec.Name] = w
 	c.workers++
@@ -133,6 +145,9 @@ func (f *Fleet) Remove(w *Worker) {
 	w.class.workers--
 	w.gone = true
 	delete(f.byName, w.Spec.Name)
+	// Fewer workers cannot make a failed placement succeed, but the
+	// remembered diagnosis counts workers and may now be wrong.
+	f.epoch++
 }
 
 // SetState drains, disables or readies a worker.
@@ -158,9 +173,9 @@ func (f *Fleet) count(w *Worker, sign int) {
 		c.slotsUp += sign * w.Spec.Slots
 		c.freeSlots += sign * w.FreeSlots()
 		if sign > 0 && w.FreeSlots() > 0 {
-			heap.Push(&c.free, w)
-		} else if sign < 0 && w.heapPos >= 0 {
-			heap.Remove(&c.free, w.heapPos)
+			c.free.add(w.pos)
+		} else if sign < 0 {
+			c.free.remove(w.pos)
 		}
 	}
 }
@@ -171,8 +186,8 @@ func (f *Fleet) Occupy(w *Worker, req model.Resources) {
 	w.Used = w.Used.Add(req)
 	if w.Takes() {
 		w.class.freeSlots--
-		if w.FreeSlots() == 0 && w.heapPos >= 0 {
-			heap.Remove(&w.class.free, w.heapPos)
+		if w.FreeSlots() <= 0 {
+			w.class.free.remove(w.pos)
 		}
 	}
 }
@@ -183,8 +198,8 @@ func (f *Fleet) Release(w *Worker, req model.Resources) {
 	w.Used = w.Used.Sub(req)
 	if w.Takes() {
 		w.class.freeSlots++
-		if w.heapPos < 0 {
-			heap.Push(&w.class.free, w)
+		if w.FreeSlots() > 0 {
+			w.class.free.add(w.pos)
 		}
 	}
 	f.epoch++
@@ -192,11 +207,11 @@ func (f *Fleet) Release(w *Worker, req model.Resources) {
 
 // Shape interns the placement requirement of a task.
 func (f *Fleet) Shape(req model.Resources, sel model.Selector) *Shape {
-	key := fmt.Sprintf("%d/%d/%d/%d|%s", req.MilliCPU, req.MemoryMB, req.GPUs, req.GPUMemoryMB, sel.String())
+	key := shapeKey{req: req, sel: sel.String()}
 	if s, ok := f.shapes[key]; ok {
 		return s
 	}
-	s := &Shape{Req: req, Sel: sel, key: key}
+	s := &Shape{Req: req, Sel: sel}
 	f.shapes[key] = s
 	return s
 }
@@ -240,15 +255,12 @@ func (f *Fleet) Place(s *Shape) (*Worker, model.Reason) {
 	}
 	var best *Worker
 	for _, c := range f.classes {
-		if c.free.Len() == 0 || !f.feasible(s, c) {
+		if c.free.n == 0 || !f.feasible(s, c) {
 			continue
 		}
-		w := c.free[0]
-		if !fitsNow(w, s.Req) {
-			w = scan(c, s.Req)
-			if w == nil {
-				continue
-			}
+		w := c.firstFit(s.Req)
+		if w == nil {
+			continue
 		}
 		if best == nil || f.strategy.better(w, best) {
 			best = w
@@ -262,20 +274,17 @@ func (f *Fleet) Place(s *Shape) (*Worker, model.Reason) {
 	return nil, s.failed
 }
 
-// scan looks through a class's free workers, lowest index first, for one with
-// enough unused resources left; only multi-slot workers get here.
-func scan(c *class, req model.Resources) *Worker {
-	cands := make([]*Worker, 0, len(c.free))
-	for _, w := range c.free {
-		if fitsNow(w, req) {
-			cands = append(cands, w)
+// firstFit returns the class's first free worker, in registration order,
+// with enough unused resources left for req. One-slot workers and idle
+// multi-slot workers fit whenever the class is feasible, so the first free
+// worker is the answer; only partly used multi-slot workers make it look on.
+func (c *class) firstFit(req model.Resources) *Worker {
+	for i := c.free.next(0); i >= 0; i = c.free.next(i + 1) {
+		if w := c.members[i]; fitsNow(w, req) {
+			return w
 		}
 	}
-	if len(cands) == 0 {
-		return nil
-	}
-	sort.Slice(cands, func(i, j int) bool { return cands[i].Idx < cands[j].Idx })
-	return cands[0]
+	return nil
 }
 
 // diagnose explains why no worker takes shape s, counting the workers each
@@ -342,26 +351,69 @@ func (f *Fleet) PoolSlots(sel model.Selector) (slots, free int) {
 	return slots, free
 }
 
-// freeHeap orders workers by registration index.
-type freeHeap []*Worker
+// freeSet is a set of class member positions: a bitset with a count and a
+// low-water mark below which no bit is set, so the first member is found
+// without scanning the words that placements have already emptied.
+type freeSet struct {
+	words []uint64
+	n     int // members in the set
+	lo    int // no bit is set in words[:lo]
+}
 
-func (h freeHeap) Len() int           { return len(h) }
-func (h freeHeap) Less(i, j int) bool { return h[i].Idx < h[j].Idx }
-func (h freeHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].heapPos = i
-	h[j].heapPos = j
+func (s *freeSet) grow(members int) {
+	for len(s.words)*64 < members {
+		s.words = append(s.words, 0)
+	}
 }
-func (h *freeHeap) Push(x any) {
-	w := x.(*Worker)
-	w.heapPos = len(*h)
-	*h = append(*h, w)
+
+func (s *freeSet) has(i int) bool { return s.words[i>>6]&(1<<(uint(i)&63)) != 0 }
+
+func (s *freeSet) add(i int) {
+	if s.has(i) {
+		return
+	}
+	s.words[i>>6] |= 1 << (uint(i) & 63)
+	s.n++
+	if i>>6 < s.lo {
+		s.lo = i >> 6
+	}
 }
-func (h *freeHeap) Pop() any {
-	old := *h
-	w := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	w.heapPos = -1
-	return w
+
+func (s *freeSet) remove(i int) {
+	if !s.has(i) {
+		return
+	}
+	s.words[i>>6] &^= 1 << (uint(i) & 63)
+	s.n--
+}
+
+// next returns the smallest member ≥ i, or -1. A search from the bottom
+// moves the low-water mark up past the empty words it crossed.
+func (s *freeSet) next(i int) int {
+	if s.n == 0 {
+		return -1
+	}
+	fromLo := i <= s.lo<<6
+	if fromLo {
+		i = s.lo << 6
+	}
+	w := i >> 6
+	if w >= len(s.words) {
+		return -1
+	}
+	if word := s.words[w] >> (uint(i) & 63); word != 0 {
+		return i + bits.TrailingZeros64(word)
+	}
+	for w++; w < len(s.words); w++ {
+		if s.words[w] != 0 {
+			if fromLo {
+				s.lo = w
+			}
+			return w<<6 + bits.TrailingZeros64(s.words[w])
+		}
+	}
+	if fromLo {
+		s.lo = len(s.words)
+	}
+	return -1
 }

@@ -1,0 +1,197 @@
+package engine
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/allot-sched/allot/internal/engine/policy"
+	"github.com/allot-sched/allot/internal/model"
+)
+
+// The benchmarks model the target load: 10,000 one-slot workers in
+// four hardware classes and 100,000 pending tasks in 1,000 jobs of one fifo
+// queue. See docs/performance.md for the figures and how to run them.
+
+const (
+	benchWorkers     = 10_000
+	benchJobs        = 1_000
+	benchTasksPerJob = 100
+)
+
+// benchClasses are the four hardware classes, in the proportions 4:3:2:1.
+var benchClasses = []struct {
+	capacity model.Resources
+	labels   model.Labels
+	weight   int
+}{
+	{model.Resources{MilliCPU: 4000, MemoryMB: 16384}, model.Labels{"pool": "cpu", "size": "s"}, 4},
+	{model.Resources{MilliCPU: 16000, MemoryMB: 65536}, model.Labels{"pool": "cpu", "size": "l"}, 3},
+	{model.Resources{MilliCPU: 8000, MemoryMB: 32768, GPUs: 1, GPUMemoryMB: 24576}, model.Labels{"gpu": "a10"}, 2},
+	{model.Resources{MilliCPU: 32000, MemoryMB: 262144, GPUs: 8, GPUMemoryMB: 81920}, model.Labels{"gpu": "h100"}, 1},
+}
+
+// benchWorkerSpecs interleaves the classes by registration order (worker i
+// belongs to the class that slot i%10 of the 4:3:2:1 pattern names), so
+// first-fit walks a mixed fleet.
+func benchWorkerSpecs(n int) []model.Worker {
+	var pattern []int
+	for c, bc := range benchClasses {
+		for k := 0; k < bc.weight; k++ {
+			pattern = append(pattern, c)
+		}
+	}
+	out := make([]model.Worker, n)
+	for i := range out {
+		c := benchClasses[pattern[i%len(pattern)]]
+		out[i] = model.Worker{Name: fmt.Sprintf("w%05d", i), Capacity: c.capacity, Labels: c.labels, Slots: 1}
+	}
+	return out
+}
+
+// benchJobSpec is job number i: six in ten ask for one CPU, two for eight
+// CPUs, one for a 16 GiB GPU and one for two 40 GiB GPUs on h100 workers, so
+// some shapes run out of workers part-way and their jobs must be skipped.
+func benchJobSpec(i, tasks int) model.Job {
+	req, sel := model.Resources{MilliCPU: 1000, MemoryMB: 2048}, model.Selector(nil)
+	switch i % 10 {
+	case 6, 7:
+		req = model.Resources{MilliCPU: 8000, MemoryMB: 32768}
+	case 8:
+		req = model.Resources{MilliCPU: 2000, MemoryMB: 8192, GPUs: 1, GPUMemoryMB: 16384}
+	case 9:
+		req = model.Resources{MilliCPU: 8000, MemoryMB: 65536, GPUs: 2, GPUMemoryMB: 40960}
+		sel = model.Selector{"gpu": "h100"}
+	}
+	j := model.Job{ID: fmt.Sprintf("job%05d", i), Queue: "default", Selector: sel, Submitted: t0,
+		Tasks: make([]model.Task, tasks)}
+	for k := range j.Tasks {
+		j.Tasks[k] = model.Task{Name: fmt.Sprintf("t%03d", k), Resources: req}
+	}
+	return j
+}
+
+func benchJobSpecs(jobs, tasks int) []model.Job {
+	out := make([]model.Job, jobs)
+	for i := range out {
+		out[i] = benchJobSpec(i, tasks)
+	}
+	return out
+}
+
+// benchEngine builds an engine with the given workers and jobs and no cycle
+// run yet.
+func benchEngine(tb testing.TB, workers []model.Worker, jobs []model.Job) *Engine {
+	tb.Helper()
+	e, err := New(Config{Queues: []QueueConfig{{Name: "default", Policy: policy.Config{Kind: "fifo"}}}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, w := range workers {
+		if err := e.Apply(AddWorker{Worker: w, At: t0}); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	for _, j := range jobs {
+		if err := e.Apply(SubmitJob{Job: j}); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return e
+}
+
+// BenchmarkCycleFill measures one cycle that places a task on each of 10,000
+// idle workers out of 100,000 pending tasks. Building the engine is outside
+// the timer.
+func BenchmarkCycleFill(b *testing.B) {
+	workers := benchWorkerSpecs(benchWorkers)
+	jobs := benchJobSpecs(benchJobs, benchTasksPerJob)
+	b.ReportAllocs()
+	b.StopTimer()
+	for i := 0; i < b.N; i++ {
+		e := benchEngine(b, workers, jobs)
+		runtime.GC()
+		b.StartTimer()
+		d := e.Cycle(t0.Add(time.Second))
+		b.StopTimer()
+		if len(d.Starts) != benchWorkers {
+			b.Fatalf("cycle started %d tasks, want %d (every slot filled)", len(d.Starts), benchWorkers)
+		}
+	}
+	b.ReportMetric(float64(b.N*benchWorkers)/b.Elapsed().Seconds(), "placements/s")
+}
+
+// BenchmarkCycleIncremental measures the steady state after the fill: 100
+// running tasks finish and one cycle places 100 tasks in their slots. One
+// operation is the 100 FinishTask events plus the cycle. A new 100-task job
+// is submitted outside the timer each round, so the backlog stays at about
+// 90,000 tasks in about 1,000 jobs however long the benchmark runs.
+func BenchmarkCycleIncremental(b *testing.B) {
+	workers := benchWorkerSpecs(benchWorkers)
+	jobs := benchJobSpecs(benchJobs, benchTasksPerJob)
+	e := benchEngine(b, workers, jobs)
+	now := t0.Add(time.Second)
+	d := e.Cycle(now)
+	if len(d.Starts) != benchWorkers {
+		b.Fatalf("fill started %d tasks, want %d", len(d.Starts), benchWorkers)
+	}
+	running := append([]Start(nil), d.Starts...) // oldest start first
+	next := benchJobs
+	const batch = 100
+	runtime.GC()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		now = now.Add(time.Second)
+		for _, s := range running[:batch] {
+			if err := e.Apply(FinishTask{Job: s.Job, Task: s.Task, Outcome: model.Succeeded, At: now}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		running = running[batch:]
+		d := e.Cycle(now)
+		b.StopTimer()
+		if len(d.Starts) != batch {
+			b.Fatalf("cycle started %d tasks after %d finished", len(d.Starts), batch)
+		}
+		running = append(running, d.Starts...)
+		if err := e.Apply(SubmitJob{Job: benchJobSpec(next, benchTasksPerJob)}); err != nil {
+			b.Fatal(err)
+		}
+		next++
+		b.StartTimer()
+	}
+}
+
+// BenchmarkSubmit measures submitting 100,000 tasks in 1,000 jobs and reports
+// the heap the engine keeps per pending task, names included.
+func BenchmarkSubmit(b *testing.B) {
+	b.ReportAllocs()
+	var perTask float64
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		jobs := benchJobSpecs(benchJobs, benchTasksPerJob)
+		e, err := New(Config{Queues: []QueueConfig{{Name: "default", Policy: policy.Config{Kind: "fifo"}}}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		for _, j := range jobs {
+			if err := e.Apply(SubmitJob{Job: j}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		jobs = nil // the engine keeps copies; the caller's specs may go
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		perTask = float64(after.HeapAlloc-before.HeapAlloc) / (benchJobs * benchTasksPerJob)
+		runtime.KeepAlive(e)
+		b.StartTimer()
+	}
+	b.ReportMetric(perTask, "B/pending-task")
+}
