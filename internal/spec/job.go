@@ -46,6 +46,17 @@ type Task struct {
 	MaxAttempts int       `yaml:"maxAttempts,omitempty" json:"maxAttempts,omitempty"`
 	Model       string    `yaml:"model,omitempty" json:"model,omitempty"`
 	Dataset     string    `yaml:"dataset,omitempty" json:"dataset,omitempty"`
+	// Run is a shell script, run with `sh -c`. A server job sets Run or
+	// Command; a scenario task sets neither.
+	Run string `yaml:"run,omitempty" json:"run,omitempty"`
+	// Command is a program and its arguments, run without a shell.
+	Command []string `yaml:"command,omitempty" json:"command,omitempty"`
+	// Env adds environment variables. Run, Command and Env may reference a
+	// result of a task this one needs: ${tasks.NAME.result.FIELD}.
+	Env     map[string]string `yaml:"env,omitempty" json:"env,omitempty"`
+	WorkDir string            `yaml:"workdir,omitempty" json:"workdir,omitempty"`
+	// Timeout stops the task when it runs longer; 0 means no limit.
+	Timeout Duration `yaml:"timeout,omitempty" json:"timeout,omitempty"`
 	// Running (scenarios only) says how many of the Count tasks are already
 	// running at time zero of `allot plan`.
 	Running int `yaml:"running,omitempty" json:"running,omitempty"`

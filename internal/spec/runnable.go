@@ -1,0 +1,166 @@
+package spec
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// Limits on what a runnable task carries.
+const (
+	MaxEnv         = 256
+	MaxCommandArgs = 1024
+	MaxScriptBytes = 64 << 10
+)
+
+// refRE matches a result reference: ${tasks.NAME.result.FIELD}.
+var refRE = regexp.MustCompile(`\$\{tasks\.([A-Za-z0-9_.-]+?)\.result\.([A-Za-z0-9_-]+)\}`)
+
+// envKeyRE is what a portable environment variable name looks like.
+var envKeyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// CheckRunnable checks what a job submitted to the server must have beyond
+// a scenario job: each task runs something (run or command, not both), uses
+// no scenario-only fields, and references only results of tasks it needs.
+// It expects a job that Expand accepted.
+func (j Job) CheckRunnable(path string) error {
+	var c errs
+	p := func(f string) string { return join(path, f) }
+	// ancestors[name] = every task entry the entry needs, directly or not.
+	needs := map[string][]string{}
+	counts := map[string]int{}
+	for _, t := range j.Tasks {
+		needs[t.Name] = t.Needs
+		counts[t.Name] = t.Count
+	}
+	for i, t := range j.Tasks {
+		tp := p(fmt.Sprintf("tasks[%d]", i))
+		switch {
+		case t.Run == "" && len(t.Command) == 0:
+			c.add(tp, "a task needs run (a shell script) or command (a program and its arguments)")
+		case t.Run != "" && len(t.Command) > 0:
+			c.add(tp+".command", "set run or command, not both")
+		}
+		if len(t.Run) > MaxScriptBytes {
+			c.add(tp+".run", "is %d bytes, more than %d", len(t.Run), MaxScriptBytes)
+		}
+		if len(t.Command) > MaxCommandArgs {
+			c.add(tp+".command", "has %d entries, more than %d", len(t.Command), MaxCommandArgs)
+		}
+		if len(t.Command) > 0 && t.Command[0] == "" {
+			c.add(tp+".command[0]", "the program must not be empty")
+		}
+		if t.Running != 0 {
+			c.add(tp+".running", "only scenarios may say a task is already running")
+		}
+		if t.RunningFor != 0 {
+			c.add(tp+".runningFor", "only scenarios may say how long a task has run")
+		}
+		if t.Fails != 0 {
+			c.add(tp+".fails", "only scenarios may make a task fail")
+		}
+		if len(t.Env) > MaxEnv {
+			c.add(tp+".env", "has %d entries, more than %d", len(t.Env), MaxEnv)
+		}
+		for _, k := range sortedKeys(t.Env) {
+			if !envKeyRE.MatchString(k) {
+				c.add(tp+".env."+k, "%q is not a valid environment variable name", k)
+			}
+		}
+		up := ancestors(t.Name, needs)
+		check := func(field, s string) {
+			for _, m := range refRE.FindAllStringSubmatch(s, -1) {
+				entry := m[1]
+				if _, ok := needs[entry]; !ok {
+					// An expanded name (shard-3) refers to its entry (shard).
+					if k := strings.LastIndexByte(entry, '-'); k > 0 && counts[entry[:k]] > 1 {
+						entry = entry[:k]
+					}
+				}
+				if !up[entry] {
+					c.add(field, "references the result of %q, which this task does not need", m[1])
+				}
+			}
+		}
+		check(tp+".run", t.Run)
+		for k, a := range t.Command {
+			check(fmt.Sprintf("%s.command[%d]", tp, k), a)
+		}
+		for _, k := range sortedKeys(t.Env) {
+			check(tp+".env."+k, t.Env[k])
+		}
+	}
+	return c.err()
+}
+
+func ancestors(name string, needs map[string][]string) map[string]bool {
+	seen := map[string]bool{}
+	stack := append([]string(nil), needs[name]...)
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		stack = append(stack, needs[n]...)
+	}
+	return seen
+}
+
+// Substitute replaces each ${tasks.NAME.result.FIELD} in s with the FIELD of
+// the JSON object task NAME published. Strings are inserted as they are,
+// other values as JSON. A missing result or field is an error naming it.
+func Substitute(s string, results map[string]json.RawMessage) (string, error) {
+	var firstErr error
+	out := refRE.ReplaceAllStringFunc(s, func(ref string) string {
+		m := refRE.FindStringSubmatch(ref)
+		raw, ok := results[m[1]]
+		if !ok || len(raw) == 0 {
+			if firstErr == nil {
+				firstErr = fmt.Errorf("task %q published no result", m[1])
+			}
+			return ref
+		}
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &obj); err != nil {
+			if firstErr == nil {
+				firstErr = fmt.Errorf("the result of task %q is not a JSON object", m[1])
+			}
+			return ref
+		}
+		v, ok := obj[m[2]]
+		if !ok {
+			if firstErr == nil {
+				firstErr = fmt.Errorf("the result of task %q has no field %q", m[1], m[2])
+			}
+			return ref
+		}
+		var str string
+		if json.Unmarshal(v, &str) == nil {
+			return str
+		}
+		return string(v)
+	})
+	return out, firstErr
+}
+
+// References lists the task names s references results of.
+func References(s string) []string {
+	var out []string
+	for _, m := range refRE.FindAllStringSubmatch(s, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
