@@ -11,7 +11,7 @@ import (
 )
 
 // TestConfigBlocksDecode checks that the YAML blocks shown in
-// docs/policies-priority.md decode into the config types, durations
+// docs/policies/priority.md decode into the config types, durations
 // included, and validate.
 func TestConfigBlocksDecode(t *testing.T) {
 	const prio = `
