@@ -20,6 +20,6 @@ which worker, and which running task must make room.
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newPlanCmd())
+	root.AddCommand(newPlanCmd(), newSimCmd())
 	return root
 }

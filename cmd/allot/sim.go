@@ -1,0 +1,134 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/allot-sched/allot/internal/engine"
+	"github.com/allot-sched/allot/internal/engine/policy"
+	"github.com/allot-sched/allot/internal/model"
+	"github.com/allot-sched/allot/internal/scenario"
+	"github.com/allot-sched/allot/internal/sim"
+)
+
+func newSimCmd() *cobra.Command {
+	var (
+		file, trace, output, plot, groupBy, policyKind string
+		horizon, sample, cycleEvery                    time.Duration
+		workers, limit                                 int
+		swf                                            sim.SWFOptions
+	)
+	cmd := &cobra.Command{
+		Use:   "sim (-f SCENARIO | --trace FILE.swf[.gz])",
+		Short: "Simulate a scenario or a workload trace over virtual time with the production engine",
+		Long: `sim runs the scheduling engine on a virtual clock: jobs arrive at their submitAt
+(or trace submit time), tasks run for their duration, and every scheduling event
+triggers a cycle of the same engine the server runs. It prints per-group
+utilisation, wait-time percentiles, share of slots over time, Jain's fairness index
+and the makespan; --plot draws slots per group over time as SVG.
+
+With --trace it replays a Standard Workload Format log: each job becomes a job of
+one task per processor, SWF fields map to share, requestor and queue by flags.
+The queues, policies and workers come from -f when given; otherwise one queue with
+--policy on --workers one-slot workers.`,
+		Example: `  allot sim -f examples/fairshare-weights.yaml --plot slots.svg
+  allot sim --trace NASA-iPSC-1993-3.1-cln.swf.gz --workers 128
+  allot sim --trace LCG-2005-1.swf.gz --policy fairshare --share-field user -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if file == "" && trace == "" {
+				return fmt.Errorf("give a scenario (-f) or a trace (--trace)")
+			}
+			if output != "text" && output != "json" {
+				return fmt.Errorf("-o: unknown output %q (known: text, json)", output)
+			}
+			in := sim.Input{Start: scenario.DefaultStart}
+			if file != "" {
+				s, err := scenario.Load(file)
+				if err != nil {
+					return err
+				}
+				in = sim.Input{Config: s.Config, Workers: s.Workers, Jobs: s.Jobs, History: s.History, Running: s.Running, Start: s.Start}
+			}
+			if trace != "" {
+				if file == "" {
+					in.Config = engine.Config{Queues: []engine.QueueConfig{{Name: "default", Policy: policy.Config{Kind: policyKind}}}}
+					swf.Queue = "default"
+				}
+				swf.Start = in.Start
+				jobs, info, err := sim.LoadSWFFile(trace, swf)
+				if err != nil {
+					return err
+				}
+				in.Jobs = append(in.Jobs, jobs...)
+				if file == "" {
+					n := workers
+					if n == 0 {
+						n = max(info.MaxProcs, info.MaxNodes, 1)
+					}
+					for i := range n {
+						in.Workers = append(in.Workers, model.Worker{Name: fmt.Sprintf("node-%04d", i), Slots: 1})
+					}
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "trace %s: %d jobs, %d tasks (%d records skipped), %d workers\n",
+					trace, info.Jobs, info.Tasks, info.Skipped, len(in.Workers))
+			}
+			opt := sim.Options{Horizon: horizon, SampleEvery: sample, GroupBy: groupBy, CycleEvery: cycleEvery}
+			if isTerminal(cmd.ErrOrStderr()) {
+				opt.Progress = func(done, total int) {
+					fmt.Fprintf(cmd.ErrOrStderr(), "\rsimulating: %d/%d jobs ended", done, total)
+					if done == total {
+						fmt.Fprintln(cmd.ErrOrStderr())
+					}
+				}
+			}
+			res, err := sim.Run(in, opt)
+			if err != nil {
+				return err
+			}
+			if plot != "" {
+				if err := writeFile(plot, res.WriteSVG); err != nil {
+					return err
+				}
+			}
+			if output == "json" {
+				return res.WriteJSON(cmd.OutOrStdout())
+			}
+			return res.WriteText(cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&file, "file", "f", "", "scenario file (YAML or JSON)")
+	f.StringVar(&trace, "trace", "", "Standard Workload Format trace to replay (.swf or .swf.gz)")
+	f.StringVarP(&output, "output", "o", "text", "output format: text or json")
+	f.StringVar(&plot, "plot", "", "write slots per group over time to this SVG file")
+	f.StringVar(&groupBy, "group-by", "", "key of per-group metrics: group (the policy's), share, requestor or queue")
+	f.DurationVar(&horizon, "horizon", 0, "stop after this much virtual time (0: until every job ended)")
+	f.DurationVar(&sample, "sample", 0, "sampling interval of the time series (0: automatic)")
+	f.DurationVar(&cycleEvery, "cycle-every", 0, "also run a cycle on this fixed period, as a server's tick does (0: only on events)")
+	f.IntVar(&workers, "workers", 0, "with --trace and no -f: one-slot workers to simulate (0: the trace's MaxProcs)")
+	f.StringVar(&policyKind, "policy", "fifo", "with --trace and no -f: the queue's policy kind")
+	f.StringVar(&swf.ShareField, "share-field", "user", "SWF field that becomes the job's share: user, group, executable, queue, partition or none")
+	f.StringVar(&swf.ClassField, "class-field", "none", "SWF field that becomes the job's requestor (classload classes)")
+	f.StringVar(&swf.QueueField, "queue-field", "none", "SWF field that becomes the job's queue (the scenario must define those queues)")
+	f.IntVar(&limit, "limit", 0, "replay only the first N jobs of the trace")
+	cmd.PreRun = func(*cobra.Command, []string) { swf.Limit = limit }
+	return cmd
+}
+
+// writeFile creates path and fills it with write.
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
