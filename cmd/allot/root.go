@@ -20,6 +20,7 @@ which worker, and which running task must make room.
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newPlanCmd(), newSimCmd())
+	root.AddCommand(newPlanCmd(), newSimCmd(), newServerCmd(), newDevCmd(), newWorkerCmd())
+	addClientCommands(root)
 	return root
 }

@@ -109,27 +109,49 @@ func BenchmarkCycleFill(b *testing.B) {
 	jobs := benchJobSpecs(benchJobs, benchTasksPerJob)
 	b.ReportAllocs()
 	b.StopTimer()
+	var cpu time.Duration
 	for i := 0; i < b.N; i++ {
 		e := benchEngine(b, workers, jobs)
 		runtime.GC()
+		c0 := cpuTime()
 		b.StartTimer()
 		d := e.Cycle(t0.Add(time.Second))
 		b.StopTimer()
+		cpu += cpuTime() - c0
 		if len(d.Starts) != benchWorkers {
 			b.Fatalf("cycle started %d tasks, want %d (every slot filled)", len(d.Starts), benchWorkers)
 		}
 	}
 	b.ReportMetric(float64(b.N*benchWorkers)/b.Elapsed().Seconds(), "placements/s")
+	reportCPU(b, cpu)
+}
+
+// reportCPU reports CPU time per operation, when the platform measures it.
+func reportCPU(b *testing.B, cpu time.Duration) {
+	if cpu > 0 {
+		b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+	}
 }
 
 // BenchmarkCycleIncremental measures the steady state after the fill: 100
 // running tasks finish and one cycle places 100 tasks in their slots. One
-// operation is the 100 FinishTask events plus the cycle. A new 100-task job
-// is submitted outside the timer each round, so the backlog stays at about
-// 90,000 tasks in about 1,000 jobs however long the benchmark runs.
+// operation is the 100 FinishTask events plus the cycle. New jobs are
+// submitted outside the timer each round, so the backlog stays at about
+// 90,000 tasks however long the benchmark runs. The backlog comes in 1,000
+// jobs of 100 tasks (the figure) and in 10,000 jobs of 10, because
+// explaining the pending tasks walks every active job each cycle.
 func BenchmarkCycleIncremental(b *testing.B) {
+	for _, shape := range []struct{ jobs, tasks int }{{benchJobs, benchTasksPerJob}, {10 * benchJobs, benchTasksPerJob / 10}} {
+		b.Run(fmt.Sprintf("jobs=%dx%d", shape.jobs, shape.tasks), func(b *testing.B) {
+			benchIncremental(b, shape.jobs, shape.tasks)
+		})
+	}
+}
+
+func benchIncremental(b *testing.B, jobCount, tasksPerJob int) {
+	const batch = 100
 	workers := benchWorkerSpecs(benchWorkers)
-	jobs := benchJobSpecs(benchJobs, benchTasksPerJob)
+	jobs := benchJobSpecs(jobCount, tasksPerJob)
 	e := benchEngine(b, workers, jobs)
 	now := t0.Add(time.Second)
 	d := e.Cycle(now)
@@ -137,11 +159,12 @@ func BenchmarkCycleIncremental(b *testing.B) {
 		b.Fatalf("fill started %d tasks, want %d", len(d.Starts), benchWorkers)
 	}
 	running := append([]Start(nil), d.Starts...) // oldest start first
-	next := benchJobs
-	const batch = 100
+	next := jobCount
 	runtime.GC()
 	b.ReportAllocs()
 	b.ResetTimer()
+	var cpu time.Duration
+	c0 := cpuTime()
 	for i := 0; i < b.N; i++ {
 		now = now.Add(time.Second)
 		for _, s := range running[:batch] {
@@ -152,16 +175,21 @@ func BenchmarkCycleIncremental(b *testing.B) {
 		running = running[batch:]
 		d := e.Cycle(now)
 		b.StopTimer()
+		cpu += cpuTime() - c0
 		if len(d.Starts) != batch {
 			b.Fatalf("cycle started %d tasks after %d finished", len(d.Starts), batch)
 		}
 		running = append(running, d.Starts...)
-		if err := e.Apply(SubmitJob{Job: benchJobSpec(next, benchTasksPerJob)}); err != nil {
-			b.Fatal(err)
+		for k := 0; k < batch; k += tasksPerJob {
+			if err := e.Apply(SubmitJob{Job: benchJobSpec(next, tasksPerJob)}); err != nil {
+				b.Fatal(err)
+			}
+			next++
 		}
-		next++
+		c0 = cpuTime()
 		b.StartTimer()
 	}
+	reportCPU(b, cpu)
 }
 
 // BenchmarkSubmit measures submitting 100,000 tasks in 1,000 jobs and reports

@@ -158,7 +158,7 @@ func (g *group) usable() int {
 	n := 0
 	for _, j := range g.jobs.items {
 		k := j.ready.Len()
-		if m := j.spec.MaxSlots; m > 0 && j.running+k > m {
+		if m := j.maxSlots; m > 0 && j.running+k > m {
 			k = max(0, m-j.running)
 		}
 		n += k
@@ -172,7 +172,7 @@ func (g *group) usable() int {
 func (e *Engine) nextPlaceable(g *group, parked *[]*job) (*task, *place.Worker) {
 	for g.jobs.Len() > 0 {
 		j := g.jobs.items[0]
-		if m := j.spec.MaxSlots; m > 0 && j.running >= m {
+		if m := j.maxSlots; m > 0 && j.running >= m {
 			if j.capped.Code == "" {
 				j.capped = model.Because(model.ReasonMaxSlots, "job %q runs %d tasks, its maxSlots", j.spec.ID, m)
 			}
@@ -209,7 +209,7 @@ func (e *Engine) start(t *task, w *place.Worker, now time.Time, d *Decisions) {
 		j.g.jobs.fix(j.heapPos)
 	}
 	j.g.starts++
-	d.Starts = append(d.Starts, Start{Job: j.spec.ID, Task: t.spec.Name, Worker: w.Spec.Name, Attempt: t.attempt})
+	d.Starts = append(d.Starts, Start{Job: j.id, Task: t.spec.Name, Worker: w.Spec.Name, Attempt: t.attempt})
 }
 
 // explain gives every pending task a reason, per job, and drops ended jobs
@@ -234,10 +234,10 @@ func (e *Engine) explain(d *Decisions) {
 		}
 		kept = append(kept, j)
 		if n := j.ready.Len(); n > 0 {
-			d.Pending = append(d.Pending, Pending{Job: j.spec.ID, Tasks: n, Reason: e.readyReason(j)})
+			d.Pending = append(d.Pending, Pending{Job: j.id, Tasks: n, Reason: e.readyReason(j)})
 		}
 		if blocked := j.left - j.ready.Len() - j.running; blocked > 0 {
-			d.Pending = append(d.Pending, Pending{Job: j.spec.ID, Tasks: blocked, Reason: e.jobBlockedReason(j)})
+			d.Pending = append(d.Pending, Pending{Job: j.id, Tasks: blocked, Reason: e.jobBlockedReason(j)})
 		}
 	}
 	for i := len(kept); i < len(e.active); i++ {
@@ -260,7 +260,7 @@ func (e *Engine) readyReason(j *job) model.Reason {
 		return model.Because(model.ReasonNotReached, "no cycle has run since the task became ready")
 	}
 	if g.poolFull && j.ready.Len() > 0 {
-		if w, why := e.fleet.Place(j.ready.items[0].shape); w == nil && why.Code != model.ReasonNoFreeSlot {
+		if w, why := e.fleet.Place(j.ready.head); w == nil && why.Code != model.ReasonNoFreeSlot {
 			return why
 		}
 	}

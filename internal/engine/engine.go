@@ -132,10 +132,13 @@ func (e *Engine) Apply(ev Event) error {
 	case RestoreTask:
 		return e.restoreTask(ev)
 	case AddWorker:
-		e.advance(ev.At)
-		_, err := e.fleet.Add(ev.Worker)
+		w, err := e.fleet.Add(ev.Worker)
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrDuplicate, err)
+		}
+		e.advance(ev.At)
+		for len(e.onWorker) <= w.Idx {
+			e.onWorker = append(e.onWorker, nil)
 		}
 		return nil
 	case RemoveWorker:
@@ -238,7 +241,7 @@ func (e *Engine) submit(spec model.Job) error {
 	}
 	js := spec
 	js.Tasks = append([]model.Task(nil), spec.Tasks...)
-	j := &job{spec: &js, q: q, byName: make(map[string]*task, len(js.Tasks)), heapPos: -1, left: len(js.Tasks)}
+	j := &job{id: js.ID, maxSlots: js.MaxSlots, spec: &js, q: q, byName: make(map[string]*task, len(js.Tasks)), heapPos: -1, left: len(js.Tasks)}
 	j.ready.order = q.tskOrder
 	// One allocation for all of the job's tasks: fewer, denser objects for
 	// the garbage collector and the cycle to walk.

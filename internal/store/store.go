@@ -12,14 +12,37 @@ import (
 	"time"
 )
 
-// Sentinel errors. Implementations wrap them with context.
+// Sentinel errors. Implementations wrap them with context, so callers test
+// them with errors.Is.
 var (
-	ErrNotFound  = errors.New("not found")
+	// ErrNotFound means the job or key asked for is not stored.
+	ErrNotFound = errors.New("not found")
+	// ErrDuplicate means CreateJob was given an ID that is already stored.
 	ErrDuplicate = errors.New("already exists")
+	// ErrInvalid means a write was refused because one of its rows breaks a
+	// rule of the store (see Batch): a task of a job that is not stored, an
+	// empty ID, name or key, an event without a kind, JSON that does not
+	// parse, or a time the store cannot represent. The whole write is
+	// refused, never a part of it.
+	ErrInvalid = errors.New("invalid")
 	// ErrFenced means another server took over as leader: this one must
 	// stop writing.
 	ErrFenced = errors.New("fenced: another leader holds a newer epoch")
 )
+
+// Job states that end a job. A job in any other state is unfinished: the
+// engine is rebuilt from those after a restart (Store.Unfinished).
+const (
+	JobSucceeded = "succeeded"
+	JobFailed    = "failed"
+	JobCancelled = "cancelled"
+)
+
+// JobEnded reports whether a job in the given state has ended, so it is no
+// longer part of the scheduling state.
+func JobEnded(state string) bool {
+	return state == JobSucceeded || state == JobFailed || state == JobCancelled
+}
 
 // Job is a stored job. Spec holds the submitted job document (JSON, as
 // normalised by the API), so the job can be rebuilt exactly after a restart.
@@ -82,6 +105,24 @@ type Event struct {
 // Batch is a set of changes committed in one transaction: upserts of jobs,
 // tasks and workers (matched by ID, by job and name, by name), events to
 // append, and key/value state (policy usage, queue settings).
+//
+// The rules every implementation keeps, so the control loop can rely on them
+// (storetest checks each one):
+//   - An upsert replaces every field of the stored row, except that a nil
+//     Job.Spec or Worker.Spec keeps the stored document: the loop updates a
+//     job's state without resending a spec that may be megabytes long. Job.Seq
+//     is assigned by the store when the job is first stored and never changed.
+//   - A task's job must be stored already or be upserted in the same batch.
+//   - Events are appended in slice order and get increasing IDs; Event.ID is
+//     ignored on the way in.
+//   - A nil KV value deletes the key; any other value (even empty) is stored.
+//   - Times are stored as UTC nanoseconds and read back exactly, in UTC; the
+//     zero time stays zero. Times before 1678 or after 2262 are ErrInvalid.
+//   - JSON fields (Spec, Result, Data) must be valid JSON or nil, and are
+//     read back byte for byte; nil or empty reads back as nil. Task.Output is
+//     stored as bytes, so any process output round-trips.
+//   - Empty Job.ID, Task.Job, Task.Name, Worker.Name, Event.Kind or KV key is
+//     ErrInvalid, and so is a task of a job that is not stored.
 type Batch struct {
 	Jobs    []Job
 	Tasks   []Task
@@ -97,35 +138,45 @@ func (b *Batch) Empty() bool {
 
 // JobFilter selects jobs; zero fields match everything.
 type JobFilter struct {
-	States []string
+	States []string // any of these states
 	Queue  string
 	Share  string
-	// AfterSeq pages through jobs in submission order.
+	// AfterSeq pages through jobs in submission order: pass the Seq of the
+	// last job of the previous page.
 	AfterSeq int64
-	Limit    int
+	Limit    int // at most this many; 0 or less: all
 }
 
 // EventFilter selects events.
 type EventFilter struct {
+	// AfterID resumes a stream: pass the ID of the last event seen.
 	AfterID int64
 	Job     string
-	Limit   int
+	Limit   int // at most this many; 0 or less: all
 }
 
 // Store is the persistence interface. Every method is safe for concurrent
 // use; Commit and CreateJob are called by the one control loop.
 type Store interface {
 	// CreateJob stores a new job with its tasks and events atomically and
-	// returns it with Seq assigned. ErrDuplicate when the ID exists.
+	// returns it with Seq assigned (and times in UTC). ErrDuplicate when
+	// the ID exists, and then nothing is written. Each task's Job must be
+	// j.ID or empty (then j.ID is used); two tasks with one name are
+	// ErrInvalid.
 	CreateJob(ctx context.Context, j Job, tasks []Task, events []Event) (Job, error)
-	// Commit applies a batch in one transaction: all or nothing.
+	// Commit applies a batch in one transaction: all or nothing. When it
+	// returns nil the batch is durable (it survives a crash of the process
+	// or of the machine). The rules are on Batch.
 	Commit(ctx context.Context, b Batch) error
-	// Job returns a job and its tasks in spec order. ErrNotFound.
+	// Job returns a job and its tasks in spec order, read from one
+	// snapshot. ErrNotFound.
 	Job(ctx context.Context, id string) (Job, []Task, error)
 	// Jobs lists jobs in submission order.
 	Jobs(ctx context.Context, f JobFilter) ([]Job, error)
-	// Unfinished returns every job that has not ended, with its tasks, in
-	// submission order: what the engine is rebuilt from after a restart.
+	// Unfinished returns every job that has not ended (see JobEnded), in
+	// submission order, and the tasks of each by job ID in spec order: what
+	// the engine is rebuilt from after a restart. Jobs and tasks come from
+	// one consistent snapshot.
 	Unfinished(ctx context.Context) ([]Job, map[string][]Task, error)
 	// Events lists events in ID order.
 	Events(ctx context.Context, f EventFilter) ([]Event, error)
@@ -133,5 +184,6 @@ type Store interface {
 	Workers(ctx context.Context) ([]Worker, error)
 	// KV returns a stored state value. ErrNotFound.
 	KV(ctx context.Context, key string) ([]byte, error)
+	// Close releases the store. Calls after Close return an error.
 	Close() error
 }

@@ -76,6 +76,10 @@ type Shape struct {
 	// released: failEpoch remembers the fleet epoch of the failure.
 	failEpoch uint64
 	failed    model.Reason
+	// The last diagnosis, reused while its figures stay the same.
+	diagCounts diagCounts
+	diagReason model.Reason
+	diagValid  bool
 }
 
 // Fleet is the set of workers with their classes.
@@ -290,31 +294,56 @@ func (c *class) firstFit(req model.Resources) *Worker {
 // diagnose explains why no worker takes shape s, counting the workers each
 // filter removed: the answer to "why is my task pending".
 func (f *Fleet) diagnose(s *Shape) model.Reason {
-	removed := map[string]int{}
-	var busy, unavailable, total int
+	var k diagCounts
 	for _, c := range f.classes {
 		if c.workers == 0 {
 			continue
 		}
-		total += c.workers
+		k.total += c.workers
 		if !f.feasible(s, c) {
-			removed[s.short[c.idx]] += c.workers
+			for i, name := range shortfalls {
+				if s.short[c.idx] == name {
+					k.removed[i] += c.workers
+				}
+			}
 			continue
 		}
-		unavailable += c.draining + c.disabled
-		busy += c.workers - c.draining - c.disabled
+		k.unavailable += c.draining + c.disabled
+		k.busy += c.workers - c.draining - c.disabled
 	}
+	// The figures rarely change between failures of one shape (a failure
+	// is diagnosed again each time capacity is freed): reuse the message.
+	if s.diagValid && s.diagCounts == k {
+		return s.diagReason
+	}
+	r := k.reason(s)
+	s.diagCounts, s.diagReason, s.diagValid = k, r, true
+	return r
+}
+
+// shortfalls name the filters in the order a diagnosis lists them: labels,
+// then the scarcest hardware first (as model.Resources.Shortfall does).
+var shortfalls = [...]string{"labels", "gpu_memory", "gpus", "memory", "cpu"}
+
+// diagCounts are the figures of a diagnosis: workers removed by each filter,
+// and among those that fit, how many are busy or unavailable.
+type diagCounts struct {
+	removed                  [len(shortfalls)]int
+	busy, unavailable, total int
+}
+
+func (k diagCounts) reason(s *Shape) model.Reason {
 	var parts []string
-	for _, k := range []string{"labels", "gpu_memory", "gpus", "memory", "cpu"} {
-		if n := removed[k]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%d lack %s", n, strings.ReplaceAll(k, "_", " ")))
+	for i, n := range k.removed {
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("%d lack %s", n, strings.ReplaceAll(shortfalls[i], "_", " ")))
 		}
 	}
-	if unavailable > 0 {
-		parts = append(parts, fmt.Sprintf("%d draining or disabled", unavailable))
+	if k.unavailable > 0 {
+		parts = append(parts, fmt.Sprintf("%d draining or disabled", k.unavailable))
 	}
-	if busy > 0 {
-		parts = append(parts, fmt.Sprintf("%d busy", busy))
+	if k.busy > 0 {
+		parts = append(parts, fmt.Sprintf("%d busy", k.busy))
 	}
 	detail := strings.Join(parts, ", ")
 	need := s.Req.String()
@@ -322,14 +351,14 @@ func (f *Fleet) diagnose(s *Shape) model.Reason {
 		need += " on " + s.Sel.String()
 	}
 	switch {
-	case total == 0:
+	case k.total == 0:
 		return model.Because(model.ReasonUnschedulable, "no workers are registered")
-	case busy > 0:
-		return model.Because(model.ReasonNoFreeSlot, "needs %s; all %d workers that fit are busy (%d workers: %s)", need, busy, total, detail)
-	case unavailable > 0:
-		return model.Because(model.ReasonWorkersDisabled, "needs %s; the %d workers that fit are draining or disabled (%d workers: %s)", need, unavailable, total, detail)
+	case k.busy > 0:
+		return model.Because(model.ReasonNoFreeSlot, "needs %s; all %d workers that fit are busy (%d workers: %s)", need, k.busy, k.total, detail)
+	case k.unavailable > 0:
+		return model.Because(model.ReasonWorkersDisabled, "needs %s; the %d workers that fit are draining or disabled (%d workers: %s)", need, k.unavailable, k.total, detail)
 	default:
-		return model.Because(model.ReasonUnschedulable, "needs %s; no worker can ever run it (%d workers: %s)", need, total, detail)
+		return model.Because(model.ReasonUnschedulable, "needs %s; no worker can ever run it (%d workers: %s)", need, k.total, detail)
 	}
 }
 

@@ -1,0 +1,509 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/allot-sched/allot/internal/api"
+	"github.com/allot-sched/allot/internal/client"
+)
+
+// clientFlags are the flags every client command shares.
+type clientFlags struct {
+	server string
+	token  string
+	output string
+}
+
+func (f *clientFlags) register(cmd *cobra.Command) {
+	server := os.Getenv("ALLOT_SERVER")
+	if server == "" {
+		server = "http://" + defaultListen
+	}
+	cmd.PersistentFlags().StringVar(&f.server, "server", server, "server URL (env ALLOT_SERVER)")
+	cmd.PersistentFlags().StringVar(&f.token, "token", os.Getenv("ALLOT_TOKEN"), "bearer token (env ALLOT_TOKEN)")
+	cmd.PersistentFlags().StringVarP(&f.output, "output", "o", "table", "output format: table, json or yaml")
+}
+
+func (f *clientFlags) client() (*client.Client, error) {
+	switch f.output {
+	case "table", "json", "yaml":
+	default:
+		return nil, fmt.Errorf("-o: unknown output %q (known: table, json, yaml)", f.output)
+	}
+	return client.New(f.server, client.WithToken(f.token))
+}
+
+// print writes v as JSON or YAML, or calls table for the table form.
+func (f *clientFlags) print(w io.Writer, v any, table func(io.Writer) error) error {
+	switch f.output {
+	case "json":
+		return writeJSON(w, v)
+	case "yaml":
+		// Through JSON, so YAML keys are the API's field names.
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		var generic any
+		if err := yaml.Unmarshal(b, &generic); err != nil {
+			return err
+		}
+		out, err := yaml.Marshal(generic)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(out)
+		return err
+	}
+	return table(w)
+}
+
+func addClientCommands(root *cobra.Command) {
+	f := &clientFlags{}
+	cmds := []*cobra.Command{newSubmitCmd(f), newGetCmd(f), newListCmd(f), newCancelCmd(f), newLogsCmd(f),
+		newEventsCmd(f), newWorkersCmd(f), newQueuesCmd(f)}
+	for _, c := range cmds {
+		f.register(c)
+		root.AddCommand(c)
+	}
+}
+
+func newSubmitCmd(f *clientFlags) *cobra.Command {
+	var wait bool
+	cmd := &cobra.Command{
+		Use:   "submit FILE",
+		Short: "Submit a job from a YAML or JSON file (- reads standard input)",
+		Example: `  allot submit examples/jobs/pipeline.yaml --wait
+  cat job.json | allot submit -`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := f.client()
+			if err != nil {
+				return err
+			}
+			var body []byte
+			if args[0] == "-" {
+				body, err = io.ReadAll(cmd.InOrStdin())
+			} else {
+				body, err = os.ReadFile(args[0])
+			}
+			if err != nil {
+				return err
+			}
+			ct := "application/yaml"
+			if strings.EqualFold(filepath.Ext(args[0]), ".json") {
+				ct = "application/json"
+			}
+			job, err := c.SubmitJob(cmd.Context(), body, ct)
+			if err != nil {
+				return err
+			}
+			if !wait {
+				return f.print(cmd.OutOrStdout(), job, func(w io.Writer) error {
+					_, err := fmt.Fprintf(w, "submitted %s to queue %s (%d tasks)\n", job.ID, job.Queue, total(job.Counts))
+					return err
+				})
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "submitted %s\n", job.ID)
+			final, err := waitForJob(cmd.Context(), c, job.ID, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			if err := f.print(cmd.OutOrStdout(), final, func(w io.Writer) error { return jobTable(w, final) }); err != nil {
+				return err
+			}
+			if final.State != "succeeded" {
+				return fmt.Errorf("job %s %s", final.ID, final.State)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the job ends, showing progress; exit non-zero unless it succeeded")
+	return cmd
+}
+
+func total(counts map[string]int) int {
+	n := 0
+	for _, c := range counts {
+		n += c
+	}
+	return n
+}
+
+func terminal(state string) bool {
+	return state == "succeeded" || state == "failed" || state == "cancelled"
+}
+
+// waitForJob polls a job until it ends, drawing a progress bar on w.
+func waitForJob(ctx context.Context, c *client.Client, id string, w io.Writer) (api.Job, error) {
+	tty := isTerminal(w)
+	last := ""
+	for {
+		job, err := c.Job(ctx, id)
+		if err != nil && !client.Retryable(err) {
+			return api.Job{}, err
+		}
+		if err == nil {
+			line := progressLine(job)
+			switch {
+			case tty:
+				fmt.Fprintf(w, "\r%s", line)
+			case line != last:
+				fmt.Fprintln(w, line)
+			}
+			last = line
+			if terminal(job.State) {
+				if tty {
+					fmt.Fprintln(w)
+				}
+				return job, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return api.Job{}, ctx.Err()
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+}
+
+func progressLine(j api.Job) string {
+	n := total(j.Counts)
+	done := j.Counts["succeeded"] + j.Counts["failed"] + j.Counts["cancelled"]
+	const width = 30
+	filled := 0
+	if n > 0 {
+		filled = done * width / n
+	}
+	bar := strings.Repeat("#", filled) + strings.Repeat(".", width-filled)
+	return fmt.Sprintf("[%s] %d/%d done · %d running · %d failed · %s", bar, done, n, j.Counts["running"], j.Counts["failed"], j.State)
+}
+
+func newGetCmd(f *clientFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "get JOB",
+		Short: "Show a job with its tasks, and why each pending task waits",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := f.client()
+			if err != nil {
+				return err
+			}
+			job, err := c.Job(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return f.print(cmd.OutOrStdout(), job, func(w io.Writer) error { return jobTable(w, job) })
+		},
+	}
+}
+
+func jobTable(w io.Writer, j api.Job) error {
+	fmt.Fprintf(w, "job %s  queue %s  state %s", j.ID, j.Queue, j.State)
+	if j.Share != "" {
+		fmt.Fprintf(w, "  share %s", j.Share)
+	}
+	fmt.Fprintf(w, "  submitted %s\n\n", j.Submitted.Format(time.RFC3339))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TASK\tSTATE\tATTEMPT\tWORKER\tEXIT\tREASON")
+	for _, t := range j.Tasks {
+		exit := ""
+		if t.ExitCode != nil {
+			exit = fmt.Sprint(*t.ExitCode)
+		}
+		reason := ""
+		if t.Reason != nil {
+			reason = t.Reason.Code + ": " + t.Reason.Message
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", t.Name, t.State, t.Attempt, t.Worker, exit, reason)
+	}
+	return tw.Flush()
+}
+
+func newListCmd(f *clientFlags) *cobra.Command {
+	var filter client.JobFilter
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List jobs, oldest first",
+		Example: `  allot list --state running,pending
+  allot list --queue batch --share analytics`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := f.client()
+			if err != nil {
+				return err
+			}
+			list, err := c.Jobs(cmd.Context(), filter)
+			if err != nil {
+				return err
+			}
+			return f.print(cmd.OutOrStdout(), list, func(w io.Writer) error {
+				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+				fmt.Fprintln(tw, "JOB\tQUEUE\tSHARE\tPRIORITY\tSTATE\tSUBMITTED")
+				for _, j := range list.Jobs {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", j.ID, j.Queue, j.Share, j.Priority, j.State, j.Submitted.Format(time.RFC3339))
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	cmd.Flags().StringVar(&filter.State, "state", "", "only jobs in these states (comma-separated: pending, running, succeeded, failed, cancelled)")
+	cmd.Flags().StringVar(&filter.Queue, "queue", "", "only jobs of this queue")
+	cmd.Flags().StringVar(&filter.Share, "share", "", "only jobs of this share")
+	cmd.Flags().IntVar(&filter.Limit, "limit", 100, "at most this many jobs")
+	cmd.Flags().Int64Var(&filter.After, "after", 0, "page: jobs submitted after this sequence number (the previous page's next)")
+	return cmd
+}
+
+func newCancelCmd(f *clientFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "cancel JOB",
+		Short: "Cancel a job: waiting tasks end, running tasks are stopped",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := f.client()
+			if err != nil {
+				return err
+			}
+			job, err := c.Cancel(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return f.print(cmd.OutOrStdout(), job, func(w io.Writer) error {
+				_, err := fmt.Fprintf(w, "cancelled %s\n", job.ID)
+				return err
+			})
+		},
+	}
+}
+
+func newLogsCmd(f *clientFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "logs JOB [TASK]",
+		Short: "Print the output tail of a job's tasks (of their last attempt)",
+		Args:  cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := f.client()
+			if err != nil {
+				return err
+			}
+			logs, err := c.Logs(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if len(args) == 2 {
+				var keep []api.TaskLog
+				for _, t := range logs.Tasks {
+					if t.Task == args[1] {
+						keep = append(keep, t)
+					}
+				}
+				if len(keep) == 0 {
+					return fmt.Errorf("job %s has no output for task %q", args[0], args[1])
+				}
+				logs.Tasks = keep
+			}
+			return f.print(cmd.OutOrStdout(), logs, func(w io.Writer) error {
+				for _, t := range logs.Tasks {
+					fmt.Fprintf(w, "==> %s (attempt %d) <==\n%s", t.Task, t.Attempt, t.Output)
+					if t.Output != "" && !strings.HasSuffix(t.Output, "\n") {
+						fmt.Fprintln(w)
+					}
+				}
+				return nil
+			})
+		},
+	}
+}
+
+func newEventsCmd(f *clientFlags) *cobra.Command {
+	var follow bool
+	var job string
+	var after int64
+	cmd := &cobra.Command{
+		Use:   "events",
+		Short: "Print the event log; --follow streams new events as they happen",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := f.client()
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			show := func(e api.Event) error {
+				if f.output == "json" {
+					b, _ := json.Marshal(e)
+					_, err := fmt.Fprintln(w, string(b))
+					return err
+				}
+				return eventLine(w, e)
+			}
+			if follow {
+				return c.FollowEvents(cmd.Context(), after, job, show)
+			}
+			evs, err := c.Events(cmd.Context(), after, job, 1000)
+			if err != nil {
+				return err
+			}
+			for _, e := range evs {
+				if err := show(e); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep streaming new events")
+	cmd.Flags().StringVar(&job, "job", "", "only events of this job")
+	cmd.Flags().Int64Var(&after, "after", 0, "only events after this id")
+	return cmd
+}
+
+func eventLine(w io.Writer, e api.Event) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d %s %-16s", e.ID, e.At.Format("15:04:05.000"), e.Kind)
+	for _, kv := range [][2]string{{"job", e.Job}, {"task", e.Task}, {"worker", e.Worker}, {"reason", e.Reason}} {
+		if kv[1] != "" {
+			fmt.Fprintf(&b, " %s=%s", kv[0], kv[1])
+		}
+	}
+	if e.Message != "" {
+		fmt.Fprintf(&b, " %q", e.Message)
+	}
+	_, err := fmt.Fprintln(w, b.String())
+	return err
+}
+
+func newWorkersCmd(f *clientFlags) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "workers",
+		Short: "List workers; `workers drain|disable|enable NAME` changes one",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := f.client()
+			if err != nil {
+				return err
+			}
+			ws, err := c.Workers(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return f.print(cmd.OutOrStdout(), ws, func(w io.Writer) error {
+				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+				fmt.Fprintln(tw, "WORKER\tSTATE\tRUNNING\tSLOTS\tCPU\tMEMORY\tGPUS\tLABELS\tLAST SEEN")
+				for _, wk := range ws {
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%g\t%dMi\t%d\t%s\t%s\n", wk.Name, wk.State, wk.Running, wk.Slots,
+						float64(wk.Resources.CPU)/1000, int64(wk.Resources.Memory), wk.Resources.GPUs, labels(wk.Labels), wk.LastSeen.Format(time.RFC3339))
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	for _, s := range []struct{ verb, state, short string }{
+		{"drain", "draining", "Let a worker finish its tasks and take no new ones"},
+		{"disable", "disabled", "Switch a worker off: it takes no new tasks and leaves cost figures"},
+		{"enable", "ready", "Let a drained or disabled worker take tasks again"},
+	} {
+		cmd.AddCommand(&cobra.Command{
+			Use:   s.verb + " WORKER",
+			Short: s.short,
+			Args:  cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				c, err := f.client()
+				if err != nil {
+					return err
+				}
+				wk, err := c.SetWorkerState(cmd.Context(), args[0], s.state)
+				if err != nil {
+					return err
+				}
+				return f.print(cmd.OutOrStdout(), wk, func(w io.Writer) error {
+					_, err := fmt.Fprintf(w, "worker %s is %s\n", wk.Name, wk.State)
+					return err
+				})
+			},
+		})
+	}
+	return cmd
+}
+
+func labels(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + m[k]
+	}
+	return strings.Join(parts, ",")
+}
+
+func newQueuesCmd(f *clientFlags) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "queues",
+		Short: "List queues with their policies; `queues set-policy QUEUE FILE` changes one",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := f.client()
+			if err != nil {
+				return err
+			}
+			qs, err := c.Queues(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return f.print(cmd.OutOrStdout(), qs, func(w io.Writer) error {
+				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+				fmt.Fprintln(tw, "QUEUE\tPRIORITY\tRUNNING\tWAITING\tPOLICY")
+				for _, q := range qs {
+					fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\n", q.Name, q.Priority, q.Running, q.Waiting, string(q.Policy))
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "set-policy QUEUE FILE",
+		Short: "Replace a queue's policy at run time with a policy block (YAML or JSON)",
+		Example: `  allot queues set-policy batch fairshare.yaml   # kind: fairshare
+                                                  # fairshare: {shares: [...]}`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := f.client()
+			if err != nil {
+				return err
+			}
+			raw, err := os.ReadFile(args[1])
+			if err != nil {
+				return err
+			}
+			var block any
+			if err := yaml.Unmarshal(raw, &block); err != nil {
+				return fmt.Errorf("%s: %w", args[1], err)
+			}
+			q, err := c.SetPolicy(cmd.Context(), args[0], block)
+			if err != nil {
+				return err
+			}
+			return f.print(cmd.OutOrStdout(), q, func(w io.Writer) error {
+				_, err := fmt.Fprintf(w, "queue %s now runs %s\n", q.Name, string(q.Policy))
+				return err
+			})
+		},
+	})
+	return cmd
+}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/allot-sched/allot/internal/agent"
+	"github.com/allot-sched/allot/internal/spec"
+)
+
+func newWorkerCmd() *cobra.Command {
+	var (
+		cfg                    agent.Config
+		cpu, memory, gpuMemory string
+		labels                 []string
+		cost                   float64
+	)
+	cmd := &cobra.Command{
+		Use:   "worker --server URL",
+		Short: "Run a worker agent: register this machine and run the tasks the server assigns",
+		Long: `worker registers this machine with an Allot server (its CPUs, memory and GPUs,
+detected unless given), long-polls for tasks, runs each as a process, and
+reports how it ended. It keeps running tasks while the server is away and
+tells it what it still runs when it returns. Ctrl-C or SIGTERM stops the
+running tasks (SIGTERM, then SIGKILL after --grace) and reports them.`,
+		Example: `  allot worker --server http://allot:8080 --token $TOKEN
+  allot worker --server http://allot:8080 --slots 4 --label zone=eu-1 --label kind=gpu --gpus 2 --gpu-memory 80Gi`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var err error
+			if cpu != "" {
+				if cfg.Resources.CPU, err = spec.ParseCPU(cpu); err != nil {
+					return fmt.Errorf("--cpu: %w", err)
+				}
+			}
+			if memory != "" {
+				if cfg.Resources.Memory, err = spec.ParseMemory(memory); err != nil {
+					return fmt.Errorf("--memory: %w", err)
+				}
+			}
+			if gpuMemory != "" {
+				if cfg.Resources.GPUMemory, err = spec.ParseMemory(gpuMemory); err != nil {
+					return fmt.Errorf("--gpu-memory: %w", err)
+				}
+			}
+			if cfg.Labels, err = parseLabels(labels); err != nil {
+				return err
+			}
+			if cmd.Flags().Changed("cost-per-hour") {
+				cfg.CostPerHour = &cost
+			}
+			if cfg.Server == "" {
+				return fmt.Errorf("--server: the URL of the Allot server is required (or set ALLOT_SERVER)")
+			}
+			cfg.Logger = newLogger()
+			a, err := agent.New(cfg)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return a.Run(ctx)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Server, "server", os.Getenv("ALLOT_SERVER"), "server URL (env ALLOT_SERVER)")
+	f.StringVar(&cfg.Token, "token", os.Getenv("ALLOT_TOKEN"), "bearer token with the worker role (env ALLOT_TOKEN)")
+	f.StringVar(&cfg.Name, "name", "", "worker name (default: the host name)")
+	f.StringVar(&cpu, "cpu", "", "CPUs offered, e.g. 8 or 7500m (default: detected)")
+	f.StringVar(&memory, "memory", "", "memory offered, e.g. 30Gi (default: detected from /proc/meminfo)")
+	f.IntVar(&cfg.Resources.GPUs, "gpus", 0, "GPUs offered (default: detected with nvidia-smi)")
+	f.StringVar(&gpuMemory, "gpu-memory", "", "memory per GPU, e.g. 80Gi (default: detected with nvidia-smi)")
+	f.IntVar(&cfg.Slots, "slots", 1, "tasks run at once")
+	f.StringArrayVar(&labels, "label", nil, "label KEY=VALUE that queue pools select on (repeatable)")
+	f.Float64Var(&cost, "cost-per-hour", spec.DefaultCostPerHour, "cost of this worker per hour, for cost-aware placement")
+	f.StringSliceVar(&cfg.Cached, "cached", nil, "models or datasets already on this machine (comma-separated, repeatable)")
+	f.StringVar(&cfg.WorkDir, "workdir", "", "working directory of tasks that name none (default: a fresh temporary directory per attempt)")
+	f.DurationVar(&cfg.Grace, "grace", agent.DefaultGrace, "time between SIGTERM and SIGKILL on timeouts and shutdown")
+	f.IntVar(&cfg.OutputTailBytes, "output-tail", agent.DefaultOutputTailBytes, "bytes of each task's output kept and reported")
+	f.DurationVar(&cfg.HeartbeatEvery, "heartbeat", agent.DefaultHeartbeatEvery, "interval between heartbeats")
+	return cmd
+}
+
+// parseLabels reads KEY=VALUE flags.
+func parseLabels(kvs []string) (map[string]string, error) {
+	if len(kvs) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--label %q: want KEY=VALUE", kv)
+		}
+		if old, dup := out[k]; dup && old != v {
+			return nil, fmt.Errorf("--label %q: %s is already %q", kv, k, old)
+		}
+		out[k] = v
+	}
+	return out, nil
+}

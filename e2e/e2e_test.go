@@ -1,0 +1,416 @@
+// Package e2e runs the allot binary as users do: a real server process, real
+// worker processes running real tasks, over loopback HTTP.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/allot-sched/allot/internal/api"
+)
+
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "allot-e2e-")
+	if err != nil {
+		panic(err)
+	}
+	bin = filepath.Join(dir, "allot")
+	build := exec.Command("go", "build", "-o", bin, "../cmd/allot")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		panic("building allot: " + err.Error())
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// cluster is a running server with workers.
+type cluster struct {
+	t       *testing.T
+	url     string
+	dataDir string
+	server  *exec.Cmd
+	workers []*exec.Cmd
+}
+
+func freePort(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// start runs a server process on a fresh data directory.
+func start(t *testing.T, args ...string) *cluster {
+	t.Helper()
+	c := &cluster{t: t, dataDir: t.TempDir()}
+	addr := freePort(t)
+	c.url = "http://" + addr
+	c.startServer(addr, args...)
+	t.Cleanup(c.stop)
+	return c
+}
+
+func (c *cluster) startServer(addr string, args ...string) {
+	c.t.Helper()
+	c.server = exec.Command(bin, append([]string{"server", "--listen", addr, "--data-dir", c.dataDir}, args...)...)
+	c.server.Stderr = logWriter(c.t, "server")
+	if err := c.server.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	c.waitReady()
+}
+
+func (c *cluster) waitReady() {
+	c.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(c.url + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.t.Fatalf("server at %s not ready", c.url)
+}
+
+// worker starts an allot worker process.
+func (c *cluster) worker(name string, slots int) *exec.Cmd {
+	c.t.Helper()
+	w := exec.Command(bin, "worker", "--server", c.url, "--name", name, "--slots", fmt.Sprint(slots), "--cpu", "4", "--memory", "8Gi")
+	w.Stderr = logWriter(c.t, name)
+	if err := w.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	c.workers = append(c.workers, w)
+	return w
+}
+
+func (c *cluster) stop() {
+	for _, w := range c.workers {
+		_ = w.Process.Kill()
+		_ = w.Wait()
+	}
+	if c.server != nil && c.server.Process != nil {
+		_ = c.server.Process.Kill()
+		_ = c.server.Wait()
+	}
+}
+
+// cli runs an allot client command against the cluster.
+func (c *cluster) cli(args ...string) (string, error) {
+	cmd := exec.Command(bin, append(args, "--server", c.url)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if err != nil {
+		return out.String() + errb.String(), err
+	}
+	return out.String(), nil
+}
+
+func (c *cluster) submit(doc string) api.Job {
+	c.t.Helper()
+	resp, err := http.Post(c.url+"/v1/jobs", "application/yaml", strings.NewReader(doc))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusCreated {
+		c.t.Fatalf("submit: %d %s", resp.StatusCode, body)
+	}
+	var j api.Job
+	if err := json.Unmarshal(body, &j); err != nil {
+		c.t.Fatal(err)
+	}
+	return j
+}
+
+func (c *cluster) job(id string) api.Job {
+	c.t.Helper()
+	var j api.Job
+	c.getJSON("/v1/jobs/"+id, &j)
+	return j
+}
+
+func (c *cluster) getJSON(path string, out any) {
+	c.t.Helper()
+	resp, err := http.Get(c.url + path)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		b, _ := io.ReadAll(resp.Body)
+		c.t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// waitJob polls until the job ends.
+func (c *cluster) waitJob(id string, within time.Duration) api.Job {
+	c.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		j := c.job(id)
+		if j.State == "succeeded" || j.State == "failed" || j.State == "cancelled" {
+			return j
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("job %s still %s after %s: %+v", id, j.State, within, j.Tasks)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func taskByName(j api.Job, name string) api.Task {
+	for _, t := range j.Tasks {
+		if t.Name == name {
+			return t
+		}
+	}
+	return api.Task{}
+}
+
+// syncBuffer is a buffer a process writes while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type testWriter struct {
+	t      *testing.T
+	prefix string
+}
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Logf("%s: %s", w.prefix, strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+func logWriter(t *testing.T, prefix string) io.Writer {
+	if testing.Verbose() {
+		return testWriter{t, prefix}
+	}
+	return io.Discard
+}
+
+func TestDAGWithResultsRetriesAndFailureCascade(t *testing.T) {
+	c := start(t)
+	c.worker("w1", 2)
+	c.worker("w2", 2)
+	flaky := filepath.Join(t.TempDir(), "flaky")
+	j := c.submit(fmt.Sprintf(`
+id: dag
+tasks:
+  - name: prepare
+    run: |
+      echo preparing
+      echo '{"rows": 42, "name": "alpha"}' > "$ALLOT_RESULT_FILE"
+  - name: use
+    needs: [prepare]
+    command: [sh, -c, 'echo "rows=$ROWS name=$1"', x, "${tasks.prepare.result.name}"]
+    env: {ROWS: "${tasks.prepare.result.rows}"}
+  - name: flaky
+    needs: [prepare]
+    maxAttempts: 3
+    run: |
+      # fails on the first attempt, succeeds on the second
+      if [ ! -f %[1]s ]; then touch %[1]s; echo first try fails; exit 3; fi
+      echo second try works
+  - name: broken
+    needs: [prepare]
+    maxAttempts: 2
+    run: echo broken >&2; exit 7
+  - name: after-broken
+    needs: [broken]
+    run: echo never
+  - name: last
+    needs: [after-broken, use]
+    run: echo never either
+`, flaky))
+	final := c.waitJob(j.ID, 30*time.Second)
+	if final.State != "failed" {
+		t.Fatalf("job state %s, want failed", final.State)
+	}
+	want := map[string]string{"prepare": "succeeded", "use": "succeeded", "flaky": "succeeded", "broken": "failed",
+		"after-broken": "failed", "last": "failed"}
+	for name, state := range want {
+		if got := taskByName(final, name); got.State != state {
+			t.Errorf("task %s: state %s, want %s (%+v)", name, got.State, state, got.Reason)
+		}
+	}
+	if tk := taskByName(final, "flaky"); tk.Attempt != 2 || tk.Fails != 1 {
+		t.Errorf("flaky: attempt %d fails %d, want attempt 2 after 1 failure", tk.Attempt, tk.Fails)
+	}
+	if tk := taskByName(final, "broken"); tk.Attempt != 2 || tk.ExitCode == nil || *tk.ExitCode != 7 {
+		t.Errorf("broken: attempt %d exit %v, want 2 attempts ending with exit 7", tk.Attempt, tk.ExitCode)
+	}
+	for _, name := range []string{"after-broken", "last"} {
+		r := taskByName(final, name).Reason
+		if r == nil || r.Code != "dependency_failure" {
+			t.Errorf("%s reason %+v, want dependency_failure", name, r)
+		}
+	}
+	if r := taskByName(final, "after-broken").Reason; r == nil || !strings.Contains(r.Message, `"broken"`) {
+		t.Errorf("after-broken's reason does not name the parent: %+v", r)
+	}
+	if r := taskByName(final, "last").Reason; r == nil || !strings.Contains(r.Message, `"after-broken"`) {
+		t.Errorf("last's reason does not name its failed parent: %+v", r)
+	}
+	var logs api.Logs
+	c.getJSON("/v1/jobs/dag/logs", &logs)
+	got := map[string]string{}
+	for _, l := range logs.Tasks {
+		got[l.Task] = l.Output
+	}
+	if got["use"] != "rows=42 name=alpha\n" {
+		t.Errorf("use's output %q: result references not substituted", got["use"])
+	}
+	if !strings.Contains(got["broken"], "broken") {
+		t.Errorf("broken's output tail %q lacks its stderr", got["broken"])
+	}
+	out, err := c.cli("logs", "dag", "flaky")
+	if err != nil || !strings.Contains(out, "second try works") {
+		t.Errorf("allot logs dag flaky: %v\n%s", err, out)
+	}
+	// The event log tells the story with reasons.
+	var events []api.Event
+	c.getJSON("/v1/events?job=dag", &events)
+	kinds := map[string]int{}
+	for _, e := range events {
+		kinds[e.Kind+"/"+e.Reason]++
+	}
+	for _, k := range []string{"job_submitted/", "task_retry/retry", "task_failed/failed", "task_failed/dependency_failure", "job_ended/failed"} {
+		if kinds[k] == 0 {
+			t.Errorf("no %s event; got %v", k, kinds)
+		}
+	}
+}
+
+func TestCancelStopsRunningTasks(t *testing.T) {
+	c := start(t)
+	c.worker("w1", 2)
+	marker := filepath.Join(t.TempDir(), "started")
+	j := c.submit(fmt.Sprintf(`
+id: long
+tasks:
+  - name: sleeper
+    count: 2
+    run: touch %s; sleep 60
+  - name: later
+    needs: [sleeper]
+    run: echo never
+`, marker))
+	deadline := time.Now().Add(15 * time.Second)
+	for c.job(j.ID).Counts["running"] < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("tasks never started")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if out, err := c.cli("cancel", j.ID); err != nil {
+		t.Fatalf("allot cancel: %v %s", err, out)
+	}
+	final := c.waitJob(j.ID, 15*time.Second)
+	if final.State != "cancelled" {
+		t.Fatalf("state %s, want cancelled", final.State)
+	}
+	for _, tk := range final.Tasks {
+		if tk.State != "cancelled" {
+			t.Errorf("task %s: %s, want cancelled", tk.Name, tk.State)
+		}
+	}
+	// The worker's slots come free: a new job runs.
+	j2 := c.submit("id: after\ntasks: [{name: t, run: echo ok}]\n")
+	if got := c.waitJob(j2.ID, 15*time.Second); got.State != "succeeded" {
+		t.Errorf("job after cancel: %s", got.State)
+	}
+	if _, err := c.cli("cancel", j.ID); err == nil {
+		t.Errorf("cancelling an ended job succeeded; want a conflict")
+	}
+}
+
+func TestSubmitWaitAndCLIOutputs(t *testing.T) {
+	c := start(t)
+	c.worker("w1", 1)
+	file := filepath.Join(t.TempDir(), "job.yaml")
+	if err := os.WriteFile(file, []byte("id: hello\nshare: team-a\ntasks: [{name: greet, run: echo hello world}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.cli("submit", file, "--wait")
+	if err != nil {
+		t.Fatalf("submit --wait: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "greet") || !strings.Contains(out, "succeeded") {
+		t.Errorf("submit --wait output:\n%s", out)
+	}
+	out, err = c.cli("list", "--share", "team-a", "-o", "json")
+	if err != nil {
+		t.Fatal(err, out)
+	}
+	var list api.JobList
+	if err := json.Unmarshal([]byte(out), &list); err != nil || len(list.Jobs) != 1 || list.Jobs[0].ID != "hello" {
+		t.Errorf("list -o json: %v %s", err, out)
+	}
+	out, err = c.cli("get", "hello", "-o", "yaml")
+	if err != nil || !strings.Contains(out, "state: succeeded") {
+		t.Errorf("get -o yaml: %v\n%s", err, out)
+	}
+	failing := filepath.Join(t.TempDir(), "bad.yaml")
+	_ = os.WriteFile(failing, []byte("id: bad\ntasks: [{name: x, run: exit 1}]\n"), 0o644)
+	if out, err := c.cli("submit", failing, "--wait"); err == nil {
+		t.Errorf("submit --wait of a failing job exited 0:\n%s", out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	follow := exec.CommandContext(ctx, bin, "events", "--follow", "--server", c.url)
+	var buf syncBuffer
+	follow.Stdout = &buf
+	_ = follow.Start()
+	c.submit("id: streamed\ntasks: [{name: t, run: 'true'}]\n")
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(buf.String(), "job_ended") || !strings.Contains(buf.String(), "streamed") {
+		if time.Now().After(deadline) {
+			t.Fatalf("events --follow did not stream the new job's end:\n%s", buf.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cancel()
+	_ = follow.Wait()
+}

@@ -1,0 +1,525 @@
+// Package agent is the worker agent (`allot worker`): it registers the
+// machine's resources with the server, long-polls for leases, runs each
+// assigned attempt as a process in its own process group, and reports how
+// it ended. It rides out server restarts and outages: running tasks keep
+// running, reports wait until the server takes them, and a server that
+// forgot the worker is told again what it still runs.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/allot-sched/allot/internal/api"
+	"github.com/allot-sched/allot/internal/client"
+	"github.com/allot-sched/allot/internal/spec"
+)
+
+// Defaults of Config's zero fields.
+const (
+	DefaultOutputTailBytes = 64 << 10
+	DefaultGrace           = 10 * time.Second
+	DefaultHeartbeatEvery  = 5 * time.Second
+	DefaultLeaseWait       = 30 * time.Second
+	DefaultBackoffMin      = 500 * time.Millisecond
+	DefaultBackoffMax      = 30 * time.Second
+)
+
+// requestTimeout bounds the agent's short requests (register, heartbeat,
+// reports), so a connection that went silent is noticed and retried.
+const requestTimeout = 30 * time.Second
+
+// Config is how an agent runs. Zero fields take the defaults above, and
+// zero resources are detected on the machine.
+type Config struct {
+	// Server is the base URL of the API, e.g. http://allot:8080.
+	Server string
+	// Token is the bearer token (a worker role); empty for a development
+	// server without authentication.
+	Token string
+	// Name identifies the worker; it defaults to the host name. A worker
+	// that restarts under the same name takes its place back.
+	Name string
+	// Resources are what the worker offers. Zero CPU, memory, GPUs or GPU
+	// memory are detected (CPUs, /proc/meminfo, nvidia-smi).
+	Resources   spec.Resources
+	Labels      map[string]string
+	Slots       int      // attempts at once; default 1
+	CostPerHour *float64 // nil: the server's default (1)
+	Cached      []string // models and datasets already on the machine
+	// WorkDir is the working directory of tasks that name none, and the
+	// base of relative ones; empty gives each attempt a fresh temporary
+	// directory, removed when it ends.
+	WorkDir string
+	// OutputTailBytes is how much of the end of a task's output (stdout and
+	// stderr together) travels with its report.
+	OutputTailBytes int
+	// Grace is the time between SIGTERM and SIGKILL on a timeout, at
+	// shutdown, and on a stop order that gives none.
+	Grace time.Duration
+	// HeartbeatEvery is how often the agent tells the server it is alive.
+	HeartbeatEvery time.Duration
+	// LeaseWait is how long the server may hold a lease request open.
+	LeaseWait time.Duration
+	// BackoffMin and BackoffMax bound the delay between retries while the
+	// server is unreachable (doubling, with jitter).
+	BackoffMin, BackoffMax time.Duration
+	Logger                 *slog.Logger
+}
+
+// Agent is one running worker agent. Create it with New, run it with Run.
+type Agent struct {
+	cfg    Config
+	c      *client.Client
+	log    *slog.Logger
+	reg    api.Register // what the worker registers, without Running
+	run    runner
+	report *reporter
+
+	mu       sync.Mutex
+	attempts map[api.Attempt]*attempt // accepted and not yet reported: queued or running
+	queue    []*attempt               // accepted, waiting for a free slot
+	busy     int                      // attempts with a slot
+	closing  bool                     // shutting down: start nothing
+	wg       sync.WaitGroup           // attempts being run
+
+	// regMu makes registering again single-flight; gen counts successful
+	// registrations, so a caller whose request failed under generation g
+	// registers again only if nobody did since.
+	regMu sync.Mutex
+	gen   atomic.Uint64
+}
+
+// New checks cfg, fills its defaults and detects the machine's resources.
+// It does not contact the server: Run does.
+func New(cfg Config) (*Agent, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Server == "" {
+		return nil, errors.New("agent: server: the URL of the Allot server is required")
+	}
+	c, err := client.New(cfg.Server, client.WithToken(cfg.Token))
+	if err != nil {
+		return nil, fmt.Errorf("agent: server: %w", err)
+	}
+	if cfg.Name == "" {
+		if cfg.Name, err = os.Hostname(); err != nil {
+			return nil, fmt.Errorf("agent: name: not given and the host name is unknown: %w", err)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		bad  bool
+	}{
+		{"slots", cfg.Slots < 0},
+		{"outputTailBytes", cfg.OutputTailBytes < 0},
+		{"grace", cfg.Grace < 0},
+		{"heartbeatEvery", cfg.HeartbeatEvery < 0},
+		{"leaseWait", cfg.LeaseWait < 0},
+		{"backoffMin", cfg.BackoffMin < 0},
+		{"backoffMax", cfg.BackoffMax < 0},
+		{"costPerHour", cfg.CostPerHour != nil && *cfg.CostPerHour < 0},
+		{"resources.gpus", cfg.Resources.GPUs < 0},
+	} {
+		if f.bad {
+			return nil, fmt.Errorf("agent: %s: must not be negative", f.name)
+		}
+	}
+	def := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&cfg.Grace, DefaultGrace)
+	def(&cfg.HeartbeatEvery, DefaultHeartbeatEvery)
+	def(&cfg.LeaseWait, DefaultLeaseWait)
+	def(&cfg.BackoffMin, DefaultBackoffMin)
+	def(&cfg.BackoffMax, DefaultBackoffMax)
+	cfg.LeaseWait = min(cfg.LeaseWait, api.MaxLeaseWait)
+	cfg.BackoffMax = max(cfg.BackoffMax, cfg.BackoffMin)
+	if cfg.Slots == 0 {
+		cfg.Slots = 1
+	}
+	if cfg.OutputTailBytes == 0 {
+		cfg.OutputTailBytes = DefaultOutputTailBytes
+	}
+	if cfg.WorkDir != "" {
+		if cfg.WorkDir, err = filepath.Abs(cfg.WorkDir); err != nil {
+			return nil, fmt.Errorf("agent: workdir: %w", err)
+		}
+		if err := os.MkdirAll(cfg.WorkDir, 0o755); err != nil {
+			return nil, fmt.Errorf("agent: workdir: %w", err)
+		}
+	}
+	cfg.Resources = detectResources(cfg.Resources, cfg.Logger)
+	log := cfg.Logger.With("worker", cfg.Name)
+	a := &Agent{
+		cfg: cfg,
+		c:   c,
+		log: log,
+		reg: api.Register{Name: cfg.Name, Resources: cfg.Resources, Labels: cfg.Labels, Slots: cfg.Slots,
+			CostPerHour: cfg.CostPerHour, Cached: cfg.Cached},
+		run:      runner{workDir: cfg.WorkDir, tailBytes: cfg.OutputTailBytes, grace: cfg.Grace, log: log},
+		attempts: map[api.Attempt]*attempt{},
+	}
+	a.report = newReporter(a.sendReports, a.backoff(), log)
+	return a, nil
+}
+
+// Registration is what the agent registers: its name, resources (after
+// detection), labels, slots, cost and cache hints.
+func (a *Agent) Registration() api.Register { return a.reg }
+
+func (a *Agent) backoff() backoff { return backoff{min: a.cfg.BackoffMin, max: a.cfg.BackoffMax} }
+
+// Run registers the worker and serves leases until ctx ends. Then it stops
+// leasing, sends SIGTERM to every running task, gives them Grace to end
+// (SIGKILL after), delivers the reports it still holds (trying for up to
+// Grace, at least a few seconds) and returns. It returns an error when the
+// server refuses the first registration (a wrong token, an invalid name)
+// or when reports could not be delivered before returning.
+func (a *Agent) Run(ctx context.Context) error {
+	if err := a.register(ctx, true); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	repCtx, repStop := context.WithCancel(context.WithoutCancel(ctx))
+	repDone := make(chan struct{})
+	go func() {
+		defer close(repDone)
+		a.report.run(repCtx)
+	}()
+	var loops sync.WaitGroup
+	loops.Go(func() { a.heartbeats(ctx) })
+	loops.Go(func() { a.leases(ctx) })
+	<-ctx.Done()
+	loops.Wait()
+
+	a.shutdown()
+	repStop()
+	<-repDone
+	flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(a.cfg.Grace, 3*time.Second))
+	defer cancel()
+	if err := a.report.flush(flushCtx); err != nil {
+		return fmt.Errorf("agent: shutting down: %w", err)
+	}
+	a.log.Info("worker stopped")
+	return nil
+}
+
+// running lists the attempts the worker holds (running or queued for a
+// slot), sorted, for a registration.
+func (a *Agent) running() []api.Attempt {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]api.Attempt, 0, len(a.attempts))
+	for k := range a.attempts {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		x, y := out[i], out[j]
+		if x.Job != y.Job {
+			return x.Job < y.Job
+		}
+		if x.Task != y.Task {
+			return x.Task < y.Task
+		}
+		return x.Attempt < y.Attempt
+	})
+	return out
+}
+
+// register registers the worker, retrying with backoff until the server
+// takes it or ctx ends. On the first registration (first=true) an answer
+// retrying cannot fix ends it with an error; later, the agent keeps its
+// tasks running and keeps trying.
+func (a *Agent) register(ctx context.Context, first bool) error {
+	bo := a.backoff()
+	for tries := 0; ; tries++ {
+		reg := a.reg
+		reg.Running = a.running()
+		rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+		_, err := a.c.Register(rctx, reg)
+		cancel()
+		if err == nil {
+			a.gen.Add(1)
+			a.log.Info("registered", "server", a.c.BaseURL(), "running", len(reg.Running),
+				"cpu", fmt.Sprintf("%dm", a.reg.Resources.CPU), "memoryMiB", int64(a.reg.Resources.Memory),
+				"gpus", a.reg.Resources.GPUs, "slots", a.reg.Slots)
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if first && !client.Retryable(err) {
+			return fmt.Errorf("agent: registering worker %q with %s: %w", a.reg.Name, a.c.BaseURL(), err)
+		}
+		d := bo.next()
+		level := slog.LevelDebug
+		if tries == 0 {
+			level = slog.LevelWarn
+		}
+		a.log.Log(ctx, level, "could not register; retrying with backoff", "in", d, "err", err)
+		if !sleep(ctx, d) {
+			return ctx.Err()
+		}
+	}
+}
+
+// generation returns the number of successful registrations so far.
+func (a *Agent) generation() uint64 { return a.gen.Load() }
+
+// reregister registers again after the server said it does not know the
+// worker (it restarted, or dropped the worker as dead). seen is the
+// generation under which the failing request was made: if someone
+// registered since, there is nothing to do.
+func (a *Agent) reregister(ctx context.Context, seen uint64) {
+	a.regMu.Lock()
+	defer a.regMu.Unlock()
+	if gen := a.generation(); gen != seen {
+		return
+	}
+	a.log.Warn("the server does not know this worker; registering again")
+	_ = a.register(ctx, false)
+}
+
+// heartbeats tells the server the worker is alive every HeartbeatEvery.
+func (a *Agent) heartbeats(ctx context.Context) {
+	t := time.NewTicker(a.cfg.HeartbeatEvery)
+	defer t.Stop()
+	down := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		gen := a.generation()
+		rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+		err := a.c.Heartbeat(rctx, a.reg.Name)
+		cancel()
+		switch {
+		case err == nil:
+			if down {
+				a.log.Info("server reachable again")
+			}
+			down = false
+		case ctx.Err() != nil:
+			return
+		case client.IsNotFound(err):
+			a.reregister(ctx, gen)
+		case !down:
+			a.log.Warn("heartbeat failed; tasks keep running", "err", err)
+			down = true
+		}
+	}
+}
+
+// leases keeps a lease request open with the server, so that assignments
+// and stop orders arrive as soon as they are decided. It polls even with
+// every slot busy: a stop order (a preemption) is exactly what a full
+// worker waits for. How many assignments it gets is the server's call,
+// which knows the worker's slots; the agent starts at most Slots at once
+// and queues the rest (e.g. the one that preempts a task still in its
+// grace period).
+func (a *Agent) leases(ctx context.Context) {
+	bo := a.backoff()
+	// A server that answers at once with nothing (not long-polling) is
+	// asked again no more than this often.
+	minGap := min(time.Second, a.cfg.LeaseWait)
+	failing := false
+	for ctx.Err() == nil {
+		start := time.Now()
+		gen := a.generation()
+		l, err := a.c.Lease(ctx, a.reg.Name, api.LeaseRequest{Wait: spec.Duration(a.cfg.LeaseWait)})
+		switch {
+		case err == nil:
+			bo.reset()
+			failing = false
+		case ctx.Err() != nil:
+			return
+		case client.IsNotFound(err):
+			a.reregister(ctx, gen)
+			continue
+		default:
+			d := bo.next()
+			level := slog.LevelDebug
+			if !failing {
+				level = slog.LevelWarn // once per outage, not once per retry
+			}
+			a.log.Log(ctx, level, "lease failed; retrying with backoff", "in", d, "err", err)
+			failing = true
+			sleep(ctx, d)
+			continue
+		}
+		if len(l.Assignments) == 0 && len(l.Stops) == 0 {
+			sleep(ctx, minGap-time.Since(start))
+			continue
+		}
+		a.apply(l)
+	}
+}
+
+// apply carries out a lease: stop orders first, so a slot they free can
+// go to an assignment of the same lease.
+func (a *Agent) apply(l api.Lease) {
+	for _, s := range l.Stops {
+		a.stop(s)
+	}
+	for _, as := range l.Assignments {
+		a.accept(as)
+	}
+}
+
+// accept takes an assignment: it starts at once if a slot is free and
+// waits in the local queue otherwise.
+func (a *Agent) accept(as api.Assignment) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, dup := a.attempts[as.Attempt]; dup {
+		a.log.Debug("assignment already running here", attemptAttrs(as.Attempt)...)
+		return
+	}
+	if a.closing {
+		a.report.add(api.Report{Attempt: as.Attempt, ExitCode: -1, Error: "the worker is shutting down"})
+		return
+	}
+	at := newAttempt(as)
+	a.attempts[as.Attempt] = at
+	a.queue = append(a.queue, at)
+	a.startQueuedLocked()
+}
+
+// startQueuedLocked gives free slots to queued attempts, oldest first.
+func (a *Agent) startQueuedLocked() {
+	for !a.closing && a.busy < a.cfg.Slots && len(a.queue) > 0 {
+		at := a.queue[0]
+		a.queue = a.queue[1:]
+		at.started = true
+		a.busy++
+		a.wg.Go(func() { a.execute(at) })
+	}
+}
+
+// execute runs one attempt and queues its report. The report is queued
+// before the attempt leaves the running set, so a registration made in
+// between lists it as running and the server waits for the report.
+func (a *Agent) execute(at *attempt) {
+	as := at.as
+	log := a.log.With(attemptAttrs(as.Attempt)...)
+	log.Info("task started")
+	rep := a.run.run(at)
+	log.Info("task ended", "exitCode", rep.ExitCode, "error", rep.Error, "stopped", rep.Stopped)
+	a.report.add(rep)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.attempts, as.Attempt)
+	a.busy--
+	a.startQueuedLocked()
+}
+
+// stop carries out a stop order. An attempt still queued here ends without
+// running; one that is not here (it already ended, its report is on the
+// way) needs nothing.
+func (a *Agent) stop(s api.StopOrder) {
+	cause := "stopped by the server"
+	if s.Reason.Code != "" {
+		cause += ": " + s.Reason.Code
+	}
+	if s.Reason.Message != "" {
+		cause += ": " + s.Reason.Message
+	}
+	a.mu.Lock()
+	at, ok := a.attempts[s.Attempt]
+	started := ok && at.started
+	if ok && !started {
+		delete(a.attempts, s.Attempt)
+		for i, q := range a.queue {
+			if q == at {
+				a.queue = append(a.queue[:i], a.queue[i+1:]...)
+				break
+			}
+		}
+		a.report.add(api.Report{Attempt: s.Attempt, ExitCode: -1, Stopped: true, Error: cause + " before it started"})
+	}
+	a.mu.Unlock()
+	switch {
+	case !ok:
+		a.log.Debug("stop order for an attempt not running here", attemptAttrs(s.Attempt)...)
+	case started:
+		grace := time.Duration(s.Grace)
+		if grace <= 0 {
+			grace = a.cfg.Grace
+		}
+		a.log.Info("stopping task", append(attemptAttrs(s.Attempt), "reason", s.Reason.Code, "grace", grace)...)
+		at.terminate(cause, true, grace)
+	}
+}
+
+// shutdown ends every attempt: queued ones are reported as not run,
+// running ones get SIGTERM and Grace before SIGKILL. It returns when all
+// processes ended and their reports are queued.
+func (a *Agent) shutdown() {
+	a.mu.Lock()
+	a.closing = true
+	queued := a.queue
+	a.queue = nil
+	var started []*attempt
+	for k, at := range a.attempts {
+		if at.started {
+			started = append(started, at)
+		} else {
+			delete(a.attempts, k)
+		}
+	}
+	a.mu.Unlock()
+	for _, at := range queued {
+		a.report.add(api.Report{Attempt: at.as.Attempt, ExitCode: -1, Error: "the worker shut down before the attempt started", Stopped: true})
+	}
+	if len(started) > 0 {
+		a.log.Info("shutting down: stopping running tasks", "tasks", len(started), "grace", a.cfg.Grace)
+	}
+	for _, at := range started {
+		at.terminate("the worker shut down", true, a.cfg.Grace)
+	}
+	a.wg.Wait()
+}
+
+// sendReports is the reporter's delivery: one POST of a batch. A server
+// that forgot the worker gets a registration first (the batch is retried
+// after it); a batch refused for its content is dropped.
+func (a *Agent) sendReports(ctx context.Context, b []api.Report) error {
+	gen := a.generation()
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	err := a.c.Report(rctx, a.reg.Name, api.Reports{Reports: b})
+	cancel()
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return err
+	case client.IsNotFound(err):
+		a.reregister(ctx, gen)
+		return err
+	case client.IsInvalid(err), client.IsTooLarge(err):
+		return fmt.Errorf("%w: %w", errRejected, err)
+	default:
+		return err
+	}
+}
+
+// attemptAttrs are the log attributes naming an attempt.
+func attemptAttrs(x api.Attempt) []any {
+	return []any{"job", x.Job, "task", x.Task, "attempt", x.Attempt}
+}

@@ -1,0 +1,290 @@
+package agent
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/allot-sched/allot/internal/api"
+)
+
+// MaxResultBytes bounds the result file a task may write: results travel
+// in reports and are substituted into later tasks, they are not outputs.
+const MaxResultBytes = 64 << 10
+
+// outputDrain bounds how long the output of a finished task is read after
+// its process group was killed: a process that escaped the group (setsid)
+// may hold the pipe open forever.
+const outputDrain = time.Second
+
+// attempt is one assignment on this worker, from the lease that brought it
+// until its report is queued.
+type attempt struct {
+	as api.Assignment
+	// started is set, under Agent.mu, when the attempt leaves the local
+	// queue for a slot.
+	started bool
+
+	mu      sync.Mutex
+	proc    *os.Process // nil until the process started
+	exited  bool        // the process was reaped: its group is not ours to signal
+	cause   string      // why the agent ended it (stop, timeout, shutdown), "" if it did not
+	stopped bool        // a stop order came for it
+	killAt  time.Time
+	kill    *time.Timer
+}
+
+func newAttempt(as api.Assignment) *attempt { return &attempt{as: as} }
+
+// terminate ends the attempt: SIGTERM to its process group now, SIGKILL
+// after grace. Called again (a stop order after a timeout), it keeps the
+// first cause but may bring the SIGKILL forward. Before the process starts
+// it only records the cause, and the process is never started.
+func (at *attempt) terminate(cause string, stopOrder bool, grace time.Duration) {
+	at.mu.Lock()
+	defer at.mu.Unlock()
+	if at.cause == "" {
+		at.cause = cause
+	}
+	at.stopped = at.stopped || stopOrder
+	if at.proc == nil || at.exited {
+		return
+	}
+	deadline := time.Now().Add(grace)
+	if at.kill != nil {
+		if !deadline.Before(at.killAt) {
+			return
+		}
+		at.kill.Stop()
+	} else {
+		_ = terminateGroup(at.proc)
+	}
+	at.killAt = deadline
+	at.kill = time.AfterFunc(grace, func() {
+		at.mu.Lock()
+		defer at.mu.Unlock()
+		if !at.exited {
+			_ = killGroup(at.proc)
+		}
+	})
+}
+
+// reaped records that the process ended. Whatever it left behind in its
+// group (a background child) is killed: a finished task must not keep
+// holding the worker's resources.
+func (at *attempt) reaped() (cause string, stopped bool) {
+	at.mu.Lock()
+	defer at.mu.Unlock()
+	_ = killGroup(at.proc)
+	at.exited = true
+	if at.kill != nil {
+		at.kill.Stop()
+	}
+	return at.cause, at.stopped
+}
+
+// runner runs attempts as processes. It holds the part of the agent's
+// configuration that shapes a process.
+type runner struct {
+	workDir   string // base for tasks without a workdir, "" for a per-attempt temp dir
+	tailBytes int
+	grace     time.Duration
+	log       *slog.Logger
+}
+
+// run runs the attempt to its end and returns its report; it never fails,
+// since a task that cannot run is a report too (exit code -1 and Error).
+func (r runner) run(at *attempt) api.Report {
+	as := at.as
+	rep := api.Report{Attempt: as.Attempt, ExitCode: -1}
+	cmd, err := command(as)
+	if err != nil {
+		rep.Error = err.Error()
+		return rep
+	}
+	tmp, err := os.MkdirTemp("", "allot-attempt-*")
+	if err != nil {
+		rep.Error = fmt.Sprintf("could not create the attempt's directory: %v", err)
+		return rep
+	}
+	defer func() {
+		if err := os.RemoveAll(tmp); err != nil {
+			r.log.Warn("could not remove an attempt's directory", "dir", tmp, "err", err)
+		}
+	}()
+	resultPath := filepath.Join(tmp, "result.json")
+	cmd.Dir = r.dir(as, tmp)
+	cmd.Env = environ(as, resultPath)
+	ownGroup(cmd)
+
+	// The process writes into a pipe we read ourselves, rather than letting
+	// exec copy its output: then Wait returns when the process ends, not
+	// when the last holder of its stdout (a background child) does.
+	out := newTail(r.tailBytes)
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		rep.Error = fmt.Sprintf("could not create the output pipe: %v", err)
+		return rep
+	}
+	cmd.Stdout, cmd.Stderr = pw, pw
+
+	at.mu.Lock()
+	if at.cause != "" {
+		rep.Error, rep.Stopped = at.cause+" before it started", at.stopped
+		at.mu.Unlock()
+		pr.Close()
+		pw.Close()
+		return rep
+	}
+	err = cmd.Start()
+	pw.Close()
+	if err != nil {
+		at.mu.Unlock()
+		pr.Close()
+		rep.Error = fmt.Sprintf("could not start: %v", err)
+		return rep
+	}
+	at.proc = cmd.Process
+	at.mu.Unlock()
+
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		_, _ = io.Copy(out, pr)
+	}()
+	var timer *time.Timer
+	if d := time.Duration(as.Timeout); d > 0 {
+		timer = time.AfterFunc(d, func() { at.terminate(fmt.Sprintf("timed out after %s", d), false, r.grace) })
+	}
+	werr := cmd.Wait()
+	if timer != nil {
+		timer.Stop()
+	}
+	cause, stopped := at.reaped()
+	select {
+	case <-copied:
+	case <-time.After(outputDrain):
+		pr.Close()
+		<-copied
+	}
+	pr.Close()
+
+	rep.ExitCode = exitCode(cmd.ProcessState)
+	rep.Stopped = stopped
+	rep.Output = out.String()
+	var problems []string
+	if cause != "" {
+		problems = append(problems, cause)
+	}
+	var exitErr *exec.ExitError
+	if werr != nil && !errors.As(werr, &exitErr) {
+		problems = append(problems, fmt.Sprintf("waiting for the process: %v", werr))
+	}
+	result, err := readResult(resultPath)
+	if err != nil {
+		problems = append(problems, err.Error())
+	}
+	rep.Result = result
+	rep.Error = strings.Join(problems, "; ")
+	return rep
+}
+
+// command builds the process of an assignment: Run through the shell,
+// Command as is (no shell, no word splitting).
+func command(as api.Assignment) (*exec.Cmd, error) {
+	switch {
+	case len(as.Command) > 0 && as.Command[0] != "":
+		return exec.Command(as.Command[0], as.Command[1:]...), nil
+	case strings.TrimSpace(as.Run) != "":
+		return exec.Command("/bin/sh", "-c", as.Run), nil
+	default:
+		return nil, errors.New("the assignment has neither run nor command")
+	}
+}
+
+// dir is the attempt's working directory: the assignment's workdir
+// (relative to the agent's WorkDir when it has one), else the agent's
+// WorkDir, else the attempt's own temporary directory.
+func (r runner) dir(as api.Assignment, tmp string) string {
+	switch {
+	case as.WorkDir != "" && r.workDir != "" && !filepath.IsAbs(as.WorkDir):
+		return filepath.Join(r.workDir, as.WorkDir)
+	case as.WorkDir != "":
+		return as.WorkDir
+	case r.workDir != "":
+		return r.workDir
+	default:
+		return tmp
+	}
+}
+
+// environ is the agent's environment without its token (a task must not
+// be able to act as the worker), then the assignment's variables, then
+// the ALLOT_* variables that identify the attempt; later entries win.
+func environ(as api.Assignment, resultPath string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "ALLOT_TOKEN=") {
+			env = append(env, kv)
+		}
+	}
+	keys := make([]string, 0, len(as.Env))
+	for k := range as.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		env = append(env, k+"="+as.Env[k])
+	}
+	return append(env,
+		"ALLOT_JOB="+as.Job,
+		"ALLOT_TASK="+as.Task,
+		"ALLOT_ATTEMPT="+strconv.Itoa(as.Attempt.Attempt),
+		"ALLOT_RESULT_FILE="+resultPath,
+	)
+}
+
+// readResult reads the result file a task may write: nothing (no file, or
+// an empty one) is no result; anything else must be one JSON object of at
+// most MaxResultBytes.
+func readResult(path string) (json.RawMessage, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("invalid result: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxResultBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("invalid result: %w", err)
+	}
+	if len(b) > MaxResultBytes {
+		return nil, fmt.Errorf("invalid result: the result file is larger than %d KiB", MaxResultBytes>>10)
+	}
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return nil, nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(b, &obj); err != nil || obj == nil {
+		return nil, errors.New("invalid result: the result file does not hold a JSON object")
+	}
+	var c bytes.Buffer
+	if err := json.Compact(&c, b); err != nil {
+		return nil, fmt.Errorf("invalid result: %w", err)
+	}
+	return c.Bytes(), nil
+}

@@ -1,0 +1,122 @@
+package agent
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/allot-sched/allot/internal/spec"
+)
+
+// detectResources fills the resources left zero with what this machine
+// has, so `allot worker` needs no flags on a typical host: CPUs the process
+// may use, memory from /proc/meminfo, GPUs and their memory from
+// nvidia-smi. Anything it cannot read (another OS, no NVIDIA driver) stays
+// zero; detection never fails.
+func detectResources(r spec.Resources, log *slog.Logger) spec.Resources {
+	if r.CPU == 0 {
+		r.CPU = spec.CPU(runtime.NumCPU() * 1000)
+	}
+	if r.Memory == 0 {
+		if m, err := readMeminfo("/proc/meminfo"); err != nil {
+			log.Debug("memory not detected", "err", err)
+		} else {
+			r.Memory = m
+		}
+	}
+	if r.GPUs == 0 || r.GPUMemory == 0 {
+		n, mem, err := queryGPUs()
+		switch {
+		case err != nil:
+			log.Debug("GPUs not detected", "err", err)
+		case n > 0:
+			if r.GPUs == 0 {
+				r.GPUs = n
+			}
+			if r.GPUMemory == 0 {
+				r.GPUMemory = mem
+			}
+		}
+	}
+	return r
+}
+
+func readMeminfo(path string) (spec.Memory, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	return parseMeminfo(f)
+}
+
+// parseMeminfo reads MemTotal (in KiB) from /proc/meminfo's format and
+// returns it in MiB.
+func parseMeminfo(r io.Reader) (spec.Memory, error) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), "MemTotal:")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) != 2 || f[1] != "kB" {
+			return 0, fmt.Errorf("MemTotal line %q: want \"N kB\"", sc.Text())
+		}
+		kb, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil || kb < 0 {
+			return 0, fmt.Errorf("MemTotal line %q: %q is not a size", sc.Text(), f[0])
+		}
+		return spec.Memory(kb / 1024), nil
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return 0, fmt.Errorf("no MemTotal line")
+}
+
+// queryGPUs asks nvidia-smi for the GPUs' memory; without nvidia-smi on
+// PATH there are none.
+func queryGPUs() (int, spec.Memory, error) {
+	path, err := exec.LookPath("nvidia-smi")
+	if err != nil {
+		return 0, 0, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, path, "--query-gpu=memory.total", "--format=csv,noheader,nounits").Output()
+	if err != nil {
+		return 0, 0, fmt.Errorf("nvidia-smi: %w", err)
+	}
+	return parseNvidiaSmi(string(out))
+}
+
+// parseNvidiaSmi reads one memory.total (MiB) per line. A worker's
+// gpuMemory is per GPU and a task may land on any of them, so the smallest
+// is what every GPU can promise.
+func parseNvidiaSmi(out string) (int, spec.Memory, error) {
+	n, least := 0, spec.Memory(0)
+	for line := range strings.Lines(out) {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		mib, err := strconv.ParseFloat(line, 64)
+		if err != nil || mib < 0 {
+			return 0, 0, fmt.Errorf("nvidia-smi: %q is not a memory size in MiB", line)
+		}
+		if m := spec.Memory(mib); n == 0 || m < least {
+			least = m
+		}
+		n++
+	}
+	return n, least, nil
+}

@@ -1,0 +1,162 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/allot-sched/allot/internal/api"
+	"github.com/allot-sched/allot/internal/spec"
+)
+
+func TestTailKeepsTheLastBytes(t *testing.T) {
+	tests := []struct {
+		name   string
+		limit  int
+		writes []string
+		want   string
+	}{
+		{name: "short output is kept whole", limit: 8, writes: []string{"ab", "cd"}, want: "abcd"},
+		{name: "exactly full", limit: 4, writes: []string{"ab", "cd"}, want: "abcd"},
+		{name: "wraps across writes", limit: 4, writes: []string{"abc", "def", "g"}, want: "defg"},
+		{name: "a write larger than the tail", limit: 4, writes: []string{"ab", "0123456789"}, want: "6789"},
+		{name: "many small writes", limit: 5, writes: strings.Split("the quick brown fox", ""), want: "n fox"},
+		{name: "zero keeps nothing", limit: 0, writes: []string{"abc"}, want: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tl := newTail(tt.limit)
+			total := 0
+			for _, w := range tt.writes {
+				n, err := tl.Write([]byte(w))
+				if err != nil || n != len(w) {
+					t.Fatalf("Write = %d, %v", n, err)
+				}
+				total += n
+			}
+			if got := tl.String(); got != tt.want {
+				t.Errorf("tail = %q, want %q", got, tt.want)
+			}
+			if tl.Total() != int64(total) {
+				t.Errorf("Total = %d, want %d", tl.Total(), total)
+			}
+		})
+	}
+}
+
+func TestBackoffDoublesUpToItsCapWithJitter(t *testing.T) {
+	b := backoff{min: 100 * time.Millisecond, max: 800 * time.Millisecond}
+	for round := 0; round < 2; round++ {
+		for i, ceil := range []time.Duration{100, 200, 400, 800, 800, 800} {
+			ceil *= time.Millisecond
+			d := b.next()
+			if d < ceil/2 || d > ceil {
+				t.Errorf("round %d, retry %d: %v, want within [%v, %v]", round, i, d, ceil/2, ceil)
+			}
+		}
+		b.reset()
+	}
+}
+
+func TestParseMeminfo(t *testing.T) {
+	tests := []struct {
+		name, in string
+		want     spec.Memory
+		bad      bool
+	}{
+		{name: "MemTotal in kB", in: "MemFree:  100 kB\nMemTotal:       16316412 kB\n", want: 15933},
+		{name: "no MemTotal", in: "MemFree: 1 kB\n", bad: true},
+		{name: "another unit", in: "MemTotal: 16 MB\n", bad: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseMeminfo(strings.NewReader(tt.in))
+			if (err != nil) != tt.bad || got != tt.want {
+				t.Errorf("parseMeminfo = %d, %v; want %d, bad=%v", got, err, tt.want, tt.bad)
+			}
+		})
+	}
+}
+
+func TestParseNvidiaSmiTakesTheSmallestGPU(t *testing.T) {
+	tests := []struct {
+		name, in string
+		n        int
+		mem      spec.Memory
+		bad      bool
+	}{
+		{name: "two GPUs", in: "81920\n40960\n", n: 2, mem: 40960},
+		{name: "blank lines and spaces", in: " 24576 \n\n", n: 1, mem: 24576},
+		{name: "no GPUs", in: "", n: 0, mem: 0},
+		{name: "an error message", in: "No devices were found\n", bad: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n, mem, err := parseNvidiaSmi(tt.in)
+			if (err != nil) != tt.bad || n != tt.n || mem != tt.mem {
+				t.Errorf("parseNvidiaSmi = %d, %d, %v; want %d, %d, bad=%v", n, mem, err, tt.n, tt.mem, tt.bad)
+			}
+		})
+	}
+}
+
+func TestDetectFillsOnlyWhatIsMissing(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	got := detectResources(spec.Resources{Memory: 77, GPUs: 1, GPUMemory: 5}, log)
+	if got.CPU <= 0 || got.Memory != 77 || got.GPUs != 1 || got.GPUMemory != 5 {
+		t.Errorf("detected %+v", got)
+	}
+	given := spec.Resources{CPU: 1500, Memory: 2, GPUs: 3, GPUMemory: 4}
+	if got := detectResources(given, log); got != given {
+		t.Errorf("detection changed given resources: %+v", got)
+	}
+}
+
+func TestReporterDropsOnlyTheReportTheServerRejects(t *testing.T) {
+	rep := func(task string) api.Report {
+		return api.Report{Attempt: api.Attempt{Job: "j", Task: task, Attempt: 1}}
+	}
+	var delivered []string
+	calls := 0
+	send := func(_ context.Context, b []api.Report) error {
+		calls++
+		if calls == 1 {
+			return errors.New("connection refused") // kept and retried
+		}
+		for _, r := range b {
+			if r.Task == "bad" {
+				return fmt.Errorf("%w: invalid", errRejected)
+			}
+		}
+		for _, r := range b {
+			delivered = append(delivered, r.Task)
+		}
+		return nil
+	}
+	r := newReporter(send, backoff{min: time.Millisecond, max: time.Millisecond}, slog.New(slog.DiscardHandler))
+	for _, task := range []string{"a", "bad", "c"} {
+		r.add(rep(task))
+	}
+	if err := r.flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(delivered, ","); got != "a,c" || r.len() != 0 {
+		t.Errorf("delivered %s, %d left; want a,c and none", got, r.len())
+	}
+}
+
+func TestReporterFlushGivesUpWithItsContext(t *testing.T) {
+	r := newReporter(func(context.Context, []api.Report) error { return errors.New("down") },
+		backoff{min: time.Millisecond, max: 5 * time.Millisecond}, slog.New(slog.DiscardHandler))
+	r.add(api.Report{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	err := r.flush(ctx)
+	if err == nil || !strings.Contains(err.Error(), "1 report(s) not delivered") || r.len() != 1 {
+		t.Errorf("flush = %v with %d left; want the report kept", err, r.len())
+	}
+}

@@ -1,0 +1,18 @@
+//go:build !unix
+
+package agent
+
+import (
+	"os"
+	"os/exec"
+)
+
+// Without process groups, stops and timeouts reach the task's own process
+// only, and both kill it at once.
+
+func ownGroup(*exec.Cmd) {}
+
+func terminateGroup(p *os.Process) error { return p.Kill() }
+func killGroup(p *os.Process) error      { return p.Kill() }
+
+func exitCode(ps *os.ProcessState) int { return ps.ExitCode() }

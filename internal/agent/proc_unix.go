@@ -1,0 +1,36 @@
+//go:build unix
+
+package agent
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"syscall"
+)
+
+// ownGroup puts the process in a process group of its own, so signals to
+// the group reach everything it starts (a shell's children, a pipeline)
+// and nothing of the agent's.
+func ownGroup(cmd *exec.Cmd) { cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} }
+
+// signalGroup sends sig to the process group led by p. A group that is
+// already gone is not an error.
+func signalGroup(p *os.Process, sig syscall.Signal) error {
+	if err := syscall.Kill(-p.Pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return err
+	}
+	return nil
+}
+
+func terminateGroup(p *os.Process) error { return signalGroup(p, syscall.SIGTERM) }
+func killGroup(p *os.Process) error      { return signalGroup(p, syscall.SIGKILL) }
+
+// exitCode is the process's exit status, or 128+N when signal N killed it,
+// as shells report it; -1 stays reserved for "could not start".
+func exitCode(ps *os.ProcessState) int {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}

@@ -1,0 +1,147 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/allot-sched/allot/internal/api"
+)
+
+// maxReportBatch bounds one POST of reports (each may carry an output tail).
+const maxReportBatch = 64
+
+// reporter delivers finished attempts to the server. Reports queue up and
+// go in one request; while a request is out (or waits to be retried) new
+// ones join the queue and leave with the next. A report leaves the queue
+// only once the server took it, or rejected it as invalid: it survives a
+// server that is down for as long as the agent runs.
+type reporter struct {
+	// send delivers one batch. An error wrapping errRejected drops the
+	// batch; any other keeps it for a retry.
+	send func(context.Context, []api.Report) error
+	bo   backoff
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	pending []api.Report
+	wake    chan struct{}
+}
+
+// errRejected marks a batch the server refused for what it contains:
+// sending it again would be refused again.
+var errRejected = errors.New("rejected by the server")
+
+func newReporter(send func(context.Context, []api.Report) error, bo backoff, log *slog.Logger) *reporter {
+	return &reporter{send: send, bo: bo, log: log, wake: make(chan struct{}, 1)}
+}
+
+// add queues a report and wakes the sender.
+func (r *reporter) add(rep api.Report) {
+	r.mu.Lock()
+	r.pending = append(r.pending, rep)
+	r.mu.Unlock()
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// len is how many reports wait for delivery.
+func (r *reporter) len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.pending)
+}
+
+func (r *reporter) take() []api.Report {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := min(len(r.pending), maxReportBatch)
+	b := append([]api.Report(nil), r.pending[:n]...)
+	r.pending = r.pending[n:]
+	return b
+}
+
+// putBack returns an undelivered batch to the front of the queue, so
+// reports keep the order in which attempts ended.
+func (r *reporter) putBack(b []api.Report) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pending = append(b, r.pending...)
+}
+
+// run delivers reports as they come until ctx ends.
+func (r *reporter) run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.wake:
+		}
+		_ = r.flush(ctx)
+	}
+}
+
+// flush delivers everything queued, retrying with backoff, until the queue
+// is empty or ctx ends; then it returns the last delivery error.
+func (r *reporter) flush(ctx context.Context) error {
+	failed := false
+	for r.len() > 0 {
+		err := r.sendOne(ctx)
+		if err == nil {
+			if failed {
+				r.log.Info("reports delivered after retrying")
+			}
+			r.bo.reset()
+			failed = false
+			continue
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("%d report(s) not delivered: %w", r.len(), err)
+		}
+		d := r.bo.next()
+		level := slog.LevelDebug
+		if !failed {
+			level = slog.LevelWarn // once per outage, not once per retry
+		}
+		r.log.Log(ctx, level, "could not deliver reports; they are kept and retried", "reports", r.len(), "in", d, "err", err)
+		failed = true
+		if !sleep(ctx, d) {
+			return fmt.Errorf("%d report(s) not delivered: %w", r.len(), err)
+		}
+	}
+	return nil
+}
+
+// sendOne sends the oldest batch. A rejected batch of several reports is
+// sent again one by one, so one bad report does not take the others down.
+func (r *reporter) sendOne(ctx context.Context) error {
+	b := r.take()
+	if len(b) == 0 {
+		return nil
+	}
+	err := r.send(ctx, b)
+	switch {
+	case err == nil:
+		return nil
+	case !errors.Is(err, errRejected):
+		r.putBack(b)
+		return err
+	case len(b) == 1:
+		r.log.Error("the server rejected a report; dropping it", append(attemptAttrs(b[0].Attempt), "err", err)...)
+		return nil
+	}
+	for i, one := range b {
+		if err := r.send(ctx, []api.Report{one}); err != nil {
+			if !errors.Is(err, errRejected) {
+				r.putBack(b[i:])
+				return err
+			}
+			r.log.Error("the server rejected a report; dropping it", append(attemptAttrs(one.Attempt), "err", err)...)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,452 @@
+// Package rest serves Allot's REST API over HTTP with JSON, under /v1:
+// handlers that decode and check requests, call the control plane, and
+// answer with the bodies of package api. Every error is a JSON body with a
+// code, a message and, for bad input, the offending field.
+package rest
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/allot-sched/allot/internal/api"
+	"github.com/allot-sched/allot/internal/control"
+	"github.com/allot-sched/allot/internal/engine/policy"
+	"github.com/allot-sched/allot/internal/model"
+	"github.com/allot-sched/allot/internal/spec"
+	"github.com/allot-sched/allot/internal/store"
+)
+
+// DefaultMaxBodyBytes bounds a request body unless configured otherwise.
+const DefaultMaxBodyBytes = 8 << 20
+
+// Options configures the API server.
+type Options struct {
+	MaxBodyBytes int64
+	Logger       *slog.Logger
+}
+
+// Server serves the API.
+type Server struct {
+	ctrl *control.Controller
+	opt  Options
+	mux  *http.ServeMux
+}
+
+//go:embed openapi.json
+var openapiDoc []byte
+
+// New builds the API server on a controller.
+func New(ctrl *control.Controller, opt Options) *Server {
+	if opt.MaxBodyBytes <= 0 {
+		opt.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.Default()
+	}
+	s := &Server{ctrl: ctrl, opt: opt, mux: http.NewServeMux()}
+	s.routes()
+	return s
+}
+
+// Handler returns the HTTP handler.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+func (s *Server) routes() {
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) })
+	s.mux.HandleFunc("GET /readyz", s.ready)
+	s.mux.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(openapiDoc)
+	})
+	s.mux.HandleFunc("POST /v1/jobs", s.submit)
+	s.mux.HandleFunc("GET /v1/jobs", s.listJobs)
+	s.mux.HandleFunc("GET /v1/jobs/{id}", s.getJob)
+	s.mux.HandleFunc("POST /v1/jobs/{id}/cancel", s.cancel)
+	s.mux.HandleFunc("GET /v1/jobs/{id}/logs", s.logs)
+	s.mux.HandleFunc("GET /v1/events", s.events)
+	s.mux.HandleFunc("GET /v1/workers", s.workers)
+	s.mux.HandleFunc("POST /v1/workers", s.register)
+	s.mux.HandleFunc("POST /v1/workers/{name}/lease", s.lease)
+	s.mux.HandleFunc("POST /v1/workers/{name}/reports", s.reports)
+	s.mux.HandleFunc("POST /v1/workers/{name}/heartbeat", s.heartbeat)
+	s.mux.HandleFunc("POST /v1/workers/{name}/state", s.workerState)
+	s.mux.HandleFunc("GET /v1/queues", s.queues)
+	s.mux.HandleFunc("PUT /v1/queues/{name}/policy", s.setPolicy)
+	s.mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)})
+	})
+}
+
+func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if _, err := s.ctrl.Queues(ctx); err != nil {
+		writeError(w, http.StatusServiceUnavailable, api.Error{Code: api.CodeUnavailable, Message: err.Error()})
+		return
+	}
+	writeJSON(w, 200, map[string]string{"status": "ready"})
+}
+
+// body reads a request body within the size limit.
+func (s *Server) body(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opt.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeError(w, http.StatusRequestEntityTooLarge, api.Error{Code: api.CodeTooLarge, Field: "body",
+				Message: fmt.Sprintf("the request body is larger than the limit of %d bytes", mbe.Limit)})
+			return nil, false
+		}
+		writeError(w, http.StatusBadRequest, api.Error{Code: api.CodeInvalid, Field: "body", Message: "reading the body: " + err.Error()})
+		return nil, false
+	}
+	return b, true
+}
+
+// decodeJSON reads a strict JSON body: unknown fields and wrong types are
+// errors that name the field.
+func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, out any) bool {
+	b, ok := s.body(w, r)
+	if !ok {
+		return false
+	}
+	if len(strings.TrimSpace(string(b))) == 0 {
+		writeError(w, http.StatusBadRequest, api.Error{Code: api.CodeInvalid, Field: "body", Message: "the request body is empty"})
+		return false
+	}
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(out); err != nil {
+		s.fail(w, jsonError(err))
+		return false
+	}
+	return true
+}
+
+// jsonError turns encoding/json's errors into field errors.
+func jsonError(err error) error {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		return spec.Errors{{Path: te.Field, Msg: fmt.Sprintf("wrong type: got a JSON %s, want %s", te.Value, te.Type)}}
+	case errors.As(err, &se):
+		return spec.Errors{{Path: "body", Msg: fmt.Sprintf("malformed JSON at byte %d: %v", se.Offset, se)}}
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return spec.Errors{{Path: name, Msg: fmt.Sprintf("unknown field %q", name)}}
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return spec.Errors{{Path: "body", Msg: "malformed JSON: unexpected end"}}
+	}
+	return spec.Errors{{Path: "body", Msg: err.Error()}}
+}
+
+func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
+	b, ok := s.body(w, r)
+	if !ok {
+		return
+	}
+	var js spec.Job
+	root, err := spec.Decode(b, &js)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	if err := s.ctrl.CheckJob(js); err != nil {
+		s.fail(w, spec.WithLines(err, root))
+		return
+	}
+	job, err := s.ctrl.Submit(r.Context(), js)
+	if err != nil {
+		s.fail(w, spec.WithLines(err, root))
+		return
+	}
+	s.opt.Logger.Info("job submitted", "job", job.ID, "queue", job.Queue, "tasks", len(job.Counts))
+	writeJSON(w, http.StatusCreated, job)
+}
+
+func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := store.JobFilter{Queue: q.Get("queue"), Share: q.Get("share")}
+	if st := q.Get("state"); st != "" {
+		f.States = strings.Split(st, ",")
+	}
+	var err error
+	if f.AfterSeq, err = intParam(q.Get("after")); err != nil {
+		s.fail(w, spec.Errors{{Path: "after", Msg: err.Error()}})
+		return
+	}
+	limit, err := intParam(q.Get("limit"))
+	if err != nil {
+		s.fail(w, spec.Errors{{Path: "limit", Msg: err.Error()}})
+		return
+	}
+	f.Limit = int(limit)
+	list, err := s.ctrl.Jobs(r.Context(), f)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, 200, list)
+}
+
+func intParam(s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%q is not a non-negative integer", s)
+	}
+	return n, nil
+}
+
+func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
+	job, err := s.ctrl.Job(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, 200, job)
+}
+
+func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
+	job, err := s.ctrl.Cancel(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, 200, job)
+}
+
+func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
+	logs, err := s.ctrl.Logs(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, 200, logs)
+}
+
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	after, err := intParam(q.Get("after"))
+	if err != nil {
+		s.fail(w, spec.Errors{{Path: "after", Msg: err.Error()}})
+		return
+	}
+	limit, err := intParam(q.Get("limit"))
+	if err != nil {
+		s.fail(w, spec.Errors{{Path: "limit", Msg: err.Error()}})
+		return
+	}
+	if limit == 0 || limit > 1000 {
+		limit = 1000
+	}
+	f := store.EventFilter{AfterID: after, Job: q.Get("job"), Limit: int(limit)}
+	if q.Get("follow") == "" || q.Get("follow") == "0" || q.Get("follow") == "false" {
+		evs, err := s.ctrl.Store().Events(r.Context(), f)
+		if err != nil {
+			s.fail(w, err)
+			return
+		}
+		out := make([]api.Event, 0, len(evs))
+		for _, e := range evs {
+			out = append(out, eventView(e))
+		}
+		writeJSON(w, 200, out)
+		return
+	}
+	s.streamEvents(w, r, f)
+}
+
+// streamEvents serves server-sent events: every stored event after f.AfterID,
+// then new ones as they are committed, with keep-alive comments.
+func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, f store.EventFilter) {
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		writeError(w, http.StatusInternalServerError, api.Error{Code: api.CodeInternal, Message: "streaming is not supported"})
+		return
+	}
+	if id := r.Header.Get("Last-Event-ID"); id != "" {
+		if n, err := strconv.ParseInt(id, 10, 64); err == nil && n > f.AfterID {
+			f.AfterID = n
+		}
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	flusher.Flush()
+	ping := time.NewTicker(15 * time.Second)
+	defer ping.Stop()
+	for {
+		changed := s.ctrl.Changed()
+		evs, err := s.ctrl.Store().Events(r.Context(), f)
+		if err != nil {
+			return
+		}
+		for _, e := range evs {
+			b, _ := json.Marshal(eventView(e))
+			fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.ID, e.Kind, b)
+			f.AfterID = e.ID
+		}
+		flusher.Flush()
+		if len(evs) == f.Limit {
+			continue
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-s.ctrl.Closing():
+			return
+		case <-changed:
+		case <-ping.C:
+			fmt.Fprint(w, ": ping\n\n")
+			flusher.Flush()
+		}
+	}
+}
+
+func eventView(e store.Event) api.Event {
+	return api.Event{ID: e.ID, At: e.At, Kind: e.Kind, Job: e.Job, Task: e.Task, Worker: e.Worker, Reason: e.Reason, Message: e.Message, Data: e.Data}
+}
+
+func (s *Server) workers(w http.ResponseWriter, r *http.Request) {
+	ws, err := s.ctrl.Workers(r.Context())
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, 200, ws)
+}
+
+func (s *Server) register(w http.ResponseWriter, r *http.Request) {
+	var reg api.Register
+	if !s.decodeJSON(w, r, &reg) {
+		return
+	}
+	wk, err := s.ctrl.Register(r.Context(), reg)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	s.opt.Logger.Info("worker registered", "worker", reg.Name, "running", len(reg.Running))
+	writeJSON(w, 200, wk)
+}
+
+func (s *Server) lease(w http.ResponseWriter, r *http.Request) {
+	var req api.LeaseRequest
+	if r.ContentLength != 0 {
+		if !s.decodeJSON(w, r, &req) {
+			return
+		}
+	}
+	wait := min(time.Duration(req.Wait), api.MaxLeaseWait)
+	l, err := s.ctrl.Lease(r.Context(), r.PathValue("name"), wait)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, 200, l)
+}
+
+func (s *Server) reports(w http.ResponseWriter, r *http.Request) {
+	var req api.Reports
+	if !s.decodeJSON(w, r, &req) {
+		return
+	}
+	if err := s.ctrl.Report(r.Context(), r.PathValue("name"), req.Reports); err != nil {
+		s.fail(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request) {
+	if err := s.ctrl.Heartbeat(r.PathValue("name")); err != nil {
+		s.fail(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) workerState(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		State string `json:"state"`
+	}
+	if !s.decodeJSON(w, r, &req) {
+		return
+	}
+	wk, err := s.ctrl.SetWorkerState(r.Context(), r.PathValue("name"), model.WorkerState(req.State))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, 200, wk)
+}
+
+func (s *Server) queues(w http.ResponseWriter, r *http.Request) {
+	qs, err := s.ctrl.Queues(r.Context())
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, 200, qs)
+}
+
+func (s *Server) setPolicy(w http.ResponseWriter, r *http.Request) {
+	var pc policy.Config
+	if !s.decodeJSON(w, r, &pc) {
+		return
+	}
+	q, err := s.ctrl.SetPolicy(r.Context(), r.PathValue("name"), pc)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, 200, q)
+}
+
+// fail answers with the status and body err deserves.
+func (s *Server) fail(w http.ResponseWriter, err error) {
+	var list spec.Errors
+	var fe *spec.FieldError
+	switch {
+	case errors.As(err, &list) && len(list) > 0:
+		writeError(w, http.StatusBadRequest, api.Error{Code: api.CodeInvalid, Message: list.Error(), Field: list[0].Path, Line: list[0].Line, Details: list})
+	case errors.As(err, &fe):
+		writeError(w, http.StatusBadRequest, api.Error{Code: api.CodeInvalid, Message: fe.Error(), Field: fe.Path, Line: fe.Line})
+	case errors.Is(err, control.ErrNotFound):
+		writeError(w, http.StatusNotFound, api.Error{Code: api.CodeNotFound, Message: err.Error()})
+	case errors.Is(err, control.ErrConflict):
+		writeError(w, http.StatusConflict, api.Error{Code: api.CodeConflict, Message: err.Error()})
+	case errors.Is(err, control.ErrInvalid):
+		writeError(w, http.StatusBadRequest, api.Error{Code: api.CodeInvalid, Message: err.Error()})
+	case errors.Is(err, control.ErrStopped), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		writeError(w, http.StatusServiceUnavailable, api.Error{Code: api.CodeUnavailable, Message: err.Error()})
+	default:
+		s.opt.Logger.Error("request failed", "err", err)
+		writeError(w, http.StatusInternalServerError, api.Error{Code: api.CodeInternal, Message: err.Error()})
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, e api.Error) {
+	writeJSON(w, status, api.ErrorBody{Error: e})
+}

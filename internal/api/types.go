@@ -1,0 +1,203 @@
+package api
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/allot-sched/allot/internal/model"
+	"github.com/allot-sched/allot/internal/spec"
+)
+
+// The JSON bodies of the API. Clients (the CLI, the worker agent, any
+// language) see exactly these; docs/api.md and the OpenAPI document describe
+// them.
+
+// ErrorBody is every error answer: {"error": {...}}.
+type ErrorBody struct {
+	Error Error `json:"error"`
+}
+
+// Error is a machine-readable code, a message for people and, for bad input,
+// the offending field (and line, for documents).
+type Error struct {
+	Code    string             `json:"code"`
+	Message string             `json:"message"`
+	Field   string             `json:"field,omitempty"`
+	Line    int                `json:"line,omitempty"`
+	Details []*spec.FieldError `json:"details,omitempty"`
+}
+
+// Error codes.
+const (
+	CodeInvalid      = "invalid"
+	CodeNotFound     = "not_found"
+	CodeConflict     = "conflict"
+	CodeTooLarge     = "too_large"
+	CodeUnauthorized = "unauthorized"
+	CodeForbidden    = "forbidden"
+	CodeUnavailable  = "unavailable"
+	CodeInternal     = "internal"
+)
+
+// Job is a job as the API shows it.
+type Job struct {
+	ID        string         `json:"id"`
+	Queue     string         `json:"queue"`
+	Share     string         `json:"share,omitempty"`
+	Requestor string         `json:"requestor,omitempty"`
+	Priority  int            `json:"priority"`
+	Urgent    bool           `json:"urgent,omitempty"`
+	State     string         `json:"state"`
+	Submitted time.Time      `json:"submitted"`
+	Ended     *time.Time     `json:"ended,omitempty"`
+	Counts    map[string]int `json:"counts"` // tasks per state
+	Tasks     []Task         `json:"tasks,omitempty"`
+	Spec      *spec.Job      `json:"spec,omitempty"`
+}
+
+// Task is a task as the API shows it.
+type Task struct {
+	Name     string          `json:"name"`
+	State    string          `json:"state"`
+	Needs    []string        `json:"needs,omitempty"`
+	Attempt  int             `json:"attempt"`
+	Fails    int             `json:"fails,omitempty"`
+	Worker   string          `json:"worker,omitempty"`
+	Started  *time.Time      `json:"started,omitempty"`
+	Ended    *time.Time      `json:"ended,omitempty"`
+	ExitCode *int            `json:"exitCode,omitempty"`
+	Result   json.RawMessage `json:"result,omitempty"`
+	// Reason is why the task waits (while pending) or why it ended the way
+	// it did.
+	Reason *model.Reason `json:"reason,omitempty"`
+}
+
+// JobList is the answer of GET /v1/jobs.
+type JobList struct {
+	Jobs []Job `json:"jobs"`
+	// Next is the cursor of the next page, 0 on the last.
+	Next int64 `json:"next,omitempty"`
+}
+
+// Logs is the output tail of a job's tasks.
+type Logs struct {
+	Job   string    `json:"job"`
+	Tasks []TaskLog `json:"tasks"`
+}
+
+// TaskLog is one task's output tail.
+type TaskLog struct {
+	Task    string `json:"task"`
+	Attempt int    `json:"attempt"`
+	Output  string `json:"output"`
+}
+
+// Worker is a worker as the API shows it.
+type Worker struct {
+	Name        string            `json:"name"`
+	State       string            `json:"state"`
+	Resources   spec.Resources    `json:"resources"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	Slots       int               `json:"slots"`
+	Running     int               `json:"running"`
+	CostPerHour float64           `json:"costPerHour"`
+	LastSeen    time.Time         `json:"lastSeen"`
+}
+
+// Queue is a queue and its policy as the API shows them.
+type Queue struct {
+	Name     string            `json:"name"`
+	Priority int               `json:"priority"`
+	Pool     map[string]string `json:"pool,omitempty"`
+	Policy   json.RawMessage   `json:"policy"`
+	Running  int               `json:"running"`
+	Waiting  int               `json:"waiting"`
+}
+
+// Register is the body a worker sends to POST /v1/workers.
+type Register struct {
+	Name        string            `json:"name"`
+	Resources   spec.Resources    `json:"resources"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	Slots       int               `json:"slots,omitempty"`
+	CostPerHour *float64          `json:"costPerHour,omitempty"`
+	Cached      []string          `json:"cached,omitempty"`
+	// Running lists the attempts the worker still runs, when it registers
+	// again after a restart of the server or of its own connection.
+	Running []Attempt `json:"running,omitempty"`
+}
+
+// Attempt names one attempt of a task.
+type Attempt struct {
+	Job     string `json:"job"`
+	Task    string `json:"task"`
+	Attempt int    `json:"attempt"`
+}
+
+// LeaseRequest is the body of POST /v1/workers/{name}/lease.
+type LeaseRequest struct {
+	// Wait is how long the server may hold the request when it has nothing
+	// for the worker (long poll), at most MaxLeaseWait.
+	Wait spec.Duration `json:"wait,omitempty"`
+}
+
+// MaxLeaseWait bounds a long poll.
+const MaxLeaseWait = 60 * time.Second
+
+// Lease is the answer to a lease request: tasks to start and attempts to
+// stop, in one batch.
+type Lease struct {
+	Assignments []Assignment `json:"assignments"`
+	Stops       []StopOrder  `json:"stops"`
+}
+
+// Assignment tells a worker to run an attempt of a task. Result references
+// are already substituted.
+type Assignment struct {
+	Attempt
+	Run     string            `json:"run,omitempty"`
+	Command []string          `json:"command,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	WorkDir string            `json:"workdir,omitempty"`
+	Timeout spec.Duration     `json:"timeout,omitempty"`
+}
+
+// StopOrder tells a worker to stop an attempt: SIGTERM, then SIGKILL after
+// Grace.
+type StopOrder struct {
+	Attempt
+	Reason model.Reason  `json:"reason"`
+	Grace  spec.Duration `json:"grace"`
+}
+
+// Reports is the body of POST /v1/workers/{name}/reports: many results in one
+// request.
+type Reports struct {
+	Reports []Report `json:"reports"`
+}
+
+// Report is how one attempt ended on the worker.
+type Report struct {
+	Attempt
+	ExitCode int `json:"exitCode"`
+	// Error says why the attempt could not run or was killed (timeout,
+	// start failure); empty for a normal exit.
+	Error string `json:"error,omitempty"`
+	// Stopped is set when the worker stopped the attempt on a StopOrder.
+	Stopped bool            `json:"stopped,omitempty"`
+	Output  string          `json:"output,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+}
+
+// Event is one entry of the event log.
+type Event struct {
+	ID      int64           `json:"id"`
+	At      time.Time       `json:"at"`
+	Kind    string          `json:"kind"`
+	Job     string          `json:"job,omitempty"`
+	Task    string          `json:"task,omitempty"`
+	Worker  string          `json:"worker,omitempty"`
+	Reason  string          `json:"reason,omitempty"`
+	Message string          `json:"message,omitempty"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}

@@ -1,0 +1,323 @@
+// Package client is the Go client of Allot's HTTP API: one method per route,
+// the wire types of internal/api, and server errors as *Error. The CLI and
+// the worker agent use it; anything else written in Go may too.
+//
+// Timeouts come from the caller's context. The client itself sets none,
+// except on the lease long poll, which gets a deadline a little longer than
+// the wait it asks for so that a silent connection cannot hold a worker
+// forever.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/allot-sched/allot/internal/api"
+)
+
+// Client calls one Allot server. It is safe for concurrent use.
+type Client struct {
+	base  string // scheme://host[/prefix], without a trailing slash
+	token string
+	hc    *http.Client
+	// leaseSlack is added to a lease's wait to make its request deadline.
+	leaseSlack time.Duration
+	// reconnectMin and reconnectMax bound the delay before FollowEvents
+	// reconnects; the server's "retry:" field overrides reconnectMin.
+	reconnectMin, reconnectMax time.Duration
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithToken sets the bearer token sent with every request; empty sends none
+// (a development server without authentication).
+func WithToken(token string) Option { return func(c *Client) { c.token = token } }
+
+// WithHTTPClient replaces the HTTP client, e.g. for TLS settings or a test
+// transport. Its Timeout, if any, must exceed the lease waits used, or long
+// polls are cut short.
+func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
+
+// New returns a client of the server at baseURL, e.g. "http://allot:8080"
+// or "https://example.com/allot" (a path prefix is kept).
+func New(baseURL string, opts ...Option) (*Client, error) {
+	u, err := url.Parse(strings.TrimSpace(baseURL))
+	if err != nil {
+		return nil, fmt.Errorf("server URL %q: %w", baseURL, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("server URL %q: want http://HOST[:PORT] or https://HOST[:PORT]", baseURL)
+	}
+	u.RawQuery, u.Fragment = "", ""
+	c := &Client{
+		base:         strings.TrimRight(u.String(), "/"),
+		hc:           &http.Client{},
+		leaseSlack:   10 * time.Second,
+		reconnectMin: time.Second,
+		reconnectMax: 30 * time.Second,
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	return c, nil
+}
+
+// BaseURL returns the server URL the client calls.
+func (c *Client) BaseURL() string { return c.base }
+
+// request is one API call.
+type request struct {
+	method      string
+	path        string // already escaped
+	query       url.Values
+	body        []byte
+	contentType string
+	header      http.Header
+}
+
+// send performs r and returns the answer when its status is 2xx; any other
+// status becomes *Error. The caller closes the body.
+func (c *Client) send(ctx context.Context, r request) (*http.Response, error) {
+	u := c.base + r.path
+	if len(r.query) > 0 {
+		u += "?" + r.query.Encode()
+	}
+	var body io.Reader
+	if r.body != nil {
+		body = bytes.NewReader(r.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, r.method, u, body)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", r.method, r.path, err)
+	}
+	for k, vs := range r.header {
+		req.Header[k] = vs
+	}
+	if req.Header.Get("Accept") == "" {
+		req.Header.Set("Accept", "application/json")
+	}
+	if r.contentType != "" {
+		req.Header.Set("Content-Type", r.contentType)
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, err // a *url.Error: it names the method and URL
+	}
+	if resp.StatusCode/100 != 2 {
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		return nil, decodeError(resp.StatusCode, b)
+	}
+	return resp, nil
+}
+
+// do performs r and decodes a JSON answer into out (nil: ignore the body).
+func (c *Client) do(ctx context.Context, r request, out any) error {
+	resp, err := c.send(ctx, r)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out != nil && resp.StatusCode != http.StatusNoContent {
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			return fmt.Errorf("%s %s: decoding the answer: %w", r.method, r.path, err)
+		}
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody)) // let the connection be reused
+	return nil
+}
+
+// doJSON sends in as a JSON body (nil: no body).
+func (c *Client) doJSON(ctx context.Context, method, path string, in, out any) error {
+	r := request{method: method, path: path}
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("%s %s: encoding the request: %w", method, path, err)
+		}
+		r.body, r.contentType = b, "application/json"
+	}
+	return c.do(ctx, r, out)
+}
+
+// SubmitJob submits a job spec as written by a user: YAML or JSON. An empty
+// contentType is guessed from the first character (a JSON object starts
+// with '{').
+func (c *Client) SubmitJob(ctx context.Context, body []byte, contentType string) (api.Job, error) {
+	if contentType == "" {
+		contentType = "application/yaml"
+		if t := bytes.TrimSpace(body); len(t) > 0 && t[0] == '{' {
+			contentType = "application/json"
+		}
+	}
+	var j api.Job
+	err := c.do(ctx, request{method: http.MethodPost, path: "/v1/jobs", body: body, contentType: contentType}, &j)
+	return j, err
+}
+
+// Job returns a job with its tasks and the reasons they wait.
+func (c *Client) Job(ctx context.Context, id string) (api.Job, error) {
+	var j api.Job
+	err := c.doJSON(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(id), nil, &j)
+	return j, err
+}
+
+// JobFilter selects jobs for Jobs; zero fields do not filter.
+type JobFilter struct {
+	State string
+	Queue string
+	Share string
+	// After is the cursor of the page to read (JobList.Next of the last).
+	After int64
+	Limit int
+}
+
+func (f JobFilter) query() url.Values {
+	q := url.Values{}
+	set := func(k, v string) {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	set("state", f.State)
+	set("queue", f.Queue)
+	set("share", f.Share)
+	if f.After > 0 {
+		q.Set("after", strconv.FormatInt(f.After, 10))
+	}
+	if f.Limit > 0 {
+		q.Set("limit", strconv.Itoa(f.Limit))
+	}
+	return q
+}
+
+// Jobs lists one page of jobs.
+func (c *Client) Jobs(ctx context.Context, f JobFilter) (api.JobList, error) {
+	var l api.JobList
+	err := c.do(ctx, request{method: http.MethodGet, path: "/v1/jobs", query: f.query()}, &l)
+	return l, err
+}
+
+// Cancel cancels a job: waiting tasks end, running ones are stopped.
+func (c *Client) Cancel(ctx context.Context, id string) (api.Job, error) {
+	var j api.Job
+	err := c.doJSON(ctx, http.MethodPost, "/v1/jobs/"+url.PathEscape(id)+"/cancel", nil, &j)
+	return j, err
+}
+
+// Logs returns the output tails of a job's tasks.
+func (c *Client) Logs(ctx context.Context, id string) (api.Logs, error) {
+	var l api.Logs
+	err := c.doJSON(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(id)+"/logs", nil, &l)
+	return l, err
+}
+
+func eventQuery(after int64, job string) url.Values {
+	q := url.Values{}
+	if after > 0 {
+		q.Set("after", strconv.FormatInt(after, 10))
+	}
+	if job != "" {
+		q.Set("job", job)
+	}
+	return q
+}
+
+// Events returns the events after the one with ID after, of one job when
+// job is not empty, at most limit of them (0: the server's default).
+func (c *Client) Events(ctx context.Context, after int64, job string, limit int) ([]api.Event, error) {
+	q := eventQuery(after, job)
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	var evs []api.Event
+	err := c.do(ctx, request{method: http.MethodGet, path: "/v1/events", query: q}, &evs)
+	return evs, err
+}
+
+// Workers lists the registered workers.
+func (c *Client) Workers(ctx context.Context) ([]api.Worker, error) {
+	var ws []api.Worker
+	err := c.doJSON(ctx, http.MethodGet, "/v1/workers", nil, &ws)
+	return ws, err
+}
+
+// Register registers a worker, or registers it again with the attempts it
+// still runs.
+func (c *Client) Register(ctx context.Context, reg api.Register) (api.Worker, error) {
+	var w api.Worker
+	err := c.doJSON(ctx, http.MethodPost, "/v1/workers", reg, &w)
+	return w, err
+}
+
+// ErrLeaseTimeout is returned when the server holds a lease request well
+// past the wait asked for: the connection is likely dead, and the agent
+// should poll again.
+var ErrLeaseTimeout = errors.New("the server did not answer the lease request in time")
+
+// Lease asks for the worker's next assignments and stop orders, letting the
+// server hold the request up to req.Wait (capped at api.MaxLeaseWait) when
+// it has nothing yet. The request's own deadline is the wait plus a margin,
+// independent of (but never beyond) ctx.
+func (c *Client) Lease(ctx context.Context, worker string, req api.LeaseRequest) (api.Lease, error) {
+	wait := min(time.Duration(req.Wait), api.MaxLeaseWait)
+	rctx, cancel := context.WithTimeout(ctx, wait+c.leaseSlack)
+	defer cancel()
+	var l api.Lease
+	err := c.doJSON(rctx, http.MethodPost, "/v1/workers/"+url.PathEscape(worker)+"/lease", req, &l)
+	if err != nil && ctx.Err() == nil && rctx.Err() != nil {
+		return api.Lease{}, fmt.Errorf("lease of %q after %s: %w", worker, wait+c.leaseSlack, ErrLeaseTimeout)
+	}
+	return l, err
+}
+
+// Report delivers the results of finished attempts in one request. The
+// server acknowledges reports it already has, so resending is safe.
+func (c *Client) Report(ctx context.Context, worker string, r api.Reports) error {
+	return c.doJSON(ctx, http.MethodPost, "/v1/workers/"+url.PathEscape(worker)+"/reports", r, nil)
+}
+
+// Heartbeat tells the server the worker is alive. A not_found answer
+// (IsNotFound) means the server forgot the worker: register again.
+func (c *Client) Heartbeat(ctx context.Context, worker string) error {
+	return c.doJSON(ctx, http.MethodPost, "/v1/workers/"+url.PathEscape(worker)+"/heartbeat", nil, nil)
+}
+
+// Queues lists the queues with their policies.
+func (c *Client) Queues(ctx context.Context) ([]api.Queue, error) {
+	var qs []api.Queue
+	err := c.doJSON(ctx, http.MethodGet, "/v1/queues", nil, &qs)
+	return qs, err
+}
+
+// SetPolicy replaces a queue's policy at run time. policy is the policy
+// configuration as the server's config file writes it (e.g. a
+// policy.Config, or a json.RawMessage sent as is).
+func (c *Client) SetPolicy(ctx context.Context, queue string, policy any) (api.Queue, error) {
+	var q api.Queue
+	err := c.doJSON(ctx, http.MethodPut, "/v1/queues/"+url.PathEscape(queue)+"/policy", policy, &q)
+	return q, err
+}
+
+// Health checks /healthz: the server process answers.
+func (c *Client) Health(ctx context.Context) error {
+	return c.do(ctx, request{method: http.MethodGet, path: "/healthz"}, nil)
+}
+
+// Ready checks /readyz: the server can take work (store open, leader known).
+func (c *Client) Ready(ctx context.Context) error {
+	return c.do(ctx, request{method: http.MethodGet, path: "/readyz"}, nil)
+}

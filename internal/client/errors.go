@@ -1,0 +1,139 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/allot-sched/allot/internal/api"
+)
+
+// apiError lets Error embed api.Error: embedding it under its own name would
+// give Error a field called Error, which cannot coexist with the Error method.
+type apiError = api.Error
+
+// Error is an error answer of the server: its HTTP status and the decoded
+// api.Error (code, message, offending field). Callers branch on Code (or the
+// Is helpers) rather than on message text, which is for people.
+type Error struct {
+	Status int
+	apiError
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	if e.Field != "" {
+		b.WriteString(e.Field)
+		b.WriteString(": ")
+	}
+	if e.Message != "" {
+		b.WriteString(e.Message)
+	} else {
+		b.WriteString(http.StatusText(e.Status))
+	}
+	fmt.Fprintf(&b, " (%s, HTTP %d)", e.Code, e.Status)
+	head := e.Message
+	if e.Field != "" {
+		head = e.Field + ": " + e.Message
+	}
+	for _, d := range e.Details {
+		if d := d.Error(); d != head && d != e.Message {
+			b.WriteString("\n  ")
+			b.WriteString(d)
+		}
+	}
+	return b.String()
+}
+
+// API returns the decoded error body, for callers that print or forward it.
+func (e *Error) API() api.Error { return e.apiError }
+
+// maxErrorBody bounds how much of an error answer is read: an error from a
+// proxy can be a whole HTML page.
+const maxErrorBody = 64 << 10
+
+// decodeError turns a non-2xx answer into *Error. A body that is not an
+// api.ErrorBody (a proxy's page, a plain-text 404 of a wrong base URL) still
+// yields a code derived from the status, so IsNotFound and Retryable work.
+func decodeError(status int, body []byte) *Error {
+	e := &Error{Status: status}
+	var eb api.ErrorBody
+	if json.Unmarshal(body, &eb) == nil && eb.Error.Code != "" {
+		e.apiError = eb.Error
+		return e
+	}
+	e.Code = codeForStatus(status)
+	e.Message = strings.TrimSpace(string(body))
+	if len(e.Message) > 200 {
+		e.Message = e.Message[:200] + "…"
+	}
+	return e
+}
+
+func codeForStatus(status int) string {
+	switch status {
+	case http.StatusBadRequest, http.StatusUnprocessableEntity:
+		return api.CodeInvalid
+	case http.StatusUnauthorized:
+		return api.CodeUnauthorized
+	case http.StatusForbidden:
+		return api.CodeForbidden
+	case http.StatusNotFound:
+		return api.CodeNotFound
+	case http.StatusConflict:
+		return api.CodeConflict
+	case http.StatusRequestEntityTooLarge:
+		return api.CodeTooLarge
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout, http.StatusTooManyRequests:
+		return api.CodeUnavailable
+	default:
+		return api.CodeInternal
+	}
+}
+
+func hasCode(err error, code string) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code == code
+}
+
+// IsNotFound reports whether err is a not_found answer: an unknown job, or
+// a worker the server does not know (it must register again).
+func IsNotFound(err error) bool { return hasCode(err, api.CodeNotFound) }
+
+// IsInvalid reports whether the server rejected the request's content.
+func IsInvalid(err error) bool { return hasCode(err, api.CodeInvalid) }
+
+// IsTooLarge reports whether the request body was over the server's limit.
+func IsTooLarge(err error) bool { return hasCode(err, api.CodeTooLarge) }
+
+// IsConflict reports whether the request conflicts with the current state.
+func IsConflict(err error) bool { return hasCode(err, api.CodeConflict) }
+
+// IsUnauthorized reports whether the token is missing or wrong.
+func IsUnauthorized(err error) bool { return hasCode(err, api.CodeUnauthorized) }
+
+// IsForbidden reports whether the token's role may not do this.
+func IsForbidden(err error) bool { return hasCode(err, api.CodeForbidden) }
+
+// IsUnavailable reports whether the server (or a proxy before it) said it
+// cannot answer now, e.g. a follower without a leader.
+func IsUnavailable(err error) bool { return hasCode(err, api.CodeUnavailable) }
+
+// Retryable reports whether the same request may succeed later unchanged:
+// transport errors (server down, connection reset) and answers that say
+// "not now" (5xx, 408, 429). Answers about the request itself (invalid,
+// unauthorized, not found) are not retryable. A cancelled or expired
+// context is not retryable either: the caller gave up.
+func Retryable(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Status >= 500 || e.Status == http.StatusRequestTimeout || e.Status == http.StatusTooManyRequests
+	}
+	return true
+}

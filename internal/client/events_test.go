@@ -1,0 +1,254 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/allot-sched/allot/internal/api"
+)
+
+func TestReadSSEParsesTheStreamFormat(t *testing.T) {
+	tests := []struct {
+		name    string
+		stream  string
+		want    []sseMessage
+		retries []time.Duration
+	}{
+		{
+			name:   "one event with id, kind and data",
+			stream: "id: 1\nevent: task_started\ndata: {\"id\":1}\n\n",
+			want:   []sseMessage{{id: "1", event: "task_started", data: `{"id":1}`}},
+		},
+		{
+			name:   "data lines join with newlines",
+			stream: "data: {\"id\":2,\ndata:  \"kind\":\"x\"}\n\n",
+			want:   []sseMessage{{data: "{\"id\":2,\n \"kind\":\"x\"}"}},
+		},
+		{
+			name:   "CRLF endings and comments",
+			stream: ": ping\r\nid: 3\r\ndata: a\r\n\r\n: ping\r\n\r\n",
+			want:   []sseMessage{{id: "3", data: "a"}},
+		},
+		{
+			name:   "the id carries over, the kind does not",
+			stream: "id: 4\nevent: k\ndata: a\n\ndata: b\n\n",
+			want:   []sseMessage{{id: "4", event: "k", data: "a"}, {id: "4", data: "b"}},
+		},
+		{
+			name:   "a blank line without data dispatches nothing",
+			stream: "event: k\n\nid: 5\n\n",
+		},
+		{
+			name:   "an event cut by the end of the stream is dropped",
+			stream: "data: a\n\ndata: b\n",
+			want:   []sseMessage{{data: "a"}},
+		},
+		{
+			name:    "retry advice",
+			stream:  "retry: 250\nretry: soon\ndata: a\n\n",
+			want:    []sseMessage{{data: "a"}},
+			retries: []time.Duration{250 * time.Millisecond},
+		},
+		{
+			name:   "a field without a colon and unknown fields are ignored",
+			stream: "data\nfoo: bar\n\n",
+			want:   []sseMessage{{data: ""}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []sseMessage
+			var retries []time.Duration
+			err := readSSE(strings.NewReader(tt.stream), func(m sseMessage) error {
+				got = append(got, m)
+				return nil
+			}, func(d time.Duration) { retries = append(retries, d) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tt.want) || !reflect.DeepEqual(retries, tt.retries) {
+				t.Errorf("got %q retries %v, want %q retries %v", got, retries, tt.want, tt.retries)
+			}
+		})
+	}
+}
+
+// sseServer answers each connection to /v1/events with the next script:
+// a status and a stream body. It records the query and Last-Event-ID of
+// each connection.
+type sseServer struct {
+	mu      sync.Mutex
+	scripts []sseScript
+	seen    []string
+}
+
+type sseScript struct {
+	status int
+	body   string
+	hold   bool // keep the connection open after the body
+}
+
+func (s *sseServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.seen = append(s.seen, r.URL.RawQuery+" last="+r.Header.Get("Last-Event-ID")+" accept="+r.Header.Get("Accept"))
+	var sc sseScript
+	if len(s.scripts) > 0 {
+		sc, s.scripts = s.scripts[0], s.scripts[1:]
+	} else {
+		sc = sseScript{status: 200, hold: true}
+	}
+	s.mu.Unlock()
+	if sc.status != 200 {
+		w.WriteHeader(sc.status)
+		_, _ = io.WriteString(w, sc.body)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	_, _ = io.WriteString(w, sc.body)
+	w.(http.Flusher).Flush()
+	if sc.hold {
+		<-r.Context().Done()
+	}
+}
+
+func (s *sseServer) connections() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.seen...)
+}
+
+func followClient(t *testing.T, s *sseServer) *Client {
+	t.Helper()
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	c, err := New(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.reconnectMin, c.reconnectMax = 5*time.Millisecond, 20*time.Millisecond
+	return c
+}
+
+func TestFollowEventsReconnectsAfterTheLastEvent(t *testing.T) {
+	errDone := errors.New("done")
+	s := &sseServer{scripts: []sseScript{
+		// Multi-line data; an event whose data leaves its id to the id line;
+		// then the connection drops.
+		{status: 200, body: ": hello\nretry: 5\nid: 6\nevent: job_submitted\ndata: {\"id\":6,\ndata: \"kind\":\"job_submitted\",\"job\":\"j\"}\n\n" +
+			"id: 7\nevent: task_started\ndata: {\"job\":\"j\",\"task\":\"t\"}\n\n: ping\n"},
+		// The server is briefly unavailable.
+		{status: 503, body: `{"error":{"code":"unavailable","message":"restarting"}}`},
+		// It repeats event 7 (already delivered) and sends 8.
+		{status: 200, body: "id: 7\ndata: {\"id\":7,\"kind\":\"task_started\"}\n\nid: 8\ndata: {\"id\":8,\"kind\":\"task_succeeded\"}\n\n", hold: true},
+	}}
+	c := followClient(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var got []api.Event
+	err := c.FollowEvents(ctx, 5, "j", func(ev api.Event) error {
+		got = append(got, ev)
+		if ev.ID == 8 {
+			return errDone
+		}
+		return nil
+	})
+	if !errors.Is(err, errDone) {
+		t.Fatalf("FollowEvents = %v, want fn's error", err)
+	}
+	want := []api.Event{
+		{ID: 6, Kind: "job_submitted", Job: "j"},
+		{ID: 7, Kind: "task_started", Job: "j", Task: "t"},
+		{ID: 8, Kind: "task_succeeded"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("events = %+v\nwant %+v", got, want)
+	}
+	wantConns := []string{
+		"after=5&follow=1&job=j last=5 accept=text/event-stream",
+		"after=7&follow=1&job=j last=7 accept=text/event-stream",
+		"after=7&follow=1&job=j last=7 accept=text/event-stream",
+	}
+	if conns := s.connections(); !reflect.DeepEqual(conns, wantConns) {
+		t.Errorf("connections = %q\nwant %q", conns, wantConns)
+	}
+}
+
+func TestFollowEventsStopsOnErrorsRetryingCannotFix(t *testing.T) {
+	tests := []struct {
+		name    string
+		scripts []sseScript
+		check   func(error) bool
+		conns   int
+	}{
+		{
+			name:    "the first connection is refused",
+			scripts: []sseScript{{status: 401, body: `{"error":{"code":"unauthorized","message":"bad token"}}`}},
+			check:   IsUnauthorized,
+			conns:   1,
+		},
+		{
+			name:    "the first connection fails with a server error",
+			scripts: []sseScript{{status: 503}},
+			check:   IsUnavailable,
+			conns:   1,
+		},
+		{
+			name: "a later connection is refused",
+			scripts: []sseScript{
+				{status: 200, body: "data: {\"id\":1}\n\n"},
+				{status: 403, body: `{"error":{"code":"forbidden","message":"revoked"}}`},
+			},
+			check: IsForbidden,
+			conns: 2,
+		},
+		{
+			name:    "data that is not an event",
+			scripts: []sseScript{{status: 200, body: "data: {not json\n\n", hold: true}},
+			check: func(err error) bool {
+				var be badStreamError
+				return errors.As(err, &be)
+			},
+			conns: 1,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &sseServer{scripts: tt.scripts}
+			c := followClient(t, s)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			err := c.FollowEvents(ctx, 0, "", func(api.Event) error { return nil })
+			if err == nil || !tt.check(err) {
+				t.Errorf("FollowEvents = %v (%T)", err, err)
+			}
+			if n := len(s.connections()); n != tt.conns {
+				t.Errorf("%d connections, want %d", n, tt.conns)
+			}
+		})
+	}
+}
+
+func TestFollowEventsEndsWithItsContext(t *testing.T) {
+	s := &sseServer{} // holds every connection open, sending nothing
+	c := followClient(t, s)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for len(s.connections()) == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+	}()
+	err := c.FollowEvents(ctx, 0, "", func(api.Event) error { return fmt.Errorf("no events expected") })
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("FollowEvents = %v, want context.Canceled", err)
+	}
+}

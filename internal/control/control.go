@@ -1,0 +1,239 @@
+// Package control is the control plane's scheduling loop: the only writer.
+// Requests (submissions, reports, registrations) run on one goroutine that
+// applies them to the engine, runs a scheduling cycle, persists everything
+// that changed in one store transaction (group commit), and only then answers
+// the callers and hands tasks to workers. A caller that got an answer knows its
+// change is durable.
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/allot-sched/allot/internal/api"
+	"github.com/allot-sched/allot/internal/engine"
+	"github.com/allot-sched/allot/internal/spec"
+	"github.com/allot-sched/allot/internal/store"
+)
+
+// Config configures a Controller.
+type Config struct {
+	Scheduling spec.Scheduling
+	// CycleEvery runs a cycle at least this often even without events, so
+	// time-based rules (rebalance durations, preempt delays) fire.
+	CycleEvery time.Duration
+	// StopGrace is how long a stopped task gets between SIGTERM and SIGKILL.
+	StopGrace time.Duration
+	// MaxBatch bounds how many requests one loop round takes.
+	MaxBatch int
+	// Clock reads the time; tests inject a fake.
+	Clock  func() time.Time
+	Logger *slog.Logger
+}
+
+func (c *Config) defaults() {
+	if c.CycleEvery <= 0 {
+		c.CycleEvery = time.Second
+	}
+	if c.StopGrace <= 0 {
+		c.StopGrace = 10 * time.Second
+	}
+	if c.MaxBatch <= 0 {
+		c.MaxBatch = 1024
+	}
+	if c.Clock == nil {
+		c.Clock = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// ErrStopped is returned to requests made after the loop ended.
+var ErrStopped = errors.New("the scheduling loop is not running")
+
+// Controller owns the engine and the store's write side.
+type Controller struct {
+	cfg     Config
+	st      store.Store
+	eng     *engine.Engine
+	engCfg  engine.Config
+	reqs    chan *request
+	done    chan struct{}
+	closing chan struct{}
+	closed  sync.Once
+	err     error
+
+	// Loop-owned state: only the loop goroutine touches it.
+	jobs    map[string]*liveJob
+	workers map[string]*liveWorker
+
+	// Shared with API goroutines.
+	mu       sync.Mutex
+	boxes    map[string]*mailbox
+	notifyCh chan struct{} // closed and replaced after each commit with events
+}
+
+type request struct {
+	fn   func(t *txn) (any, error)
+	val  any
+	err  error
+	done chan struct{}
+}
+
+// New builds a controller on st and rebuilds the engine from it.
+func New(ctx context.Context, cfg Config, st store.Store) (*Controller, error) {
+	cfg.defaults()
+	engCfg, err := cfg.Scheduling.EngineConfig()
+	if err != nil {
+		return nil, err
+	}
+	eng, err := engine.New(engCfg)
+	if err != nil {
+		return nil, err
+	}
+	c := &Controller{cfg: cfg, st: st, eng: eng, engCfg: engCfg, reqs: make(chan *request, cfg.MaxBatch),
+		done: make(chan struct{}), closing: make(chan struct{}), jobs: map[string]*liveJob{}, workers: map[string]*liveWorker{},
+		boxes: map[string]*mailbox{}, notifyCh: make(chan struct{})}
+	if err := c.recover(ctx); err != nil {
+		return nil, fmt.Errorf("rebuilding the engine from the store: %w", err)
+	}
+	return c, nil
+}
+
+// Run runs the loop until ctx ends or a commit fails. A failed commit is
+// fatal: the engine has moved on and the store has not, so the server must
+// restart and rebuild from the store.
+func (c *Controller) Run(ctx context.Context) error {
+	defer close(c.done)
+	tick := time.NewTicker(c.cfg.CycleEvery)
+	defer tick.Stop()
+	batch := make([]*request, 0, c.cfg.MaxBatch)
+	for {
+		batch = batch[:0]
+		ticked := false
+		select {
+		case <-ctx.Done():
+			c.err = ctx.Err()
+			c.drain(ErrStopped)
+			return nil
+		case r := <-c.reqs:
+			batch = append(batch, r)
+		case <-tick.C:
+			ticked = true
+		}
+	more:
+		for len(batch) < c.cfg.MaxBatch {
+			select {
+			case r := <-c.reqs:
+				batch = append(batch, r)
+			default:
+				break more
+			}
+		}
+		if err := c.round(ctx, batch, ticked); err != nil {
+			c.err = err
+			for _, r := range batch {
+				r.err = fmt.Errorf("%w: %v", ErrStopped, err)
+				close(r.done)
+			}
+			c.drain(ErrStopped)
+			c.cfg.Logger.Error("scheduling loop stopped", "err", err)
+			return err
+		}
+	}
+}
+
+func (c *Controller) drain(err error) {
+	for {
+		select {
+		case r := <-c.reqs:
+			r.err = err
+			close(r.done)
+		default:
+			return
+		}
+	}
+}
+
+// round runs one loop iteration: requests, a cycle, one commit, answers.
+func (c *Controller) round(ctx context.Context, batch []*request, ticked bool) error {
+	t := &txn{c: c, now: c.cfg.Clock().UTC(), assign: map[string][]api.Assignment{}, stops: map[string][]api.StopOrder{}}
+	for _, r := range batch {
+		r.val, r.err = r.fn(t)
+	}
+	if t.changed || ticked {
+		c.cycle(t)
+	}
+	t.flush()
+	if !t.batch.Empty() {
+		start := time.Now()
+		if err := c.st.Commit(ctx, t.batch); err != nil {
+			return fmt.Errorf("commit: %w", err)
+		}
+		c.cfg.Logger.Debug("commit", "tasks", len(t.batch.Tasks), "events", len(t.batch.Events), "took", time.Since(start))
+	}
+	for _, j := range t.finished {
+		delete(c.jobs, j)
+	}
+	c.deliver(t)
+	for _, r := range batch {
+		close(r.done)
+	}
+	if len(t.batch.Events) > 0 {
+		c.mu.Lock()
+		close(c.notifyCh)
+		c.notifyCh = make(chan struct{})
+		c.mu.Unlock()
+	}
+	return nil
+}
+
+// do runs fn on the loop and waits until its changes are committed.
+func (c *Controller) do(ctx context.Context, fn func(t *txn) (any, error)) (any, error) {
+	r := &request{fn: fn, done: make(chan struct{})}
+	select {
+	case c.reqs <- r:
+	case <-c.done:
+		return nil, ErrStopped
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case <-r.done:
+		return r.val, r.err
+	case <-c.done:
+		// The loop answers every request it took before it ended; one that
+		// arrived after its last drain gets no round.
+		select {
+		case <-r.done:
+			return r.val, r.err
+		default:
+			return nil, ErrStopped
+		}
+	}
+}
+
+// ReleaseWaiters ends every lease long poll at once, answering with what
+// the worker has so far. A server calls it when it starts shutting down, so a
+// worker reconnects to the next server without waiting out its poll.
+func (c *Controller) ReleaseWaiters() { c.closed.Do(func() { close(c.closing) }) }
+
+// Closing is closed when the server starts shutting down; long-lived
+// requests (event streams) end on it.
+func (c *Controller) Closing() <-chan struct{} { return c.closing }
+
+// Changed returns a channel closed at the next commit that appended events;
+// the event stream waits on it.
+func (c *Controller) Changed() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.notifyCh
+}
+
+// Store returns the store, for reads that need no loop round.
+func (c *Controller) Store() store.Store { return c.st }

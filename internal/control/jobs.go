@@ -1,0 +1,315 @@
+package control
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/allot-sched/allot/internal/api"
+	"github.com/allot-sched/allot/internal/engine"
+	"github.com/allot-sched/allot/internal/model"
+	"github.com/allot-sched/allot/internal/spec"
+	"github.com/allot-sched/allot/internal/store"
+)
+
+// Errors the control plane answers with; the API maps them to statuses.
+var (
+	ErrNotFound = errors.New("not found")
+	ErrConflict = errors.New("conflict")
+	ErrInvalid  = errors.New("invalid")
+)
+
+// Submit validates and stores a job, and answers once it is durable.
+func (c *Controller) Submit(ctx context.Context, js spec.Job) (api.Job, error) {
+	if err := c.CheckJob(js); err != nil {
+		return api.Job{}, err
+	}
+	v, err := c.do(ctx, func(t *txn) (any, error) { return c.submit(ctx, t, js) })
+	if err != nil {
+		return api.Job{}, err
+	}
+	return v.(api.Job), nil
+}
+
+// CheckJob validates a job spec against the configuration, without the loop.
+func (c *Controller) CheckJob(js spec.Job) error {
+	if _, err := js.Expand("", time.Time{}); err != nil {
+		return err
+	}
+	if err := js.CheckRunnable(""); err != nil {
+		return err
+	}
+	if js.Queue == "" {
+		js.Queue = c.defaultQueue()
+	}
+	for _, q := range c.engCfg.Queues {
+		if q.Name == js.Queue {
+			return nil
+		}
+	}
+	return spec.Errors{{Path: "queue", Msg: fmt.Sprintf("no queue %q (queues: %s)", js.Queue, strings.Join(c.queueNames(), ", "))}}
+}
+
+func (c *Controller) queueNames() []string {
+	var out []string
+	for _, q := range c.engCfg.Queues {
+		out = append(out, q.Name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (c *Controller) defaultQueue() string {
+	if len(c.engCfg.Queues) == 1 {
+		return c.engCfg.Queues[0].Name
+	}
+	return spec.DefaultQueue
+}
+
+func (c *Controller) submit(ctx context.Context, t *txn, js spec.Job) (any, error) {
+	if js.Queue == "" {
+		js.Queue = c.defaultQueue()
+	}
+	if js.ID == "" {
+		js.ID = newJobID(t.now)
+	}
+	if _, live := c.jobs[js.ID]; live {
+		return nil, fmt.Errorf("%w: job %q already exists", ErrConflict, js.ID)
+	}
+	if _, _, err := c.st.Job(ctx, js.ID); err == nil {
+		return nil, fmt.Errorf("%w: job %q already exists", ErrConflict, js.ID)
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return nil, err
+	}
+	lj, err := newLiveJob(js, t.now)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.eng.Apply(engine.SubmitJob{Job: lj.model}); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	c.jobs[js.ID] = lj
+	t.changed = true
+	if t.created == nil {
+		t.created = map[*store.Job]bool{}
+	}
+	t.created[&lj.rec] = true
+	t.touchJob(&lj.rec)
+	for _, mt := range lj.model.Tasks {
+		t.touchTask(lj.tasks[mt.Name])
+	}
+	t.event(EventJobSubmitted, js.ID, "", "", model.Reason{}, map[string]any{"queue": js.Queue, "tasks": len(lj.model.Tasks)})
+	return c.view(lj, false), nil
+}
+
+// newLiveJob expands a checked spec into the records the loop keeps.
+func newLiveJob(js spec.Job, submitted time.Time) (*liveJob, error) {
+	ex, err := js.Expand("", submitted)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(js)
+	if err != nil {
+		return nil, err
+	}
+	lj := &liveJob{spec: js, model: ex.Job, tasks: map[string]*store.Task{}, entry: map[string]*spec.Task{},
+		rec: store.Job{ID: js.ID, Queue: js.Queue, Share: js.Share, Requestor: js.Requestor, State: "pending",
+			Priority: js.Priority, Urgent: js.Urgent, Submitted: submitted, Spec: raw}}
+	i := 0
+	for k := range js.Tasks {
+		entry := &lj.spec.Tasks[k]
+		n := max(entry.Count, 1)
+		for range n {
+			mt := ex.Job.Tasks[i]
+			state := model.TaskReady
+			if len(mt.Needs) > 0 {
+				state = model.TaskBlocked
+			}
+			lj.tasks[mt.Name] = &store.Task{Job: js.ID, Name: mt.Name, Index: i, State: string(state)}
+			lj.entry[mt.Name] = entry
+			i++
+		}
+	}
+	return lj, nil
+}
+
+func newJobID(now time.Time) string {
+	var b [5]byte
+	_, _ = rand.Read(b[:])
+	const alphabet = "0123456789abcdefghjkmnpqrstvwxyz"
+	var s strings.Builder
+	for _, x := range b {
+		s.WriteByte(alphabet[x%32])
+	}
+	return "job-" + now.Format("20060102-150405") + "-" + s.String()
+}
+
+// Cancel cancels a job: waiting tasks end, running ones are stopped.
+func (c *Controller) Cancel(ctx context.Context, id string) (api.Job, error) {
+	_, err := c.do(ctx, func(t *txn) (any, error) {
+		if _, ok := c.jobs[id]; !ok {
+			return nil, c.missingOrEnded(ctx, id)
+		}
+		if err := c.eng.Apply(engine.CancelJob{Job: id, At: t.now}); err != nil {
+			return nil, err
+		}
+		t.changed = true
+		return nil, nil
+	})
+	if err != nil {
+		return api.Job{}, err
+	}
+	return c.Job(ctx, id)
+}
+
+func (c *Controller) missingOrEnded(ctx context.Context, id string) error {
+	j, _, err := c.st.Job(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("%w: job %q", ErrNotFound, id)
+	}
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("%w: job %q already ended (%s)", ErrConflict, id, j.State)
+}
+
+// Job returns a job with its tasks; a pending task carries its reason.
+func (c *Controller) Job(ctx context.Context, id string) (api.Job, error) {
+	v, err := c.do(ctx, func(t *txn) (any, error) {
+		if lj, ok := c.jobs[id]; ok {
+			return c.view(lj, true), nil
+		}
+		return nil, nil
+	})
+	if err != nil {
+		return api.Job{}, err
+	}
+	if v != nil {
+		return v.(api.Job), nil
+	}
+	j, tasks, err := c.st.Job(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return api.Job{}, fmt.Errorf("%w: job %q", ErrNotFound, id)
+	}
+	if err != nil {
+		return api.Job{}, err
+	}
+	return storedView(j, tasks), nil
+}
+
+// view renders a live job; with tasks, each pending task gets the engine's
+// reason.
+func (c *Controller) view(lj *liveJob, withTasks bool) api.Job {
+	out := jobHeader(lj.rec)
+	spec := lj.spec
+	out.Spec = &spec
+	for _, mt := range lj.model.Tasks {
+		rec := lj.tasks[mt.Name]
+		state := rec.State
+		if s, _, ok := c.eng.TaskState(lj.rec.ID, mt.Name); ok {
+			state = string(s)
+		}
+		out.Counts[state]++
+		if !withTasks {
+			continue
+		}
+		tv := taskView(*rec)
+		tv.State = state
+		tv.Needs = mt.Needs
+		if r, ok := c.eng.TaskReason(lj.rec.ID, mt.Name); ok {
+			tv.Reason = &r
+		}
+		out.Tasks = append(out.Tasks, tv)
+	}
+	return out
+}
+
+func jobHeader(j store.Job) api.Job {
+	out := api.Job{ID: j.ID, Queue: j.Queue, Share: j.Share, Requestor: j.Requestor, Priority: j.Priority,
+		Urgent: j.Urgent, State: j.State, Submitted: j.Submitted, Counts: map[string]int{}}
+	if !j.Ended.IsZero() {
+		e := j.Ended
+		out.Ended = &e
+	}
+	return out
+}
+
+func storedView(j store.Job, tasks []store.Task) api.Job {
+	out := jobHeader(j)
+	var js spec.Job
+	if json.Unmarshal(j.Spec, &js) == nil {
+		out.Spec = &js
+	}
+	needs := map[string][]string{}
+	if ex, err := js.Expand("", j.Submitted); err == nil {
+		for _, mt := range ex.Job.Tasks {
+			needs[mt.Name] = mt.Needs
+		}
+	}
+	for _, r := range tasks {
+		out.Counts[r.State]++
+		tv := taskView(r)
+		tv.Needs = needs[r.Name]
+		out.Tasks = append(out.Tasks, tv)
+	}
+	return out
+}
+
+func taskView(r store.Task) api.Task {
+	tv := api.Task{Name: r.Name, State: r.State, Attempt: r.Attempt, Fails: r.Fails, Worker: r.Worker,
+		ExitCode: r.ExitCode, Result: r.Result}
+	if !r.Started.IsZero() {
+		s := r.Started
+		tv.Started = &s
+	}
+	if !r.Ended.IsZero() {
+		e := r.Ended
+		tv.Ended = &e
+	}
+	if r.Reason != "" {
+		tv.Reason = &model.Reason{Code: r.Reason, Message: r.Message}
+	}
+	return tv
+}
+
+// Jobs lists jobs from the store.
+func (c *Controller) Jobs(ctx context.Context, f store.JobFilter) (api.JobList, error) {
+	if f.Limit <= 0 || f.Limit > 1000 {
+		f.Limit = 100
+	}
+	jobs, err := c.st.Jobs(ctx, f)
+	if err != nil {
+		return api.JobList{}, err
+	}
+	out := api.JobList{Jobs: make([]api.Job, 0, len(jobs))}
+	for _, j := range jobs {
+		out.Jobs = append(out.Jobs, jobHeader(j))
+	}
+	if len(jobs) == f.Limit {
+		out.Next = jobs[len(jobs)-1].Seq
+	}
+	return out, nil
+}
+
+// Logs returns the output tails of a job's tasks.
+func (c *Controller) Logs(ctx context.Context, id string) (api.Logs, error) {
+	_, tasks, err := c.st.Job(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return api.Logs{}, fmt.Errorf("%w: job %q", ErrNotFound, id)
+	}
+	if err != nil {
+		return api.Logs{}, err
+	}
+	out := api.Logs{Job: id, Tasks: []api.TaskLog{}}
+	for _, r := range tasks {
+		if r.Attempt > 0 {
+			out.Tasks = append(out.Tasks, api.TaskLog{Task: r.Name, Attempt: r.Attempt, Output: r.Output})
+		}
+	}
+	return out, nil
+}

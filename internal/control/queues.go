@@ -1,0 +1,87 @@
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/allot-sched/allot/internal/api"
+	"github.com/allot-sched/allot/internal/engine"
+	"github.com/allot-sched/allot/internal/engine/policy"
+	"github.com/allot-sched/allot/internal/model"
+	"github.com/allot-sched/allot/internal/spec"
+)
+
+// Queues lists the queues with their current policy and task counts.
+func (c *Controller) Queues(ctx context.Context) ([]api.Queue, error) {
+	v, err := c.do(ctx, func(t *txn) (any, error) {
+		out := make([]api.Queue, 0, len(c.engCfg.Queues))
+		for _, q := range c.engCfg.Queues {
+			raw, _ := json.Marshal(q.Policy)
+			aq := api.Queue{Name: q.Name, Priority: q.Priority, Pool: q.Pool, Policy: raw}
+			for _, lj := range c.jobs {
+				if lj.rec.Queue != q.Name {
+					continue
+				}
+				for name := range lj.tasks {
+					s, _, _ := c.eng.TaskState(lj.rec.ID, name)
+					switch {
+					case s == model.TaskRunning:
+						aq.Running++
+					case !s.Terminal():
+						aq.Waiting++
+					}
+				}
+			}
+			out = append(out, aq)
+		}
+		return out, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.([]api.Queue), nil
+}
+
+// SetPolicy replaces a queue's policy at run time. The change is stored, so
+// it survives a restart.
+func (c *Controller) SetPolicy(ctx context.Context, queue string, pc policy.Config) (api.Queue, error) {
+	if _, err := policy.New(pc); err != nil {
+		var list spec.Errors
+		list = append(list, &spec.FieldError{Path: "policy", Msg: err.Error()})
+		return api.Queue{}, list
+	}
+	_, err := c.do(ctx, func(t *txn) (any, error) {
+		idx := -1
+		for i, q := range c.engCfg.Queues {
+			if q.Name == queue {
+				idx = i
+			}
+		}
+		if idx < 0 {
+			return nil, fmt.Errorf("%w: queue %q", ErrNotFound, queue)
+		}
+		if err := c.eng.Apply(engine.SetPolicy{Queue: queue, Policy: pc, At: t.now}); err != nil {
+			return nil, err
+		}
+		c.engCfg.Queues[idx].Policy = pc
+		raw, _ := json.Marshal(pc)
+		t.kv(policyKey(queue), raw)
+		t.event(EventPolicyChanged, "", "", "", model.Reason{Code: pc.Kind}, json.RawMessage(raw))
+		t.changed = true
+		return nil, nil
+	})
+	if err != nil {
+		return api.Queue{}, err
+	}
+	qs, err := c.Queues(ctx)
+	if err != nil {
+		return api.Queue{}, err
+	}
+	for _, q := range qs {
+		if q.Name == queue {
+			return q, nil
+		}
+	}
+	return api.Queue{}, fmt.Errorf("%w: queue %q", ErrNotFound, queue)
+}

@@ -1,0 +1,129 @@
+package control
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/allot-sched/allot/internal/api"
+	"github.com/allot-sched/allot/internal/model"
+	"github.com/allot-sched/allot/internal/spec"
+	"github.com/allot-sched/allot/internal/store"
+)
+
+// liveJob is an unfinished job as the loop tracks it: its stored record, its
+// spec (to build leases) and its tasks' records.
+type liveJob struct {
+	rec   store.Job
+	spec  spec.Job
+	model model.Job
+	tasks map[string]*store.Task
+	// entry maps an expanded task name to the spec entry it came from.
+	entry map[string]*spec.Task
+}
+
+// liveWorker is a registered worker as the loop tracks it.
+type liveWorker struct {
+	rec store.Worker
+	reg api.Register
+}
+
+// mailbox holds what the loop decided for one worker until the worker's
+// lease request takes it. It is guarded by Controller.mu.
+type mailbox struct {
+	assign   []api.Assignment
+	stops    []api.StopOrder
+	wake     chan struct{} // buffered 1: "something arrived"
+	lastSeen time.Time
+}
+
+func newMailbox(now time.Time) *mailbox {
+	return &mailbox{wake: make(chan struct{}, 1), lastSeen: now}
+}
+
+// txn collects the changes of one loop round: records to upsert, events to
+// append, and what to hand to workers once the commit succeeded.
+type txn struct {
+	c       *Controller
+	now     time.Time
+	changed bool // the engine saw an event: run a cycle
+	batch   store.Batch
+
+	jobs     []*store.Job
+	created  map[*store.Job]bool // jobs first stored in this round
+	tasks    []*store.Task
+	touched  map[any]bool
+	assign   map[string][]api.Assignment
+	stops    map[string][]api.StopOrder
+	finished []string
+	newBoxes map[string]*mailbox
+}
+
+func (t *txn) touchJob(j *store.Job) {
+	if t.touched == nil {
+		t.touched = map[any]bool{}
+	}
+	if !t.touched[j] {
+		t.touched[j] = true
+		t.jobs = append(t.jobs, j)
+	}
+}
+
+func (t *txn) touchTask(r *store.Task) {
+	if t.touched == nil {
+		t.touched = map[any]bool{}
+	}
+	if !t.touched[r] {
+		t.touched[r] = true
+		t.tasks = append(t.tasks, r)
+	}
+}
+
+// flush copies the touched records into the batch, once, in touch order.
+func (t *txn) flush() {
+	for _, j := range t.jobs {
+		rec := *j
+		if !t.created[j] {
+			rec.Spec = nil // the store keeps the spec it has
+		}
+		t.batch.Jobs = append(t.batch.Jobs, rec)
+	}
+	for _, r := range t.tasks {
+		t.batch.Tasks = append(t.batch.Tasks, *r)
+	}
+	t.jobs, t.tasks, t.touched = nil, nil, nil
+}
+
+func (t *txn) event(kind, job, task, worker string, r model.Reason, data any) {
+	e := store.Event{At: t.now, Kind: kind, Job: job, Task: task, Worker: worker, Reason: r.Code, Message: r.Message}
+	if data != nil {
+		if b, err := json.Marshal(data); err == nil {
+			e.Data = b
+		}
+	}
+	t.batch.Events = append(t.batch.Events, e)
+}
+
+func (t *txn) kv(key string, value []byte) {
+	if t.batch.KV == nil {
+		t.batch.KV = map[string][]byte{}
+	}
+	t.batch.KV[key] = value
+}
+
+// Event kinds of the event log.
+const (
+	EventJobSubmitted     = "job_submitted"
+	EventJobEnded         = "job_ended"
+	EventTaskStarted      = "task_started"
+	EventTaskSucceeded    = "task_succeeded"
+	EventTaskFailed       = "task_failed"
+	EventTaskRetry        = "task_retry"
+	EventTaskRequeued     = "task_requeued"
+	EventTaskPreempted    = "task_preempted"
+	EventTaskCancelled    = "task_cancelled"
+	EventWorkerRegistered = "worker_registered"
+	EventWorkerLeft       = "worker_left"
+	EventWorkerState      = "worker_state"
+	EventPolicyChanged    = "policy_changed"
+	EventPriorityChanged  = "priority_changed"
+)

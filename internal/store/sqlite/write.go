@@ -1,0 +1,456 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	msqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/allot-sched/allot/internal/store"
+)
+
+// stmts are the write statements, prepared once on the writer connection
+// and reused by every transaction: a batch of 10,000 task updates must not
+// parse and plan SQL 10,000 times.
+type stmts struct {
+	insertJob              *sql.Stmt // CreateJob: RETURNING seq
+	upsertJob              rowStmt
+	insertTask, upsertTask rowStmt
+	upsertWorker           rowStmt
+	insertEvent            rowStmt
+	upsertKV, deleteKV     *sql.Stmt
+	all                    []*sql.Stmt
+}
+
+// rowStmt writes rows of one kind: chunk writes chunkRows rows in one
+// statement (a multi-row VALUES list), one writes the rest one at a time.
+// Chunks cut the per-statement cost (database/sql and driver calls, binding
+// set-up, statement start and end inside SQLite) that a batch of thousands
+// of rows otherwise pays per row.
+type rowStmt struct {
+	one, chunk *sql.Stmt
+}
+
+// chunkRows is the number of rows of a chunk statement; at 14 columns a
+// task chunk binds 896 values, far below SQLite's limit of 32,766.
+const chunkRows = 64
+
+// insertSQL is INSERT INTO table (cols) VALUES (?, …), … for rows rows,
+// followed by suffix (an ON CONFLICT clause).
+func insertSQL(table string, cols []string, rows int, suffix string) string {
+	tuple := "(" + strings.Repeat("?, ", len(cols)-1) + "?)"
+	var b strings.Builder
+	b.WriteString("INSERT INTO " + table + " (" + strings.Join(cols, ", ") + ") VALUES ")
+	for i := range rows {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(tuple)
+	}
+	b.WriteString(" " + suffix)
+	return b.String()
+}
+
+// upsertSuffix updates every column but the key; keepIfNull columns keep
+// the stored value when the new one is NULL (a nil Spec).
+func upsertSuffix(table string, key, cols, keepIfNull []string) string {
+	var set []string
+	for _, c := range cols {
+		switch {
+		case slices.Contains(key, c):
+		case slices.Contains(keepIfNull, c):
+			set = append(set, fmt.Sprintf("%s = COALESCE(excluded.%s, %s.%s)", c, c, table, c))
+		default:
+			set = append(set, fmt.Sprintf("%s = excluded.%s", c, c))
+		}
+	}
+	return "ON CONFLICT (" + strings.Join(key, ", ") + ") DO UPDATE SET " + strings.Join(set, ", ")
+}
+
+var (
+	jobColumns    = strings.Split(`id, queue, share, requestor, state, priority, urgent, submitted, ended, spec`, ", ")
+	taskColumns   = strings.Split(`job, name, idx, state, attempt, fails, worker, started, ended, exit_code, output, result, reason, message`, ", ")
+	workerColumns = strings.Split(`name, state, registered, last_seen, spec`, ", ")
+	eventColumns  = strings.Split(`at, kind, job, task, worker, reason, message, data`, ", ")
+)
+
+func (s *stmts) prepare(ctx context.Context, db *sql.DB) error {
+	var err error // the first failure; later prepares are skipped
+	prep := func(text string) *sql.Stmt {
+		if err != nil {
+			return nil
+		}
+		st, e := db.PrepareContext(ctx, text)
+		if e != nil {
+			err = fmt.Errorf("prepare %.60q: %w", text, e)
+			return nil
+		}
+		s.all = append(s.all, st)
+		return st
+	}
+	rows := func(table string, cols []string, suffix string) rowStmt {
+		return rowStmt{one: prep(insertSQL(table, cols, 1, suffix)), chunk: prep(insertSQL(table, cols, chunkRows, suffix))}
+	}
+	// DO NOTHING + RETURNING: a duplicate ID returns no row, which is how
+	// CreateJob tells ErrDuplicate apart from other failures.
+	s.insertJob = prep(insertSQL("jobs", jobColumns, 1, "ON CONFLICT (id) DO NOTHING RETURNING seq"))
+	s.upsertJob = rows("jobs", jobColumns, upsertSuffix("jobs", []string{"id"}, jobColumns, []string{"spec"}))
+	s.insertTask = rows("tasks", taskColumns, "")
+	s.upsertTask = rows("tasks", taskColumns, upsertSuffix("tasks", []string{"job", "name"}, taskColumns, nil))
+	s.upsertWorker = rows("workers", workerColumns, upsertSuffix("workers", []string{"name"}, workerColumns, []string{"spec"}))
+	s.insertEvent = rows("events", eventColumns, "")
+	s.upsertKV = prep(`INSERT INTO kv (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`)
+	s.deleteKV = prep(`DELETE FROM kv WHERE key = ?`)
+	if err != nil {
+		s.close()
+	}
+	return err
+}
+
+func (s *stmts) close() error {
+	var errs []error
+	for _, st := range s.all {
+		errs = append(errs, st.Close())
+	}
+	s.all = nil
+	return errors.Join(errs...)
+}
+
+// CreateJob implements store.Store.
+func (s *Store) CreateJob(ctx context.Context, j store.Job, tasks []store.Task, events []store.Event) (store.Job, error) {
+	fail := func(err error) (store.Job, error) {
+		return store.Job{}, fmt.Errorf("sqlite: create job %q: %w", j.ID, err)
+	}
+	jobArgs, err := jobRow(j)
+	if err != nil {
+		return fail(err)
+	}
+	names := make(map[string]int, len(tasks))
+	for i := range tasks {
+		t := &tasks[i]
+		if t.Job != "" && t.Job != j.ID {
+			return fail(fmt.Errorf("tasks[%d] (%s): belongs to job %q: %w", i, t.Name, t.Job, store.ErrInvalid))
+		}
+		if prev, dup := names[t.Name]; dup {
+			return fail(fmt.Errorf("tasks[%d]: name %q also used by tasks[%d]: %w", i, t.Name, prev, store.ErrInvalid))
+		}
+		names[t.Name] = i
+	}
+
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		// Under a context without cancellation for the reason execRows
+		// gives; the transaction still ends when ctx does.
+		row := tx.StmtContext(ctx, s.stmts.insertJob).QueryRowContext(context.WithoutCancel(ctx), jobArgs...)
+		if err := row.Scan(&j.Seq); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return store.ErrDuplicate
+			}
+			return constraint(err)
+		}
+		err := execRows(ctx, tx, s.stmts.insertTask, tasks, func(t store.Task) ([]any, error) {
+			t.Job = j.ID
+			return taskRow(t)
+		}, func(i int, t store.Task) string { return fmt.Sprintf("tasks[%d] (%s)", i, t.Name) })
+		if err != nil {
+			return err
+		}
+		return execRows(ctx, tx, s.stmts.insertEvent, events, eventRow, eventName)
+	})
+	if err != nil {
+		return fail(err)
+	}
+	j.Submitted, j.Ended = utc(j.Submitted), utc(j.Ended)
+	return j, nil
+}
+
+// Commit implements store.Store. Rows are written in the order jobs, tasks,
+// workers, events, KV (keys sorted), so a task may belong to a job created
+// in the same batch.
+func (s *Store) Commit(ctx context.Context, b store.Batch) error {
+	if b.Empty() {
+		return nil
+	}
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		if err := execRows(ctx, tx, s.stmts.upsertJob, b.Jobs, jobRow,
+			func(i int, j store.Job) string { return fmt.Sprintf("jobs[%d] (%s)", i, j.ID) }); err != nil {
+			return err
+		}
+		if err := execRows(ctx, tx, s.stmts.upsertTask, b.Tasks, taskRow,
+			func(i int, t store.Task) string { return fmt.Sprintf("tasks[%d] (%s/%s)", i, t.Job, t.Name) }); err != nil {
+			return err
+		}
+		if err := execRows(ctx, tx, s.stmts.upsertWorker, b.Workers, workerRow,
+			func(i int, w store.Worker) string { return fmt.Sprintf("workers[%d] (%s)", i, w.Name) }); err != nil {
+			return err
+		}
+		if err := execRows(ctx, tx, s.stmts.insertEvent, b.Events, eventRow, eventName); err != nil {
+			return err
+		}
+		return s.writeKV(ctx, tx, b.KV)
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite: commit: %w", err)
+	}
+	return nil
+}
+
+func eventName(i int, e store.Event) string { return fmt.Sprintf("events[%d] (%s)", i, e.Kind) }
+
+// execRows writes rows in tx with rs, with the values args returns for
+// each row: whole chunks through rs.chunk, the rest one by one. An error
+// names the row (name) and stops; the caller then rolls the transaction
+// back.
+//
+// The statements run under a context without cancellation, and ctx is
+// checked between statements instead: the driver starts a goroutine per
+// statement to watch a cancellable context, which costs more than a
+// single-row write, and no statement here runs long enough to need
+// interrupting.
+func execRows[T any](ctx context.Context, tx *sql.Tx, rs rowStmt, rows []T, args func(T) ([]any, error), name func(int, T) string) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	rowCtx := context.WithoutCancel(ctx)
+	one := tx.StmtContext(ctx, rs.one)
+	single := func(i int) error {
+		a, err := args(rows[i])
+		if err == nil {
+			_, err = one.ExecContext(rowCtx, a...)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", name(i, rows[i]), constraint(err))
+		}
+		return nil
+	}
+	i := 0
+	if len(rows) >= chunkRows {
+		chunk := tx.StmtContext(ctx, rs.chunk)
+		buf := make([]any, 0, chunkRows*16)
+		for ; i+chunkRows <= len(rows); i += chunkRows {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			buf = buf[:0]
+			for k := i; k < i+chunkRows; k++ {
+				a, err := args(rows[k])
+				if err != nil {
+					return fmt.Errorf("%s: %w", name(k, rows[k]), err)
+				}
+				buf = append(buf, a...)
+			}
+			if _, err := chunk.ExecContext(rowCtx, buf...); err != nil {
+				// A failed statement leaves no trace, so run the chunk
+				// again row by row to name the row at fault.
+				for k := i; k < i+chunkRows; k++ {
+					if rowErr := single(k); rowErr != nil {
+						return rowErr
+					}
+				}
+				return fmt.Errorf("rows %d-%d: %w", i, i+chunkRows-1, constraint(err))
+			}
+		}
+	}
+	for ; i < len(rows); i++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := single(i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeKV applies the KV part of a batch in key order: a nil value deletes
+// the key, any other is stored.
+func (s *Store) writeKV(ctx context.Context, tx *sql.Tx, kv map[string][]byte) error {
+	if len(kv) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(kv))
+	for k := range kv {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	upsert, del := tx.StmtContext(ctx, s.stmts.upsertKV), tx.StmtContext(ctx, s.stmts.deleteKV)
+	for _, k := range keys {
+		if k == "" {
+			return fmt.Errorf("kv: empty key: %w", store.ErrInvalid)
+		}
+		v := kv[k]
+		var err error
+		if v == nil {
+			_, err = del.ExecContext(ctx, k)
+		} else {
+			_, err = upsert.ExecContext(ctx, k, v)
+		}
+		if err != nil {
+			return fmt.Errorf("kv[%q]: %w", k, constraint(err))
+		}
+	}
+	return nil
+}
+
+// inTx runs fn in a write transaction on the one writer connection (BEGIN
+// IMMEDIATE, so the write lock is taken at the start) and commits; any error
+// rolls everything back.
+func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// constraint turns SQLite's constraint violations into store.ErrInvalid
+// (keeping SQLite's message), and leaves other errors alone.
+func constraint(err error) error {
+	var se *msqlite.Error
+	if !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_CONSTRAINT {
+		return err
+	}
+	if se.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY {
+		return fmt.Errorf("job is not stored: %w (%w)", store.ErrInvalid, err)
+	}
+	return fmt.Errorf("%w: %w", store.ErrInvalid, err)
+}
+
+// jobRow validates j and returns the values for jobValues.
+func jobRow(j store.Job) ([]any, error) {
+	if j.ID == "" {
+		return nil, fmt.Errorf("id: empty: %w", store.ErrInvalid)
+	}
+	submitted, err := timeValue("submitted", j.Submitted)
+	if err != nil {
+		return nil, err
+	}
+	ended, err := timeValue("ended", j.Ended)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := jsonValue("spec", j.Spec)
+	if err != nil {
+		return nil, err
+	}
+	return []any{j.ID, j.Queue, j.Share, j.Requestor, j.State, int64(j.Priority), j.Urgent, submitted, ended, spec}, nil
+}
+
+// taskRow validates t and returns the values for taskValues.
+func taskRow(t store.Task) ([]any, error) {
+	if t.Job == "" {
+		return nil, fmt.Errorf("job: empty: %w", store.ErrInvalid)
+	}
+	if t.Name == "" {
+		return nil, fmt.Errorf("name: empty: %w", store.ErrInvalid)
+	}
+	started, err := timeValue("started", t.Started)
+	if err != nil {
+		return nil, err
+	}
+	ended, err := timeValue("ended", t.Ended)
+	if err != nil {
+		return nil, err
+	}
+	result, err := jsonValue("result", t.Result)
+	if err != nil {
+		return nil, err
+	}
+	var exit any
+	if t.ExitCode != nil {
+		exit = int64(*t.ExitCode)
+	}
+	var output any
+	if t.Output != "" {
+		output = []byte(t.Output)
+	}
+	return []any{t.Job, t.Name, int64(t.Index), t.State, int64(t.Attempt), int64(t.Fails), t.Worker,
+		started, ended, exit, output, result, t.Reason, t.Message}, nil
+}
+
+func workerRow(w store.Worker) ([]any, error) {
+	if w.Name == "" {
+		return nil, fmt.Errorf("name: empty: %w", store.ErrInvalid)
+	}
+	registered, err := timeValue("registered", w.Registered)
+	if err != nil {
+		return nil, err
+	}
+	lastSeen, err := timeValue("lastSeen", w.LastSeen)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := jsonValue("spec", w.Spec)
+	if err != nil {
+		return nil, err
+	}
+	return []any{w.Name, w.State, registered, lastSeen, spec}, nil
+}
+
+func eventRow(e store.Event) ([]any, error) {
+	if e.Kind == "" {
+		return nil, fmt.Errorf("kind: empty: %w", store.ErrInvalid)
+	}
+	at, err := timeValue("at", e.At)
+	if err != nil {
+		return nil, err
+	}
+	data, err := jsonValue("data", e.Data)
+	if err != nil {
+		return nil, err
+	}
+	return []any{at, e.Kind, e.Job, e.Task, e.Worker, e.Reason, e.Message, data}, nil
+}
+
+// Times the store can represent: int64 unix nanoseconds.
+var (
+	minTime = time.Unix(0, math.MinInt64)
+	maxTime = time.Unix(0, math.MaxInt64)
+)
+
+// timeValue is the column value for t: UTC unix nanoseconds, or NULL for the
+// zero time (so the Unix epoch itself stays distinct from "not set").
+func timeValue(field string, t time.Time) (any, error) {
+	if t.IsZero() {
+		return nil, nil
+	}
+	if t.Before(minTime) || t.After(maxTime) {
+		return nil, fmt.Errorf("%s: %s is outside the years 1678-2262: %w", field, t.Format(time.RFC3339), store.ErrInvalid)
+	}
+	return t.UnixNano(), nil
+}
+
+// jsonValue is the column value for a JSON document: its bytes as given (so
+// they read back identical), or NULL when it is empty.
+func jsonValue(field string, doc json.RawMessage) (any, error) {
+	if len(doc) == 0 {
+		return nil, nil
+	}
+	if !json.Valid(doc) {
+		return nil, fmt.Errorf("%s: not valid JSON: %w", field, store.ErrInvalid)
+	}
+	return []byte(doc), nil
+}
+
+// utc is how the store reads a time back: UTC, no monotonic reading, and the
+// zero time unchanged.
+func utc(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return t.UTC()
+}
