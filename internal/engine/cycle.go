@@ -215,24 +215,18 @@ func (e *Engine) start(t *task, w *place.Worker, now time.Time, d *Decisions) {
 // explain gives every pending task a reason, per job, and drops ended jobs
 // from the active list.
 func (e *Engine) explain(d *Decisions) {
-	n := 0
-	for _, j := range e.active {
-		if !j.done {
-			if j.ready.Len() > 0 {
-				n++
-			}
-			if j.left-j.ready.Len()-j.running > 0 {
-				n++
-			}
-		}
-	}
-	d.Pending = make([]Pending, 0, n)
-	kept := e.active[:0]
-	for _, j := range e.active {
+	// Last cycle's count is a good capacity hint and saves a second walk
+	// over the jobs.
+	d.Pending = make([]Pending, 0, e.pendingHint+e.pendingHint/8+4)
+	kept := 0 // e.active[:kept] are the jobs kept so far
+	for i, j := range e.active {
 		if j.done {
 			continue
 		}
-		kept = append(kept, j)
+		if kept != i { // only move jobs once an ended one left a gap
+			e.active[kept] = j
+		}
+		kept++
 		if n := j.ready.Len(); n > 0 {
 			d.Pending = append(d.Pending, Pending{Job: j.id, Tasks: n, Reason: e.readyReason(j)})
 		}
@@ -240,10 +234,9 @@ func (e *Engine) explain(d *Decisions) {
 			d.Pending = append(d.Pending, Pending{Job: j.id, Tasks: blocked, Reason: e.jobBlockedReason(j)})
 		}
 	}
-	for i := len(kept); i < len(e.active); i++ {
-		e.active[i] = nil
-	}
-	e.active = kept
+	clear(e.active[kept:])
+	e.active = e.active[:kept]
+	e.pendingHint = len(d.Pending)
 }
 
 // readyReason explains why j's ready tasks wait: the placement failure or

@@ -66,6 +66,8 @@ type Engine struct {
 	// through the tasks), by place.Worker.Idx, so removing a worker does
 	// not walk every task and starting a task allocates nothing.
 	onWorker []*task
+	// pendingHint is the number of Pending entries of the last cycle.
+	pendingHint int
 }
 
 // New builds an engine from cfg.

@@ -93,7 +93,6 @@ func newJob(id string) *jobB { return &jobB{model.Job{ID: id, Queue: "default", 
 func (b *jobB) queue(q string) *jobB { b.j.Queue = q; return b }
 func (b *jobB) prio(p int) *jobB     { b.j.Priority = p; return b }
 func (b *jobB) maxSlots(n int) *jobB { b.j.MaxSlots = n; return b }
-func (b *jobB) at(t time.Time) *jobB { b.j.Submitted = t; return b }
 func (b *jobB) sel(k, v string) *jobB {
 	if b.j.Selector == nil {
 		b.j.Selector = model.Selector{}

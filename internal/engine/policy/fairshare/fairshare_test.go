@@ -179,7 +179,7 @@ func TestReserve(t *testing.T) {
 		// AWS documentation: (R/100)^active.
 		{"exponential 50% one active", policy.FairShareConfig{ComputeReservation: 50, ReservationModel: policy.ReservationExponential}, 8, []string{"green"}, 8 - 8/2},
 		{"exponential 50% two active", policy.FairShareConfig{ComputeReservation: 50, ReservationModel: policy.ReservationExponential}, 8, []string{"blue", "green"}, 8 - 8/4},
-		{"exponential 50% three active", policy.FairShareConfig{ComputeReservation: 50, ReservationModel: policy.ReservationExponential}, 8, []string{"a", "b", "c"}, 8 - 8/8},
+		{"exponential 50% three active", policy.FairShareConfig{ComputeReservation: 50, ReservationModel: policy.ReservationExponential}, 8, []string{"a", "b", "c"}, 7},
 		{"exponential 25% two active rounds held slots up", policy.FairShareConfig{ComputeReservation: 25, ReservationModel: policy.ReservationExponential}, 100, []string{"a", "b"}, 100 - 7},
 	}
 	for _, c := range cases {

@@ -275,7 +275,7 @@ func TestSameInputSameDecisions(t *testing.T) {
 		}
 		return b.String()
 	}
-	if run() != run() {
+	if first, second := run(), run(); first != second {
 		t.Fatal("two runs of one scenario made different decisions")
 	}
 }

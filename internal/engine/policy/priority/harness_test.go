@@ -177,8 +177,6 @@ func (g *grid) finish(jobID string, n int) {
 	}
 }
 
-func (g *grid) runningOf(jobID string) int { return len(g.running[jobID]) }
-
 func (g *grid) busy() int {
 	n := 0
 	for _, tasks := range g.running {
@@ -222,12 +220,4 @@ func pendingReason(d *engine.Decisions, jobID string) (model.Reason, bool) {
 		}
 	}
 	return model.Reason{}, false
-}
-
-func sum(m map[string]int) int {
-	n := 0
-	for _, v := range m {
-		n += v
-	}
-	return n
 }
