@@ -1,5 +1,8 @@
 // Package e2e runs the allot binary as users do: a real server process, real
-// worker processes running real tasks, over loopback HTTP.
+// worker processes running real tasks, over loopback HTTP. Servers run with
+// authentication on, as allot server does by default: the tests read the
+// admin token the server writes to its data directory, create a worker token
+// with the CLI, and pass tokens to every call.
 package e2e
 
 import (
@@ -13,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -34,6 +38,10 @@ func TestMain(m *testing.M) {
 	if err := build.Run(); err != nil {
 		panic("building allot: " + err.Error())
 	}
+	// Tests that call net/http directly (http.Get, http.Post) act as the
+	// admin of the cluster they call; the helpers below pass their tokens
+	// explicitly.
+	http.DefaultClient.Transport = adminTransport{}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -46,6 +54,27 @@ type cluster struct {
 	dataDir string
 	server  *exec.Cmd
 	workers []*exec.Cmd
+	// admin is the secret of the admin token the server created on its
+	// first start (DATA_DIR/admin.token); workerToken, of a worker token
+	// for every worker name, created with allot tokens create. Both are
+	// empty when the server runs with --no-auth.
+	admin       string
+	workerToken string
+}
+
+// admins maps a server's host:port to its admin secret, for adminTransport.
+var admins sync.Map
+
+// adminTransport authenticates requests that carry no Authorization header
+// as the admin of the cluster they go to.
+type adminTransport struct{}
+
+func (adminTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if tok, ok := admins.Load(r.URL.Host); ok && r.Header.Get("Authorization") == "" {
+		r = r.Clone(r.Context())
+		r.Header.Set("Authorization", "Bearer "+tok.(string))
+	}
+	return http.DefaultTransport.RoundTrip(r)
 }
 
 func freePort(t *testing.T) string {
@@ -63,8 +92,19 @@ func start(t *testing.T, args ...string) *cluster {
 	c := &cluster{t: t, dataDir: t.TempDir()}
 	addr := freePort(t)
 	c.url = "http://" + addr
-	c.startServer(addr, args...)
 	t.Cleanup(c.stop)
+	c.startServer(addr, args...)
+	if c.admin == "" {
+		return c // --no-auth
+	}
+	out, err := c.cli("tokens", "create", "--role", "worker", "--worker", "*", "--name", "e2e workers", "-q")
+	if err != nil {
+		t.Fatalf("creating the worker token: %v\n%s", err, out)
+	}
+	c.workerToken = strings.TrimSpace(out)
+	// Worker processes started without --token (as some tests do) use
+	// the worker token from the environment.
+	t.Setenv("ALLOT_TOKEN", c.workerToken)
 	return c
 }
 
@@ -76,6 +116,15 @@ func (c *cluster) startServer(addr string, args ...string) {
 		c.t.Fatal(err)
 	}
 	c.waitReady()
+	if slices.Contains(args, "--no-auth") {
+		return
+	}
+	raw, err := os.ReadFile(filepath.Join(c.dataDir, "admin.token"))
+	if err != nil {
+		c.t.Fatalf("the server wrote no admin token: %v", err)
+	}
+	c.admin = strings.TrimSpace(string(raw))
+	admins.Store(strings.TrimPrefix(c.url, "http://"), c.admin)
 }
 
 func (c *cluster) waitReady() {
@@ -97,7 +146,7 @@ func (c *cluster) waitReady() {
 // worker starts an allot worker process.
 func (c *cluster) worker(name string, slots int) *exec.Cmd {
 	c.t.Helper()
-	w := exec.Command(bin, "worker", "--server", c.url, "--name", name, "--slots", fmt.Sprint(slots), "--cpu", "4", "--memory", "8Gi")
+	w := exec.Command(bin, "worker", "--server", c.url, "--token", c.workerToken, "--name", name, "--slots", fmt.Sprint(slots), "--cpu", "4", "--memory", "8Gi")
 	w.Stderr = logWriter(c.t, name)
 	if err := w.Start(); err != nil {
 		c.t.Fatal(err)
@@ -117,9 +166,14 @@ func (c *cluster) stop() {
 	}
 }
 
-// cli runs an allot client command against the cluster.
+// cli runs an allot client command against the cluster, as the admin
+// unless args has a --token of its own.
 func (c *cluster) cli(args ...string) (string, error) {
-	cmd := exec.Command(bin, append(args, "--server", c.url)...)
+	args = append(args, "--server", c.url)
+	if !slices.Contains(args, "--token") && c.admin != "" {
+		args = append(args, "--token", c.admin)
+	}
+	cmd := exec.Command(bin, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -129,9 +183,24 @@ func (c *cluster) cli(args ...string) (string, error) {
 	return out.String(), nil
 }
 
+// request calls the API as the admin.
+func (c *cluster) request(method, path, contentType string, body io.Reader) (*http.Response, error) {
+	req, err := http.NewRequest(method, c.url+path, body)
+	if err != nil {
+		return nil, err
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	if c.admin != "" {
+		req.Header.Set("Authorization", "Bearer "+c.admin)
+	}
+	return http.DefaultClient.Do(req)
+}
+
 func (c *cluster) submit(doc string) api.Job {
 	c.t.Helper()
-	resp, err := http.Post(c.url+"/v1/jobs", "application/yaml", strings.NewReader(doc))
+	resp, err := c.request("POST", "/v1/jobs", "application/yaml", strings.NewReader(doc))
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -156,7 +225,7 @@ func (c *cluster) job(id string) api.Job {
 
 func (c *cluster) getJSON(path string, out any) {
 	c.t.Helper()
-	resp, err := http.Get(c.url + path)
+	resp, err := c.request("GET", path, "", nil)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -399,7 +468,7 @@ func TestSubmitWaitAndCLIOutputs(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	follow := exec.CommandContext(ctx, bin, "events", "--follow", "--server", c.url)
+	follow := exec.CommandContext(ctx, bin, "events", "--follow", "--server", c.url, "--token", c.admin)
 	var buf syncBuffer
 	follow.Stdout = &buf
 	_ = follow.Start()
@@ -413,4 +482,52 @@ func TestSubmitWaitAndCLIOutputs(t *testing.T) {
 	}
 	cancel()
 	_ = follow.Wait()
+}
+
+func TestSubmitterTokenCannotSubmitToAShareItLacks(t *testing.T) {
+	c := start(t)
+	c.worker("w1", 1)
+	out, err := c.cli("tokens", "create", "--role", "submitter", "--queue", "*", "--share", "research", "--name", "alice", "-o", "json")
+	if err != nil {
+		t.Fatalf("tokens create: %v\n%s", err, out)
+	}
+	var alice api.NewToken
+	if err := json.Unmarshal([]byte(out), &alice); err != nil || alice.Secret == "" {
+		t.Fatalf("tokens create -o json: %v\n%s", err, out)
+	}
+	dir := t.TempDir()
+	ops := filepath.Join(dir, "ops.yaml")
+	research := filepath.Join(dir, "research.yaml")
+	_ = os.WriteFile(ops, []byte("id: sneaky\nshare: ops\ntasks: [{name: t, run: echo no}]\n"), 0o644)
+	_ = os.WriteFile(research, []byte("id: fine\nshare: research\ntasks: [{name: t, run: echo yes}]\n"), 0o644)
+
+	out, err = c.cli("submit", ops, "--token", alice.Secret)
+	if err == nil || !strings.Contains(out, `share "ops" is not allowed for this token (allowed: research)`) || !strings.Contains(out, "forbidden") {
+		t.Fatalf("submitting to another share: %v\n%s", err, out)
+	}
+	if out, err := c.cli("submit", research, "--wait", "--token", alice.Secret); err != nil {
+		t.Fatalf("submitting to her own share: %v\n%s", err, out)
+	}
+	var list api.JobList
+	c.getJSON("/v1/jobs", &list)
+	if len(list.Jobs) != 1 || list.Jobs[0].ID != "fine" {
+		t.Fatalf("jobs %+v, want only the allowed one", list.Jobs)
+	}
+	// The secret is shown once: the list has the token, never its secret.
+	out, err = c.cli("tokens", "list")
+	if err != nil || !strings.Contains(out, alice.ID) || strings.Contains(out, alice.Secret) {
+		t.Fatalf("tokens list: %v\n%s", err, out)
+	}
+	if out, err := c.cli("tokens", "list", "--token", alice.Secret); err == nil || !strings.Contains(out, "forbidden") {
+		t.Errorf("a submitter listed tokens: %v\n%s", err, out)
+	}
+	if out, err := c.cli("tokens", "revoke", alice.ID); err != nil {
+		t.Fatalf("tokens revoke: %v\n%s", err, out)
+	}
+	if out, err := c.cli("list", "--token", alice.Secret); err == nil || !strings.Contains(out, "unauthorized") {
+		t.Errorf("a revoked token still lists jobs: %v\n%s", err, out)
+	}
+	if out, err := c.cli("list", "--token", ""); err == nil || !strings.Contains(out, "unauthorized") {
+		t.Errorf("no token still lists jobs: %v\n%s", err, out)
+	}
 }

@@ -23,6 +23,7 @@ import (
 type clientFlags struct {
 	server string
 	token  string
+	ca     string
 	output string
 }
 
@@ -33,6 +34,7 @@ func (f *clientFlags) register(cmd *cobra.Command) {
 	}
 	cmd.PersistentFlags().StringVar(&f.server, "server", server, "server URL (env ALLOT_SERVER)")
 	cmd.PersistentFlags().StringVar(&f.token, "token", os.Getenv("ALLOT_TOKEN"), "bearer token (env ALLOT_TOKEN)")
+	cmd.PersistentFlags().StringVar(&f.ca, "ca", os.Getenv("ALLOT_CA"), "PEM file of the CA that signed an https server's certificate (env ALLOT_CA)")
 	cmd.PersistentFlags().StringVarP(&f.output, "output", "o", "table", "output format: table, json or yaml")
 }
 
@@ -42,7 +44,15 @@ func (f *clientFlags) client() (*client.Client, error) {
 	default:
 		return nil, fmt.Errorf("-o: unknown output %q (known: table, json, yaml)", f.output)
 	}
-	return client.New(f.server, client.WithToken(f.token))
+	opts := []client.Option{client.WithToken(f.token)}
+	if f.ca != "" {
+		pool, err := client.LoadCA(f.ca)
+		if err != nil {
+			return nil, fmt.Errorf("--ca: %w", err)
+		}
+		opts = append(opts, client.WithRootCAs(pool))
+	}
+	return client.New(f.server, opts...)
 }
 
 // print writes v as JSON or YAML, or calls table for the table form.
@@ -73,7 +83,7 @@ func (f *clientFlags) print(w io.Writer, v any, table func(io.Writer) error) err
 func addClientCommands(root *cobra.Command) {
 	f := &clientFlags{}
 	cmds := []*cobra.Command{newSubmitCmd(f), newGetCmd(f), newListCmd(f), newCancelCmd(f), newLogsCmd(f),
-		newEventsCmd(f), newWorkersCmd(f), newQueuesCmd(f)}
+		newEventsCmd(f), newWorkersCmd(f), newQueuesCmd(f), newTokensCmd(f)}
 	for _, c := range cmds {
 		f.register(c)
 		root.AddCommand(c)

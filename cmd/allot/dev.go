@@ -1,27 +1,40 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/allot-sched/allot/internal/agent"
+	"github.com/allot-sched/allot/internal/api"
+	"github.com/allot-sched/allot/internal/auth"
+	"github.com/allot-sched/allot/internal/client"
 	"github.com/allot-sched/allot/internal/spec"
 )
 
 func newDevCmd() *cobra.Command {
 	var listen, dataDir, configFile string
 	var workers, slots int
+	var withAuth bool
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run a server, local workers and an embedded store: everything for a first try",
 		Long: `dev starts the control plane on an embedded store in a temporary directory (or
 --data-dir) and a few worker agents on this machine that run tasks as real processes.
-It prints the URL and a first command to try, and stops everything on Ctrl-C.`,
+It prints the URL and a first command to try, and stops everything on Ctrl-C.
+
+Without --auth the API takes no token (every caller is an admin), so dev only
+listens on a loopback address. With --auth it works as allot server does: the
+admin token's secret is in DATA_DIR/admin.token, and the local workers get a
+worker token of their own.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var cfg spec.ServerConfig
@@ -32,6 +45,9 @@ It prints the URL and a first command to try, and stops everything on Ctrl-C.`,
 				}
 			}
 			cfg.Server.Listen = listen
+			if !withAuth && !loopback(listen) {
+				return fmt.Errorf("--listen %s: without --auth, allot dev listens only on a loopback address (127.0.0.1, ::1, localhost); add --auth to listen there", listen)
+			}
 			if dataDir == "" {
 				dir, err := os.MkdirTemp("", "allot-dev-")
 				if err != nil {
@@ -44,13 +60,25 @@ It prints the URL and a first command to try, and stops everything on Ctrl-C.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			log := newLogger()
-			srv, err := startServer(ctx, cfg, log)
+			var srv *runningServer
+			var err error
+			if withAuth {
+				srv, err = startServerWith(ctx, cfg, log, serverOptions{auth: true})
+			} else {
+				srv, err = startServer(ctx, cfg, log)
+			}
 			if err != nil {
 				return err
 			}
+			var workerToken string
+			if withAuth {
+				if workerToken, err = devWorkerToken(cmd.Context(), srv.URL, dataDir); err != nil {
+					return err
+				}
+			}
 			var wg sync.WaitGroup
 			for i := 1; i <= workers; i++ {
-				a, err := agent.New(agent.Config{Server: srv.URL, Name: fmt.Sprintf("dev-%d", i), Slots: slots,
+				a, err := agent.New(agent.Config{Server: srv.URL, Token: workerToken, Name: fmt.Sprintf("dev-%d", i), Slots: slots,
 					Labels: map[string]string{"dev": "true"}, Logger: log})
 				if err != nil {
 					return err
@@ -66,7 +94,13 @@ It prints the URL and a first command to try, and stops everything on Ctrl-C.`,
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "Allot is running at %s (data in %s)\n", srv.URL, dataDir)
 			fmt.Fprintf(out, "%d local workers with %d slots each: dev-1 … dev-%d\n\n", workers, slots, workers)
-			fmt.Fprintf(out, "Try, in another terminal:\n  allot submit examples/jobs/pipeline.yaml --wait --server %s\n\n", srv.URL)
+			if withAuth {
+				file := filepath.Join(dataDir, auth.AdminTokenFile)
+				fmt.Fprintf(out, "Authentication is on; the admin token is in %s\n\n", file)
+				fmt.Fprintf(out, "Try, in another terminal:\n  ALLOT_TOKEN=$(cat %s) allot submit examples/jobs/pipeline.yaml --wait --server %s\n\n", file, srv.URL)
+			} else {
+				fmt.Fprintf(out, "Try, in another terminal:\n  allot submit examples/jobs/pipeline.yaml --wait --server %s\n\n", srv.URL)
+			}
 			fmt.Fprintln(out, "Press Ctrl-C to stop.")
 			err = srv.Wait()
 			wg.Wait()
@@ -78,5 +112,38 @@ It prints the URL and a first command to try, and stops everything on Ctrl-C.`,
 	cmd.Flags().StringVar(&configFile, "config", "", "configuration file (queues, policies, placement)")
 	cmd.Flags().IntVar(&workers, "workers", 2, "local workers to start")
 	cmd.Flags().IntVar(&slots, "slots", 2, "slots of each local worker")
+	cmd.Flags().BoolVar(&withAuth, "auth", false, "require bearer tokens, as allot server does (the admin token is written to DATA_DIR/admin.token)")
 	return cmd
+}
+
+// loopback reports whether a listen address only accepts connections from
+// this machine.
+func loopback(listen string) bool {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// devWorkerToken creates the token of dev's local workers (role worker,
+// names dev-*), as the admin whose secret the server wrote to dataDir.
+func devWorkerToken(ctx context.Context, url, dataDir string) (string, error) {
+	secret, err := os.ReadFile(filepath.Join(dataDir, auth.AdminTokenFile))
+	if err != nil {
+		return "", fmt.Errorf("reading the admin token: %w", err)
+	}
+	c, err := client.New(url, client.WithToken(strings.TrimSpace(string(secret))))
+	if err != nil {
+		return "", err
+	}
+	nt, err := c.CreateToken(ctx, api.CreateToken{Name: "allot dev workers", Role: string(auth.Worker), Workers: []string{"dev-*"}})
+	if err != nil {
+		return "", fmt.Errorf("creating the local workers' token: %w", err)
+	}
+	return nt.Secret, nil
 }

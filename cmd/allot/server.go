@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/allot-sched/allot/internal/api/rest"
+	"github.com/allot-sched/allot/internal/auth"
 	"github.com/allot-sched/allot/internal/control"
 	"github.com/allot-sched/allot/internal/spec"
 	"github.com/allot-sched/allot/internal/store/sqlite"
@@ -26,14 +28,23 @@ const defaultListen = "127.0.0.1:7070"
 
 func newServerCmd() *cobra.Command {
 	var configFile, listen, dataDir string
+	var heartbeatTimeout time.Duration
+	var noAuth bool
+	var tlsCert, tlsKey string
 	cmd := &cobra.Command{
 		Use:   "server",
 		Short: "Run the control plane: the API, the scheduling loop and the embedded store",
 		Long: `server runs Allot's control plane. It keeps its state in an embedded SQLite
 database under --data-dir, serves the REST API under /v1, and schedules tasks onto
-the workers that register with it (allot worker).`,
+the workers that register with it (allot worker).
+
+Every API call but /healthz, /readyz and /openapi.json needs a bearer token. On
+its first start the server creates an admin token and writes its secret to
+DATA_DIR/admin.token (readable by its owner only); create the other tokens with
+allot tokens create. --tls-cert and --tls-key serve the API over HTTPS.`,
 		Example: `  allot server --data-dir /var/lib/allot --listen 0.0.0.0:7070
-  allot server --config allot.yaml`,
+  allot server --config allot.yaml --tls-cert server.crt --tls-key server.key
+  ALLOT_TOKEN=$(cat /var/lib/allot/admin.token) allot tokens list`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var cfg spec.ServerConfig
@@ -49,9 +60,22 @@ the workers that register with it (allot worker).`,
 			if cmd.Flags().Changed("data-dir") || cfg.Server.DataDir == "" {
 				cfg.Server.DataDir = dataDir
 			}
+			if cmd.Flags().Changed("heartbeat-timeout") {
+				cfg.Server.HeartbeatTimeout = spec.Duration(heartbeatTimeout)
+			}
+			if cmd.Flags().Changed("tls-cert") {
+				cfg.Server.TLS.Cert = tlsCert
+			}
+			if cmd.Flags().Changed("tls-key") {
+				cfg.Server.TLS.Key = tlsKey
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			srv, err := startServer(ctx, cfg, newLogger())
+			log := newLogger()
+			if noAuth {
+				log.Warn("authentication is off (--no-auth): anyone who reaches the API may do anything", "listen", cfg.Server.Listen)
+			}
+			srv, err := startServerWith(ctx, cfg, log, serverOptions{auth: !noAuth})
 			if err != nil {
 				return err
 			}
@@ -62,6 +86,10 @@ the workers that register with it (allot worker).`,
 	cmd.Flags().StringVar(&configFile, "config", "", "configuration file (YAML): queues, policies, placement, server settings")
 	cmd.Flags().StringVar(&listen, "listen", defaultListen, "address to listen on")
 	cmd.Flags().StringVar(&dataDir, "data-dir", "allot-data", "directory of the embedded database")
+	cmd.Flags().DurationVar(&heartbeatTimeout, "heartbeat-timeout", control.DefaultHeartbeatTimeout, "a worker silent this long is declared lost and its tasks requeued")
+	cmd.Flags().BoolVar(&noAuth, "no-auth", false, "serve the API without authentication: every caller is an admin (trusted networks only)")
+	cmd.Flags().StringVar(&tlsCert, "tls-cert", "", "certificate file (PEM) to serve HTTPS with; needs --tls-key")
+	cmd.Flags().StringVar(&tlsKey, "tls-key", "", "private key file (PEM) of --tls-cert")
 	return cmd
 }
 
@@ -82,9 +110,26 @@ type runningServer struct {
 // Wait blocks until the server stops and returns why.
 func (s *runningServer) Wait() error { return <-s.errc }
 
+// serverOptions are the ways a started server differs between commands.
+type serverOptions struct {
+	// auth switches authentication on, creating the first admin token in
+	// the data directory if the store has none.
+	auth bool
+}
+
 // startServer opens the store, rebuilds the engine, and serves the API until
-// ctx ends.
+// ctx ends, without authentication: every caller is an admin. allot dev uses
+// it on loopback; allot server uses startServerWith.
 func startServer(ctx context.Context, cfg spec.ServerConfig, log *slog.Logger) (*runningServer, error) {
+	return startServerWith(ctx, cfg, log, serverOptions{})
+}
+
+// startServerWith is startServer with options.
+func startServerWith(ctx context.Context, cfg spec.ServerConfig, log *slog.Logger, opt serverOptions) (*runningServer, error) {
+	tlsConfig, err := serverTLS(cfg.Server.TLS)
+	if err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(cfg.Server.DataDir, 0o755); err != nil {
 		return nil, err
 	}
@@ -92,8 +137,21 @@ func startServer(ctx context.Context, cfg spec.ServerConfig, log *slog.Logger) (
 	if err != nil {
 		return nil, err
 	}
+	var authn *auth.Authenticator
+	if opt.auth {
+		file := filepath.Join(cfg.Server.DataDir, auth.AdminTokenFile)
+		tok, created, err := auth.Bootstrap(ctx, st, file, time.Now())
+		if err != nil {
+			st.Close()
+			return nil, err
+		}
+		if created {
+			log.Info("created the first admin token; its secret is in the file (mode 0600)", "token", tok.ID, "file", file)
+		}
+		authn = auth.NewAuthenticator(st, nil, 0)
+	}
 	ctrl, err := control.New(ctx, control.Config{Scheduling: cfg.Scheduling, CycleEvery: time.Duration(cfg.Server.CycleEvery),
-		StopGrace: time.Duration(cfg.Server.StopGrace), Logger: log}, st)
+		StopGrace: time.Duration(cfg.Server.StopGrace), HeartbeatTimeout: time.Duration(cfg.Server.HeartbeatTimeout), Logger: log}, st)
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -103,10 +161,15 @@ func startServer(ctx context.Context, cfg spec.ServerConfig, log *slog.Logger) (
 		st.Close()
 		return nil, err
 	}
-	api := rest.New(ctrl, rest.Options{MaxBodyBytes: int64(cfg.Server.MaxBodyBytes) << 20, Logger: log})
-	hs := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	api := rest.New(ctrl, rest.Options{MaxBodyBytes: int64(cfg.Server.MaxBodyBytes) << 20, Logger: log, Auth: authn})
+	hs := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second, TLSConfig: tlsConfig}
 	hs.RegisterOnShutdown(ctrl.ReleaseWaiters)
-	s := &runningServer{URL: "http://" + ln.Addr().String(), errc: make(chan error, 1)}
+	scheme := "http"
+	if tlsConfig != nil {
+		scheme = "https"
+		ln = tls.NewListener(ln, tlsConfig)
+	}
+	s := &runningServer{URL: scheme + "://" + ln.Addr().String(), errc: make(chan error, 1)}
 	loopCtx, stopLoop := context.WithCancel(context.Background())
 	loopErr := make(chan error, 1)
 	go func() { loopErr <- ctrl.Run(loopCtx) }()
@@ -136,4 +199,20 @@ func startServer(ctx context.Context, cfg spec.ServerConfig, log *slog.Logger) (
 		s.errc <- err
 	}()
 	return s, nil
+}
+
+// serverTLS loads the certificate and key of server.tls (or --tls-cert and
+// --tls-key); nil when neither is set: plain HTTP.
+func serverTLS(t spec.TLSSettings) (*tls.Config, error) {
+	if t.Cert == "" && t.Key == "" {
+		return nil, nil
+	}
+	if t.Cert == "" || t.Key == "" {
+		return nil, errors.New("server.tls: the certificate (--tls-cert) and its key (--tls-key) go together; give both")
+	}
+	cert, err := tls.LoadX509KeyPair(t.Cert, t.Key)
+	if err != nil {
+		return nil, fmt.Errorf("server.tls: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
 }

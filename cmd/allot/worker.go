@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/allot-sched/allot/internal/agent"
+	"github.com/allot-sched/allot/internal/client"
 	"github.com/allot-sched/allot/internal/spec"
 )
 
@@ -19,6 +20,7 @@ func newWorkerCmd() *cobra.Command {
 		cpu, memory, gpuMemory string
 		labels                 []string
 		cost                   float64
+		caFile                 string
 	)
 	cmd := &cobra.Command{
 		Use:   "worker --server URL",
@@ -57,6 +59,11 @@ running tasks (SIGTERM, then SIGKILL after --grace) and reports them.`,
 			if cfg.Server == "" {
 				return fmt.Errorf("--server: the URL of the Allot server is required (or set ALLOT_SERVER)")
 			}
+			if caFile != "" {
+				if cfg.RootCAs, err = client.LoadCA(caFile); err != nil {
+					return fmt.Errorf("--ca: %w", err)
+				}
+			}
 			cfg.Logger = newLogger()
 			a, err := agent.New(cfg)
 			if err != nil {
@@ -70,6 +77,7 @@ running tasks (SIGTERM, then SIGKILL after --grace) and reports them.`,
 	f := cmd.Flags()
 	f.StringVar(&cfg.Server, "server", os.Getenv("ALLOT_SERVER"), "server URL (env ALLOT_SERVER)")
 	f.StringVar(&cfg.Token, "token", os.Getenv("ALLOT_TOKEN"), "bearer token with the worker role (env ALLOT_TOKEN)")
+	f.StringVar(&caFile, "ca", os.Getenv("ALLOT_CA"), "PEM file of the CA that signed an https server's certificate (env ALLOT_CA)")
 	f.StringVar(&cfg.Name, "name", "", "worker name (default: the host name)")
 	f.StringVar(&cpu, "cpu", "", "CPUs offered, e.g. 8 or 7500m (default: detected)")
 	f.StringVar(&memory, "memory", "", "memory offered, e.g. 30Gi (default: detected from /proc/meminfo)")

@@ -8,6 +8,7 @@ package agent
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -45,6 +46,9 @@ type Config struct {
 	// Token is the bearer token (a worker role); empty for a development
 	// server without authentication.
 	Token string
+	// RootCAs, when set, are the only certificate authorities trusted for
+	// an https Server (a private CA); nil trusts the system's.
+	RootCAs *x509.CertPool
 	// Name identifies the worker; it defaults to the host name. A worker
 	// that restarts under the same name takes its place back.
 	Name string
@@ -107,7 +111,11 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Server == "" {
 		return nil, errors.New("agent: server: the URL of the Allot server is required")
 	}
-	c, err := client.New(cfg.Server, client.WithToken(cfg.Token))
+	opts := []client.Option{client.WithToken(cfg.Token)}
+	if cfg.RootCAs != nil {
+		opts = append(opts, client.WithRootCAs(cfg.RootCAs))
+	}
+	c, err := client.New(cfg.Server, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("agent: server: %w", err)
 	}
@@ -219,13 +227,20 @@ func (a *Agent) Run(ctx context.Context) error {
 }
 
 // running lists the attempts the worker holds (running or queued for a
-// slot), sorted, for a registration.
+// slot) and those whose reports the server has not taken yet, sorted, for
+// a registration.
 func (a *Agent) running() []api.Attempt {
+	held := a.report.held()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	out := make([]api.Attempt, 0, len(a.attempts))
+	out := make([]api.Attempt, 0, len(a.attempts)+len(held))
 	for k := range a.attempts {
 		out = append(out, k)
+	}
+	for _, k := range held {
+		if _, dup := a.attempts[k]; !dup {
+			out = append(out, k)
+		}
 	}
 	sort.Slice(out, func(i, j int) bool {
 		x, y := out[i], out[j]

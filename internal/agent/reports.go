@@ -27,7 +27,10 @@ type reporter struct {
 
 	mu      sync.Mutex
 	pending []api.Report
-	wake    chan struct{}
+	// inflight is the batch being sent: it has left pending but the server
+	// has not taken it yet.
+	inflight []api.Report
+	wake     chan struct{}
 }
 
 // errRejected marks a batch the server refused for what it contains:
@@ -62,6 +65,7 @@ func (r *reporter) take() []api.Report {
 	n := min(len(r.pending), maxReportBatch)
 	b := append([]api.Report(nil), r.pending[:n]...)
 	r.pending = r.pending[n:]
+	r.inflight = b
 	return b
 }
 
@@ -71,6 +75,31 @@ func (r *reporter) putBack(b []api.Report) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.pending = append(b, r.pending...)
+	r.inflight = nil
+}
+
+// delivered ends the batch in flight: the server took (or refused) it.
+func (r *reporter) delivered() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.inflight = nil
+}
+
+// held lists the attempts whose reports the server has not taken yet,
+// queued or in flight. A registration lists them with the running ones, so
+// a server that restarted keeps those attempts for the reports to come
+// instead of requeueing them and ignoring their results.
+func (r *reporter) held() []api.Attempt {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]api.Attempt, 0, len(r.pending)+len(r.inflight))
+	for _, rep := range r.inflight {
+		out = append(out, rep.Attempt)
+	}
+	for _, rep := range r.pending {
+		out = append(out, rep.Attempt)
+	}
+	return out
 }
 
 // run delivers reports as they come until ctx ends.
@@ -126,14 +155,17 @@ func (r *reporter) sendOne(ctx context.Context) error {
 	err := r.send(ctx, b)
 	switch {
 	case err == nil:
+		r.delivered()
 		return nil
 	case !errors.Is(err, errRejected):
 		r.putBack(b)
 		return err
 	case len(b) == 1:
+		r.delivered()
 		r.log.Error("the server rejected a report; dropping it", append(attemptAttrs(b[0].Attempt), "err", err)...)
 		return nil
 	}
+	defer r.delivered()
 	for i, one := range b {
 		if err := r.send(ctx, []api.Report{one}); err != nil {
 			if !errors.Is(err, errRejected) {

@@ -166,6 +166,32 @@ func TestMethodsSendTheRouteAndDecodeTheAnswer(t *testing.T) {
 			want: api.Worker{Name: "w1", State: "draining", Slots: 1},
 		},
 		{
+			name: "CreateToken sends the request and decodes the secret",
+			call: func(c *Client) (any, error) {
+				return c.CreateToken(ctx, api.CreateToken{Name: "alice", Role: "submitter", Queues: []string{"q"}, Shares: []string{"s"},
+					ExpiresIn: spec.Duration(720 * time.Hour)})
+			},
+			status: 201, answer: `{"id":"tok-1","name":"alice","role":"submitter","queues":["q"],"shares":["s"],"created":"2026-01-01T00:00:00Z","secret":"allot_x"}`,
+			method: "POST", path: "/prefix/v1/tokens", contentType: "application/json",
+			body: `{"name":"alice","role":"submitter","queues":["q"],"shares":["s"],"expiresIn":"720h0m0s"}`,
+			want: api.NewToken{Token: api.Token{ID: "tok-1", Name: "alice", Role: "submitter", Queues: []string{"q"}, Shares: []string{"s"},
+				Created: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}, Secret: "allot_x"},
+		},
+		{
+			name:   "Tokens",
+			call:   func(c *Client) (any, error) { return c.Tokens(ctx) },
+			status: 200, answer: `[{"id":"tok-1","role":"worker","workers":["gpu-*"],"created":"2026-01-01T00:00:00Z"}]`,
+			method: "GET", path: "/prefix/v1/tokens",
+			want: []api.Token{{ID: "tok-1", Role: "worker", Workers: []string{"gpu-*"}, Created: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}},
+		},
+		{
+			name:   "RevokeToken escapes the id",
+			call:   func(c *Client) (any, error) { return c.RevokeToken(ctx, "tok/1") },
+			status: 200, answer: `{"id":"tok/1","role":"admin","created":"2026-01-01T00:00:00Z","revoked":"2026-01-02T00:00:00Z"}`,
+			method: "DELETE", path: "/prefix/v1/tokens/tok%2F1",
+			want: api.Token{ID: "tok/1", Role: "admin", Created: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Revoked: ptr(time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC))},
+		},
+		{
 			name: "Lease sends the wait and decodes the batch",
 			call: func(c *Client) (any, error) {
 				return c.Lease(ctx, "w1", api.LeaseRequest{Wait: spec.Duration(30 * time.Second)})

@@ -28,6 +28,12 @@ type Config struct {
 	CycleEvery time.Duration
 	// StopGrace is how long a stopped task gets between SIGTERM and SIGKILL.
 	StopGrace time.Duration
+	// HeartbeatTimeout is how long a worker may stay silent (no heartbeat,
+	// lease request or report) before it is declared lost: its tasks are
+	// requeued, which is not a failed attempt, and it must register again.
+	// It also bounds how long the server waits, after a restart, for a
+	// worker it knew to come back.
+	HeartbeatTimeout time.Duration
 	// MaxBatch bounds how many requests one loop round takes.
 	MaxBatch int
 	// Clock reads the time; tests inject a fake.
@@ -42,6 +48,9 @@ func (c *Config) defaults() {
 	if c.StopGrace <= 0 {
 		c.StopGrace = 10 * time.Second
 	}
+	if c.HeartbeatTimeout <= 0 {
+		c.HeartbeatTimeout = DefaultHeartbeatTimeout
+	}
 	if c.MaxBatch <= 0 {
 		c.MaxBatch = 1024
 	}
@@ -52,6 +61,10 @@ func (c *Config) defaults() {
 		c.Logger = slog.Default()
 	}
 }
+
+// DefaultHeartbeatTimeout is Config.HeartbeatTimeout when unset: six
+// heartbeats of an agent with its default interval.
+const DefaultHeartbeatTimeout = 30 * time.Second
 
 // ErrStopped is returned to requests made after the loop ended.
 var ErrStopped = errors.New("the scheduling loop is not running")
@@ -71,6 +84,10 @@ type Controller struct {
 	// Loop-owned state: only the loop goroutine touches it.
 	jobs    map[string]*liveJob
 	workers map[string]*liveWorker
+	// running indexes the task records in the running state by worker, so
+	// that what one worker runs is found without walking every job. It may
+	// hold records that have since moved on; readers check the record.
+	running map[string]map[*store.Task]struct{}
 
 	// Shared with API goroutines.
 	mu       sync.Mutex
@@ -98,6 +115,7 @@ func New(ctx context.Context, cfg Config, st store.Store) (*Controller, error) {
 	}
 	c := &Controller{cfg: cfg, st: st, eng: eng, engCfg: engCfg, reqs: make(chan *request, cfg.MaxBatch),
 		done: make(chan struct{}), closing: make(chan struct{}), jobs: map[string]*liveJob{}, workers: map[string]*liveWorker{},
+		running: map[string]map[*store.Task]struct{}{},
 		boxes: map[string]*mailbox{}, notifyCh: make(chan struct{})}
 	if err := c.recover(ctx); err != nil {
 		return nil, fmt.Errorf("rebuilding the engine from the store: %w", err)
@@ -165,6 +183,9 @@ func (c *Controller) round(ctx context.Context, batch []*request, ticked bool) e
 	t := &txn{c: c, now: c.cfg.Clock().UTC(), assign: map[string][]api.Assignment{}, stops: map[string][]api.StopOrder{}}
 	for _, r := range batch {
 		r.val, r.err = r.fn(t)
+	}
+	if ticked {
+		c.checkLost(t)
 	}
 	if t.changed || ticked {
 		c.cycle(t)

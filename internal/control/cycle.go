@@ -77,7 +77,9 @@ func (c *Controller) record(t *txn, d *engine.Decisions) (again bool) {
 		if rec == nil {
 			continue
 		}
+		c.unindexRunning(rec)
 		rec.State, rec.Worker, rec.Attempt, rec.Started = string(model.TaskRunning), s.Worker, s.Attempt, t.now
+		c.indexRunning(rec)
 		rec.Ended, rec.ExitCode, rec.Output, rec.Result, rec.Reason, rec.Message = time.Time{}, nil, "", nil, "", ""
 		t.touchTask(rec)
 		if lj.rec.State == "pending" {
@@ -167,6 +169,7 @@ func (c *Controller) deliver(t *txn) {
 	for name, box := range t.newBoxes {
 		if old, ok := c.boxes[name]; ok {
 			box.assign, box.stops = old.assign, old.stops
+			wake(old) // a poll waiting on the old box looks in the new one
 		}
 		c.boxes[name] = box
 	}

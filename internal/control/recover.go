@@ -16,8 +16,12 @@ import (
 
 // recover rebuilds the engine from the store: policies changed at run time,
 // workers, then every unfinished job with its tasks in the state recorded.
-// A task recorded as running stays running on its worker until the worker
-// reports or re-registers; if the worker is unknown, the task is requeued.
+// A task recorded as running stays running on its worker: the worker's next
+// heartbeat, lease request or report is told to register again, and its
+// registration lists what it still runs, so the server keeps, stops or
+// requeues each attempt (reconcile). A worker that does not come back
+// within the heartbeat timeout is declared lost and its tasks requeued; a
+// task recorded on a worker that is unknown or lost is requeued at once.
 func (c *Controller) recover(ctx context.Context) error {
 	now := c.cfg.Clock().UTC()
 	for _, q := range c.engCfg.Queues {
@@ -45,18 +49,25 @@ func (c *Controller) recover(ctx context.Context) error {
 		if err := json.Unmarshal(w.Spec, &reg); err != nil {
 			return fmt.Errorf("stored worker %q: %w", w.Name, err)
 		}
+		lw := &liveWorker{rec: w, reg: reg}
+		c.workers[w.Name] = lw
+		if w.State == workerLost {
+			continue // gone before the restart: it registers as new
+		}
 		mw, err := workerModel(reg, now)
 		if err != nil {
 			return fmt.Errorf("stored worker %q: %w", w.Name, err)
 		}
-		mw.State = model.WorkerState(w.State)
+		// Disabled until it registers again: it keeps its running tasks,
+		// but a task started on it now could not be handed over (it has
+		// no mailbox yet), and only its registration says what it still
+		// runs. If it does not come back within the heartbeat timeout, it
+		// is declared lost.
+		mw.State = model.WorkerDisabled
 		if err := c.eng.Apply(engine.AddWorker{Worker: mw, At: now}); err != nil {
 			return err
 		}
-		c.workers[w.Name] = &liveWorker{rec: w, reg: reg}
-		// A fresh mailbox: the worker gets until its heartbeat timeout to
-		// come back before it is declared lost.
-		c.boxes[w.Name] = newMailbox(now)
+		lw.recovered = now
 	}
 	jobs, tasks, err := c.st.Unfinished(ctx)
 	if err != nil {
@@ -82,8 +93,18 @@ func (c *Controller) recover(ctx context.Context) error {
 				return fmt.Errorf("stored job %q: task %q is not in its spec", j.ID, r.Name)
 			}
 			*rec = r
-			if err := c.restoreTask(rec); err != nil {
-				return fmt.Errorf("stored job %q: %w", j.ID, err)
+		}
+		// Ended tasks first: a running task may need one listed after it
+		// in the spec, and only a task whose needs succeeded can run.
+		for _, running := range []bool{false, true} {
+			for _, mt := range lj.model.Tasks {
+				rec := lj.tasks[mt.Name]
+				if (rec.State == string(model.TaskRunning)) != running {
+					continue
+				}
+				if err := c.restoreTask(rec); err != nil {
+					return fmt.Errorf("stored job %q: %w", j.ID, err)
+				}
 			}
 		}
 	}
@@ -93,7 +114,8 @@ func (c *Controller) recover(ctx context.Context) error {
 func (c *Controller) restoreTask(rec *store.Task) error {
 	switch model.TaskState(rec.State) {
 	case model.TaskRunning:
-		if _, ok := c.workers[rec.Worker]; ok {
+		if lw, ok := c.workers[rec.Worker]; ok && lw.rec.State != workerLost {
+			c.indexRunning(rec)
 			return c.eng.Apply(engine.RestoreRunning{Job: rec.Job, Task: rec.Name, Worker: rec.Worker,
 				Started: rec.Started, Attempt: rec.Attempt, Fails: rec.Fails})
 		}

@@ -25,7 +25,17 @@ type liveJob struct {
 type liveWorker struct {
 	rec store.Worker
 	reg api.Register
+	// recovered is set for a worker rebuilt from the store at start-up
+	// that has not registered again since: the engine holds it disabled
+	// (it keeps its running tasks but takes no new ones) until it does,
+	// because only its registration says what it still runs. The time is
+	// when the wait began, for the heartbeat timeout.
+	recovered time.Time
 }
+
+// workerLost is the stored state of a worker declared lost: it is no
+// longer in the engine, and registering again brings it back as new.
+const workerLost = "lost"
 
 // mailbox holds what the loop decided for one worker until the worker's
 // lease request takes it. It is guarded by Controller.mu.
@@ -89,6 +99,9 @@ func (t *txn) flush() {
 	}
 	for _, r := range t.tasks {
 		t.batch.Tasks = append(t.batch.Tasks, *r)
+		if r.State != string(model.TaskRunning) {
+			t.c.unindexRunning(r)
+		}
 	}
 	t.jobs, t.tasks, t.touched = nil, nil, nil
 }
@@ -122,7 +135,7 @@ const (
 	EventTaskPreempted    = "task_preempted"
 	EventTaskCancelled    = "task_cancelled"
 	EventWorkerRegistered = "worker_registered"
-	EventWorkerLeft       = "worker_left"
+	EventWorkerLost       = "worker_lost"
 	EventWorkerState      = "worker_state"
 	EventPolicyChanged    = "policy_changed"
 	EventPriorityChanged  = "priority_changed"

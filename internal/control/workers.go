@@ -26,10 +26,11 @@ func workerModel(reg api.Register, now time.Time) (model.Worker, error) {
 }
 
 // Register adds a worker, or takes back one that registers again (after a
-// restart of the server or of its connection). A returning worker lists the
-// attempts it still runs: the server keeps those it also thinks run there,
-// stops the ones it has given to someone else, and requeues the ones the
-// worker no longer has.
+// restart of the server or of its connection, or after it was declared
+// lost). A returning worker lists the attempts it still runs: the server
+// keeps those it also thinks run there, stops the ones it has given to
+// someone else (or requeued when the worker was lost), and requeues the
+// ones the worker no longer has.
 func (c *Controller) Register(ctx context.Context, reg api.Register) (api.Worker, error) {
 	v, err := c.do(ctx, func(t *txn) (any, error) {
 		mw, err := workerModel(reg, t.now)
@@ -37,6 +38,10 @@ func (c *Controller) Register(ctx context.Context, reg api.Register) (api.Worker
 			return nil, err
 		}
 		lw, known := c.workers[reg.Name]
+		if known && lw.rec.State == workerLost {
+			// The engine forgot it when it was lost: it joins as new.
+			known = false
+		}
 		if known && !sameHardware(lw.reg, reg) {
 			// Hardware or labels changed: leave and join again.
 			if err := c.eng.Apply(engine.RemoveWorker{Name: reg.Name, At: t.now,
@@ -45,7 +50,8 @@ func (c *Controller) Register(ctx context.Context, reg api.Register) (api.Worker
 			}
 			known = false
 		}
-		if !known {
+		switch {
+		case !known:
 			if err := c.eng.Apply(engine.AddWorker{Worker: mw, At: t.now}); err != nil {
 				return nil, err
 			}
@@ -53,6 +59,13 @@ func (c *Controller) Register(ctx context.Context, reg api.Register) (api.Worker
 			lw = &liveWorker{reg: reg, rec: store.Worker{Name: reg.Name, State: string(model.WorkerReady), Registered: t.now, Spec: spec}}
 			c.workers[reg.Name] = lw
 			t.event(EventWorkerRegistered, "", "", reg.Name, model.Reason{}, nil)
+		case !lw.recovered.IsZero():
+			// Back after a server restart: it may take tasks again, in
+			// the state an operator left it in.
+			if err := c.eng.Apply(engine.SetWorkerState{Name: reg.Name, State: model.WorkerState(lw.rec.State), At: t.now}); err != nil {
+				return nil, err
+			}
+			lw.recovered = time.Time{}
 		}
 		lw.reg.Running = nil
 		lw.rec.LastSeen = t.now
@@ -78,25 +91,18 @@ func sameHardware(a, b api.Register) bool {
 
 // reconcile compares what a worker says it runs with what the server thinks.
 func (c *Controller) reconcile(t *txn, worker string, running []api.Attempt) {
-	has := map[api.Attempt]bool{}
+	has := make(map[api.Attempt]bool, len(running))
 	for _, a := range running {
 		has[a] = true
 	}
-	for _, id := range c.jobIDs() {
-		lj := c.jobs[id]
-		for _, mt := range lj.model.Tasks {
-			rec := lj.tasks[mt.Name]
-			if rec.State != string(model.TaskRunning) || rec.Worker != worker {
-				continue
-			}
-			a := api.Attempt{Job: id, Task: rec.Name, Attempt: rec.Attempt}
-			if has[a] {
-				delete(has, a)
-				continue
-			}
-			_ = c.eng.Apply(engine.FinishTask{Job: id, Task: rec.Name, Outcome: model.Requeued, At: t.now,
-				Message: fmt.Sprintf("worker %q no longer runs attempt %d", worker, rec.Attempt)})
+	for _, rec := range c.runningOn(worker) {
+		a := api.Attempt{Job: rec.Job, Task: rec.Name, Attempt: rec.Attempt}
+		if has[a] {
+			delete(has, a)
+			continue
 		}
+		_ = c.eng.Apply(engine.FinishTask{Job: rec.Job, Task: rec.Name, Outcome: model.Requeued, At: t.now,
+			Message: fmt.Sprintf("worker %q no longer runs attempt %d", worker, rec.Attempt)})
 	}
 	// What is left runs on the worker but not in the server's view: stop it.
 	var stale []api.Attempt
@@ -107,21 +113,15 @@ func (c *Controller) reconcile(t *txn, worker string, running []api.Attempt) {
 		if stale[i].Job != stale[j].Job {
 			return stale[i].Job < stale[j].Job
 		}
-		return stale[i].Task < stale[j].Task
+		if stale[i].Task != stale[j].Task {
+			return stale[i].Task < stale[j].Task
+		}
+		return stale[i].Attempt < stale[j].Attempt
 	})
 	for _, a := range stale {
 		t.stops[worker] = append(t.stops[worker], api.StopOrder{Attempt: a, Grace: spec.Duration(c.cfg.StopGrace),
 			Reason: model.Because(model.ReasonWorkerLost, "the server no longer assigns this attempt to %q", worker)})
 	}
-}
-
-func (c *Controller) jobIDs() []string {
-	ids := make([]string, 0, len(c.jobs))
-	for id := range c.jobs {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	return ids
 }
 
 // Lease hands a worker its new assignments and stop orders, waiting up to
@@ -134,10 +134,14 @@ func (c *Controller) Lease(ctx context.Context, worker string, wait time.Duratio
 		if !ok {
 			return api.Lease{}, false, nil, fmt.Errorf("%w: worker %q is not registered", ErrNotFound, worker)
 		}
-		box.lastSeen = c.cfg.Clock()
 		l := api.Lease{Assignments: box.assign, Stops: box.stops}
 		box.assign, box.stops = nil, nil
 		return l, len(l.Assignments)+len(l.Stops) > 0, box.wake, nil
+	}
+	// The request is contact; the end of a long poll is not (a worker
+	// frozen while its poll was open says nothing when the poll ends).
+	if err := c.seen(worker); err != nil {
+		return api.Lease{}, err
 	}
 	l, got, wakeCh, err := c.leaseOrEmpty(take)
 	if err != nil || got || wait <= 0 {
@@ -145,16 +149,25 @@ func (c *Controller) Lease(ctx context.Context, worker string, wait time.Duratio
 	}
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
-	select {
-	case <-wakeCh:
-	case <-timer.C:
-	case <-ctx.Done():
-		return emptyLease(), nil
-	case <-c.done:
-	case <-c.closing:
+	for {
+		select {
+		case <-wakeCh:
+			// Orders arrived, or a wake-up left over from orders an
+			// earlier request already took: look, and wait on if empty.
+			// Answering empty would send the worker away for nothing.
+			if l, got, wakeCh, err = c.leaseOrEmpty(take); err != nil || got {
+				return l, err
+			}
+			continue
+		case <-timer.C:
+		case <-ctx.Done():
+			return emptyLease(), nil
+		case <-c.done:
+		case <-c.closing:
+		}
+		l, _, _, err = c.leaseOrEmpty(take)
+		return l, err
 	}
-	l, _, _, err = c.leaseOrEmpty(take)
-	return l, err
 }
 
 func (c *Controller) leaseOrEmpty(take func() (api.Lease, bool, chan struct{}, error)) (api.Lease, bool, chan struct{}, error) {
@@ -172,8 +185,13 @@ func emptyLease() api.Lease {
 	return api.Lease{Assignments: []api.Assignment{}, Stops: []api.StopOrder{}}
 }
 
-// Heartbeat records that a worker is alive.
-func (c *Controller) Heartbeat(worker string) error {
+// Heartbeat records that a worker is alive. A worker the server does not
+// know (it restarted, or declared the worker lost) gets ErrNotFound: it
+// must register again and say what it still runs.
+func (c *Controller) Heartbeat(worker string) error { return c.seen(worker) }
+
+// seen records contact with a worker, or says it must register first.
+func (c *Controller) seen(worker string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	box, ok := c.boxes[worker]
@@ -186,8 +204,13 @@ func (c *Controller) Heartbeat(worker string) error {
 
 // Report applies what workers report about finished attempts. A report of
 // an attempt the server no longer assigns (a duplicate, or one it stopped or
-// gave away) is acknowledged and ignored, so a worker may resend safely.
+// gave away) is acknowledged and ignored, so a worker may resend safely. A
+// worker the server does not know gets ErrNotFound, so that it registers
+// again (listing the attempts whose reports it holds) before resending.
 func (c *Controller) Report(ctx context.Context, worker string, reports []api.Report) error {
+	if err := c.seen(worker); err != nil {
+		return err
+	}
 	_, err := c.do(ctx, func(t *txn) (any, error) {
 		for _, r := range reports {
 			c.report(t, worker, r)
@@ -255,16 +278,14 @@ func (c *Controller) workerView(lw *liveWorker) api.Worker {
 		cost = *lw.reg.CostPerHour
 	}
 	slots := max(lw.reg.Slots, 1)
-	running := 0
-	for _, lj := range c.jobs {
-		for _, rec := range lj.tasks {
-			if rec.State == string(model.TaskRunning) && rec.Worker == lw.rec.Name {
-				running++
-			}
-		}
+	seen := lw.rec.LastSeen
+	c.mu.Lock()
+	if box, ok := c.boxes[lw.rec.Name]; ok && box.lastSeen.After(seen) {
+		seen = box.lastSeen
 	}
+	c.mu.Unlock()
 	return api.Worker{Name: lw.rec.Name, State: lw.rec.State, Resources: lw.reg.Resources, Labels: lw.reg.Labels,
-		Slots: slots, Running: running, CostPerHour: cost, LastSeen: lw.rec.LastSeen}
+		Slots: slots, Running: len(c.runningOn(lw.rec.Name)), CostPerHour: cost, LastSeen: seen.UTC()}
 }
 
 // SetWorkerState drains, disables or readies a worker.
@@ -279,8 +300,16 @@ func (c *Controller) SetWorkerState(ctx context.Context, worker string, state mo
 		default:
 			return nil, spec.Errors{{Path: "state", Msg: fmt.Sprintf("unknown state %q (known: ready, draining, disabled)", state)}}
 		}
-		if err := c.eng.Apply(engine.SetWorkerState{Name: worker, State: state, At: t.now}); err != nil {
-			return nil, err
+		switch {
+		case lw.rec.State == workerLost:
+			return nil, fmt.Errorf("%w: worker %q is lost; it takes a state again once it registers", ErrConflict, worker)
+		case !lw.recovered.IsZero():
+			// The engine holds it disabled until it registers again; this
+			// is the state it comes back in.
+		default:
+			if err := c.eng.Apply(engine.SetWorkerState{Name: worker, State: state, At: t.now}); err != nil {
+				return nil, err
+			}
 		}
 		lw.rec.State = string(state)
 		t.batch.Workers = append(t.batch.Workers, lw.rec)

@@ -134,6 +134,9 @@ func (e *Engine) Apply(ev Event) error {
 	case RestoreTask:
 		return e.restoreTask(ev)
 	case AddWorker:
+		if !knownWorkerState(ev.Worker.State) && ev.Worker.State != "" {
+			return fmt.Errorf("worker %q: state: %w worker state %q", ev.Worker.Name, ErrInvalid, ev.Worker.State)
+		}
 		w, err := e.fleet.Add(ev.Worker)
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrDuplicate, err)
@@ -149,6 +152,9 @@ func (e *Engine) Apply(ev Event) error {
 		w, ok := e.fleet.Worker(ev.Name)
 		if !ok {
 			return fmt.Errorf("%w %q", ErrUnknownWorker, ev.Name)
+		}
+		if !knownWorkerState(ev.State) {
+			return fmt.Errorf("worker %q: state: %w worker state %q", ev.Name, ErrInvalid, ev.State)
 		}
 		e.advance(ev.At)
 		e.fleet.SetState(w, ev.State)
@@ -180,6 +186,12 @@ func (e *Engine) Apply(ev Event) error {
 		return nil
 	}
 	return fmt.Errorf("%w event %T", ErrInvalid, ev)
+}
+
+// knownWorkerState reports whether s is a state placement understands; any
+// other value would leave a worker counted as ready but taking nothing.
+func knownWorkerState(s model.WorkerState) bool {
+	return s == model.WorkerReady || s == model.WorkerDraining || s == model.WorkerDisabled
 }
 
 // setPolicy installs a policy on q and regroups q's jobs under it. The new

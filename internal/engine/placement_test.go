@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -139,8 +140,20 @@ func TestDrainingAndDisabledWorkersTakeNothingNew(t *testing.T) {
 	})
 	t.Run("unknown worker", func(t *testing.T) {
 		e := engineWith(t, Config{})
-		if err := e.Apply(SetWorkerState{Name: "nope", State: model.WorkerDraining}); err == nil {
-			t.Fatal("draining an unknown worker succeeded")
+		if err := e.Apply(SetWorkerState{Name: "nope", State: model.WorkerDraining}); !errors.Is(err, ErrUnknownWorker) {
+			t.Fatalf("draining an unknown worker: err = %v", err)
+		}
+	})
+	t.Run("unknown state", func(t *testing.T) {
+		e := engineWith(t, Config{}, newWorker("w1").add(), newJob("j").task("a").submit())
+		if err := e.Apply(SetWorkerState{Name: "w1", State: "offline"}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "state") {
+			t.Fatalf("err = %v, want ErrInvalid naming the state", err)
+		}
+		if err := e.Apply(newWorker("w2").state("asleep").add()); !errors.Is(err, ErrInvalid) {
+			t.Fatalf("registering a worker in an unknown state: err = %v", err)
+		}
+		if got := startsOf(e.Cycle(t0)); !same(got, []string{"j/a@w1"}) {
+			t.Fatalf("after the rejected events, started %v, want j/a on w1 only", got)
 		}
 	})
 }

@@ -13,6 +13,10 @@ const (
 	MaxTasksPerJob = 100_000
 	MaxNeeds       = 1_000
 	MaxLabels      = 64
+	// MaxNeedEdges bounds the dependencies of a job once counts are
+	// expanded: an entry of 1,000 tasks that needs an entry of 1,000 tasks
+	// is a million edges, each of which the scheduler keeps and walks.
+	MaxNeedEdges = 1_000_000
 )
 
 // Job is a job as a user writes it.
@@ -127,8 +131,9 @@ func (j Job) Expand(path string, submitted time.Time) (Expanded, error) {
 		Urgent: j.Urgent, SLAGroup: j.SLAGroup, Endpoint: j.Endpoint, Variant: j.Variant, Load: j.Load,
 		Selector: model.Selector(j.Selector), MaxSlots: j.MaxSlots, Submitted: submitted}
 	var running []RunningTask
-	members := map[string][]string{} // entry name → expanded task names
-	where := map[string]string{}     // entry or task name → path, for duplicates
+	members := map[string][]string{}   // entry name → expanded task names
+	where := map[string]string{}       // entry or task name → path, for duplicates
+	kept := make([]bool, len(j.Tasks)) // entries expanded into tasks (not refused)
 	total := 0
 	for i, t := range j.Tasks {
 		tp := p(fmt.Sprintf("tasks[%d]", i))
@@ -177,6 +182,7 @@ func (j Job) Expand(path string, submitted time.Time) (Expanded, error) {
 		t.Resources.check(&c, tp+".resources")
 		names := expandNames(t.Name, t.Count)
 		members[t.Name] = names
+		kept[i] = true
 		for k, name := range names {
 			out.Tasks = append(out.Tasks, model.Task{Name: name, Resources: t.Resources.Model(),
 				Duration: time.Duration(t.Duration), Category: model.Category(t.Category), MaxAttempts: t.MaxAttempts,
@@ -187,12 +193,12 @@ func (j Job) Expand(path string, submitted time.Time) (Expanded, error) {
 		}
 	}
 	// Resolve needs against entry names, then against expanded task names.
-	pos := 0
+	pos, edges := 0, 0
 	for i, t := range j.Tasks {
-		names, ok := members[t.Name]
-		if !ok {
-			continue
+		if !kept[i] {
+			continue // refused above; a duplicate must not claim its namesake's tasks
 		}
+		names := members[t.Name]
 		var needs []string
 		for k, need := range t.Needs {
 			switch ms, ok := members[need]; {
@@ -203,6 +209,11 @@ func (j Job) Expand(path string, submitted time.Time) (Expanded, error) {
 			default:
 				c.add(p(fmt.Sprintf("tasks[%d].needs[%d]", i, k)), "no task %q in this job", need)
 			}
+		}
+		if edges += len(needs) * len(names); edges > MaxNeedEdges {
+			c.add(p(fmt.Sprintf("tasks[%d].needs", i)), "the job's tasks would wait on more than %d dependencies in all (each of the %d tasks needs %d); put a single task between the groups",
+				MaxNeedEdges, len(names), len(needs))
+			edges = 0 // report the next offender on its own
 		}
 		for range names {
 			out.Tasks[pos].Needs = needs

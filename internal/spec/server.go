@@ -22,8 +22,21 @@ type ServerSettings struct {
 	// StopGrace is the time between SIGTERM and SIGKILL when a task is
 	// stopped.
 	StopGrace Duration `yaml:"stopGrace,omitempty" json:"stopGrace,omitempty"`
+	// HeartbeatTimeout is how long a worker may stay silent (no heartbeat,
+	// lease request or report) before it is declared lost and its tasks
+	// are requeued; 0 means the default (30s).
+	HeartbeatTimeout Duration `yaml:"heartbeatTimeout,omitempty" json:"heartbeatTimeout,omitempty"`
 	// MaxBodyBytes bounds request bodies.
 	MaxBodyBytes Memory `yaml:"maxBody,omitempty" json:"maxBody,omitempty"`
+	// TLS serves the API over HTTPS (flags --tls-cert and --tls-key).
+	TLS TLSSettings `yaml:"tls,omitempty" json:"tls,omitempty"`
+}
+
+// TLSSettings name the server's certificate and private key files (PEM).
+// Both or neither.
+type TLSSettings struct {
+	Cert string `yaml:"cert,omitempty" json:"cert,omitempty"`
+	Key  string `yaml:"key,omitempty" json:"key,omitempty"`
 }
 
 // LoadServerConfig reads and checks a server configuration file.
@@ -40,5 +53,22 @@ func LoadServerConfig(path string) (ServerConfig, error) {
 	if _, err := c.EngineConfig(); err != nil {
 		return c, WithLines(err, root)
 	}
+	if err := c.Server.check(); err != nil {
+		return c, WithLines(err, root)
+	}
 	return c, nil
+}
+
+// check refuses settings that cannot mean anything.
+func (s ServerSettings) check() error {
+	var c errs
+	for _, d := range []struct {
+		field string
+		v     Duration
+	}{{"cycleEvery", s.CycleEvery}, {"stopGrace", s.StopGrace}, {"heartbeatTimeout", s.HeartbeatTimeout}} {
+		if d.v < 0 {
+			c.add("server."+d.field, "must not be negative")
+		}
+	}
+	return c.err()
 }

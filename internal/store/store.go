@@ -102,6 +102,25 @@ type Event struct {
 	Data    json.RawMessage `json:"data,omitempty"`
 }
 
+// Token is an API token as stored. The secret itself is never stored: Hash
+// is its SHA-256 digest (package auth makes and checks both), so a copy of
+// the database does not let anyone call the API. Queues, Shares and Workers
+// are the token's scope; nil and empty read back as nil. Tokens are written
+// outside Commit, directly, because they are not scheduling state: the
+// control loop never reads them.
+type Token struct {
+	ID      string    `json:"id"`
+	Hash    []byte    `json:"-"`
+	Name    string    `json:"name,omitempty"`
+	Role    string    `json:"role"`
+	Queues  []string  `json:"queues,omitempty"`
+	Shares  []string  `json:"shares,omitempty"`
+	Workers []string  `json:"workers,omitempty"`
+	Created time.Time `json:"created"`
+	Expires time.Time `json:"expires,omitempty"` // zero: never
+	Revoked time.Time `json:"revoked,omitempty"` // zero: not revoked
+}
+
 // Batch is a set of changes committed in one transaction: upserts of jobs,
 // tasks and workers (matched by ID, by job and name, by name), events to
 // append, and key/value state (policy usage, queue settings).
@@ -141,6 +160,11 @@ type JobFilter struct {
 	States []string // any of these states
 	Queue  string
 	Share  string
+	// Queues and Shares, when not empty, keep only jobs whose queue (or
+	// share) is one of them, on top of Queue and Share: the API lists a
+	// submitter's jobs with the queues and shares its token allows.
+	Queues []string
+	Shares []string
 	// AfterSeq pages through jobs in submission order: pass the Seq of the
 	// last job of the previous page.
 	AfterSeq int64
@@ -184,6 +208,19 @@ type Store interface {
 	Workers(ctx context.Context) ([]Worker, error)
 	// KV returns a stored state value. ErrNotFound.
 	KV(ctx context.Context, key string) ([]byte, error)
+	// PutToken stores a new API token. ErrDuplicate when its ID or its
+	// hash is stored already, and then nothing is written; ErrInvalid for
+	// an empty ID, hash or role, or a time the store cannot represent.
+	PutToken(ctx context.Context, t Token) error
+	// TokenByHash returns the token whose secret hashes to hash, revoked
+	// and expired ones included (the caller decides). ErrNotFound.
+	TokenByHash(ctx context.Context, hash []byte) (Token, error)
+	// Tokens lists every token, revoked ones included, oldest first (by
+	// Created, then ID).
+	Tokens(ctx context.Context) ([]Token, error)
+	// RevokeToken marks a token revoked at the given time and returns it.
+	// Revoking a revoked token keeps the first time. ErrNotFound.
+	RevokeToken(ctx context.Context, id string, at time.Time) (Token, error)
 	// Close releases the store. Calls after Close return an error.
 	Close() error
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/allot-sched/allot/internal/api"
+	"github.com/allot-sched/allot/internal/auth"
 	"github.com/allot-sched/allot/internal/control"
 	"github.com/allot-sched/allot/internal/engine/policy"
 	"github.com/allot-sched/allot/internal/model"
@@ -32,13 +33,20 @@ const DefaultMaxBodyBytes = 8 << 20
 type Options struct {
 	MaxBodyBytes int64
 	Logger       *slog.Logger
+	// Auth authenticates every request but /healthz, /readyz and
+	// /openapi.json. Nil switches authentication off: every caller is an
+	// admin (allot dev, allot server --no-auth).
+	Auth *auth.Authenticator
 }
 
 // Server serves the API.
 type Server struct {
-	ctrl *control.Controller
-	opt  Options
-	mux  *http.ServeMux
+	ctrl    *control.Controller
+	opt     Options
+	mux     *http.ServeMux
+	handler http.Handler // mux behind authentication
+
+	defaultQueue queueDefault
 }
 
 //go:embed openapi.json
@@ -54,11 +62,12 @@ func New(ctrl *control.Controller, opt Options) *Server {
 	}
 	s := &Server{ctrl: ctrl, opt: opt, mux: http.NewServeMux()}
 	s.routes()
+	s.handler = s.authenticate(s.mux)
 	return s
 }
 
 // Handler returns the HTTP handler.
-func (s *Server) Handler() http.Handler { return s.mux }
+func (s *Server) Handler() http.Handler { return s.handler }
 
 func (s *Server) routes() {
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) })
@@ -81,6 +90,9 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /v1/workers/{name}/state", s.workerState)
 	s.mux.HandleFunc("GET /v1/queues", s.queues)
 	s.mux.HandleFunc("PUT /v1/queues/{name}/policy", s.setPolicy)
+	s.mux.HandleFunc("POST /v1/tokens", s.createToken)
+	s.mux.HandleFunc("GET /v1/tokens", s.listTokens)
+	s.mux.HandleFunc("DELETE /v1/tokens/{id}", s.revokeToken)
 	s.mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)})
 	})
@@ -151,6 +163,9 @@ func jsonError(err error) error {
 }
 
 func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
+	if !s.allow(w, r, auth.SubmitJobs) {
+		return
+	}
 	b, ok := s.body(w, r)
 	if !ok {
 		return
@@ -165,18 +180,25 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, spec.WithLines(err, root))
 		return
 	}
+	if !s.allowSubmit(w, r, js) {
+		return
+	}
 	job, err := s.ctrl.Submit(r.Context(), js)
 	if err != nil {
 		s.fail(w, spec.WithLines(err, root))
 		return
 	}
-	s.opt.Logger.Info("job submitted", "job", job.ID, "queue", job.Queue, "tasks", len(job.Counts))
+	s.opt.Logger.Info("job submitted", "job", job.ID, "queue", job.Queue, "tasks", len(job.Counts), "by", principal(r).TokenID)
 	writeJSON(w, http.StatusCreated, job)
 }
 
 func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := store.JobFilter{Queue: q.Get("queue"), Share: q.Get("share")}
+	if !s.check(w, principal(r).AllowFilter(f.Queue, f.Share)) {
+		return
+	}
+	f.Queues, f.Shares = principal(r).JobScope()
 	if st := q.Get("state"); st != "" {
 		f.States = strings.Split(st, ",")
 	}
@@ -211,6 +233,9 @@ func intParam(s string) (int64, error) {
 }
 
 func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
+	if !s.allow(w, r, auth.ReadJobs) || !s.visible(w, r, r.PathValue("id")) {
+		return
+	}
 	job, err := s.ctrl.Job(r.Context(), r.PathValue("id"))
 	if err != nil {
 		s.fail(w, err)
@@ -220,6 +245,9 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
+	if !s.allow(w, r, auth.CancelJobs) || !s.visible(w, r, r.PathValue("id")) {
+		return
+	}
 	job, err := s.ctrl.Cancel(r.Context(), r.PathValue("id"))
 	if err != nil {
 		s.fail(w, err)
@@ -229,6 +257,9 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
+	if !s.allow(w, r, auth.ReadJobs) || !s.visible(w, r, r.PathValue("id")) {
+		return
+	}
 	logs, err := s.ctrl.Logs(r.Context(), r.PathValue("id"))
 	if err != nil {
 		s.fail(w, err)
@@ -238,6 +269,9 @@ func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	if !s.allow(w, r, auth.ReadEvents) {
+		return
+	}
 	q := r.URL.Query()
 	after, err := intParam(q.Get("after"))
 	if err != nil {
@@ -313,6 +347,11 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, f store.Ev
 			fmt.Fprint(w, ": ping\n\n")
 			flusher.Flush()
 		}
+		// A stream lives long after its one authentication: end it once
+		// its token is revoked or has expired.
+		if !s.stillAuthenticated(r) {
+			return
+		}
 	}
 }
 
@@ -321,6 +360,9 @@ func eventView(e store.Event) api.Event {
 }
 
 func (s *Server) workers(w http.ResponseWriter, r *http.Request) {
+	if !s.allow(w, r, auth.ReadWorkers) {
+		return
+	}
 	ws, err := s.ctrl.Workers(r.Context())
 	if err != nil {
 		s.fail(w, err)
@@ -330,8 +372,11 @@ func (s *Server) workers(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) register(w http.ResponseWriter, r *http.Request) {
+	if !s.allow(w, r, auth.WorkerProtocol) {
+		return
+	}
 	var reg api.Register
-	if !s.decodeJSON(w, r, &reg) {
+	if !s.decodeJSON(w, r, &reg) || !s.check(w, principal(r).ActAs(reg.Name)) {
 		return
 	}
 	wk, err := s.ctrl.Register(r.Context(), reg)
@@ -344,6 +389,9 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) lease(w http.ResponseWriter, r *http.Request) {
+	if !s.check(w, principal(r).ActAs(r.PathValue("name"))) {
+		return
+	}
 	var req api.LeaseRequest
 	if r.ContentLength != 0 {
 		if !s.decodeJSON(w, r, &req) {
@@ -360,6 +408,9 @@ func (s *Server) lease(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) reports(w http.ResponseWriter, r *http.Request) {
+	if !s.check(w, principal(r).ActAs(r.PathValue("name"))) {
+		return
+	}
 	var req api.Reports
 	if !s.decodeJSON(w, r, &req) {
 		return
@@ -372,6 +423,9 @@ func (s *Server) reports(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request) {
+	if !s.check(w, principal(r).ActAs(r.PathValue("name"))) {
+		return
+	}
 	if err := s.ctrl.Heartbeat(r.PathValue("name")); err != nil {
 		s.fail(w, err)
 		return
@@ -380,6 +434,9 @@ func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) workerState(w http.ResponseWriter, r *http.Request) {
+	if !s.allow(w, r, auth.ChangeWorkers) {
+		return
+	}
 	var req struct {
 		State string `json:"state"`
 	}
@@ -395,6 +452,9 @@ func (s *Server) workerState(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) queues(w http.ResponseWriter, r *http.Request) {
+	if !s.allow(w, r, auth.ReadQueues) {
+		return
+	}
 	qs, err := s.ctrl.Queues(r.Context())
 	if err != nil {
 		s.fail(w, err)
@@ -404,6 +464,9 @@ func (s *Server) queues(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) setPolicy(w http.ResponseWriter, r *http.Request) {
+	if !s.allow(w, r, auth.ChangePolicies) {
+		return
+	}
 	var pc policy.Config
 	if !s.decodeJSON(w, r, &pc) {
 		return
@@ -420,7 +483,10 @@ func (s *Server) setPolicy(w http.ResponseWriter, r *http.Request) {
 func (s *Server) fail(w http.ResponseWriter, err error) {
 	var list spec.Errors
 	var fe *spec.FieldError
+	var denied *auth.Denied
 	switch {
+	case errors.As(err, &denied):
+		forbidden(w, denied)
 	case errors.As(err, &list) && len(list) > 0:
 		writeError(w, http.StatusBadRequest, api.Error{Code: api.CodeInvalid, Message: list.Error(), Field: list[0].Path, Line: list[0].Line, Details: list})
 	case errors.As(err, &fe):

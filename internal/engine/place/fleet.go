@@ -321,8 +321,9 @@ func (f *Fleet) diagnose(s *Shape) model.Reason {
 	return r
 }
 
-// shortfalls name the filters in the order a diagnosis lists them: labels,
-// then the scarcest hardware first (as model.Resources.Shortfall does).
+// shortfalls name the filters in the order a diagnosis lists them: labels
+// first, then hardware, scarcest first. (Which one a worker is counted under
+// is model.Resources.Shortfall's choice.)
 var shortfalls = [...]string{"labels", "gpu_memory", "gpus", "memory", "cpu"}
 
 // diagCounts are the figures of a diagnosis: workers removed by each filter,

@@ -65,6 +65,18 @@ func (s *Store) Jobs(ctx context.Context, f store.JobFilter) ([]store.Job, error
 		where = append(where, "share = ?")
 		args = append(args, f.Share)
 	}
+	for _, in := range []struct {
+		col    string
+		values []string
+	}{{"queue", f.Queues}, {"share", f.Shares}} {
+		if len(in.values) == 0 {
+			continue
+		}
+		where = append(where, in.col+" IN ("+strings.Repeat("?, ", len(in.values)-1)+"?)")
+		for _, v := range in.values {
+			args = append(args, v)
+		}
+	}
 	args = append(args, limit(f.Limit))
 	q := `SELECT ` + jobCols + ` FROM jobs WHERE ` + strings.Join(where, " AND ") + ` ORDER BY seq LIMIT ?`
 	jobs, err := queryJobs(ctx, s.readers, q, args...)

@@ -87,6 +87,26 @@ var migrations = []migration{
 			) STRICT`,
 		},
 	},
+	{
+		name: "api tokens",
+		stmts: []string{
+			// Only the SHA-256 digest of a token's secret is stored (see
+			// package auth). The scope lists are JSON arrays, NULL when
+			// empty.
+			`CREATE TABLE tokens (
+				id      TEXT PRIMARY KEY CHECK (id <> ''),
+				hash    BLOB NOT NULL UNIQUE CHECK (length(hash) > 0),
+				name    TEXT NOT NULL,
+				role    TEXT NOT NULL CHECK (role <> ''),
+				queues  BLOB,
+				shares  BLOB,
+				workers BLOB,
+				created INTEGER,
+				expires INTEGER,
+				revoked INTEGER
+			) STRICT`,
+		},
+	},
 }
 
 // unfinishedWhere selects jobs that have not ended (store.JobEnded). It is

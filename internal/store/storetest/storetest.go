@@ -54,6 +54,10 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"JSONAndOutputRoundTripByteExact", testBytes},
 		{"ConcurrentReadersSeeWholeCommits", testConcurrentReaders},
 		{"CallsAfterCloseFail", testClose},
+		{"TokensRoundTrip", testTokensRoundTrip},
+		{"TokenDuplicateIsRejectedAndWritesNothing", testTokenDuplicate},
+		{"TokenInvalidWritesNothing", testTokenInvalid},
+		{"RevokeTokenKeepsTheFirstTime", testRevokeToken},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, o) })
 	}
@@ -318,7 +322,8 @@ func testJobsFilterAndPage(t *testing.T, o opener) {
 		var out []store.Job
 		for _, j := range all {
 			if j.Seq > f.AfterSeq && (len(f.States) == 0 || slices.Contains(f.States, j.State)) &&
-				(f.Queue == "" || j.Queue == f.Queue) && (f.Share == "" || j.Share == f.Share) {
+				(f.Queue == "" || j.Queue == f.Queue) && (f.Share == "" || j.Share == f.Share) &&
+				(len(f.Queues) == 0 || slices.Contains(f.Queues, j.Queue)) && (len(f.Shares) == 0 || slices.Contains(f.Shares, j.Share)) {
 				out = append(out, j)
 			}
 		}
@@ -341,6 +346,10 @@ func testJobsFilterAndPage(t *testing.T, o opener) {
 		{"AfterSeq", store.JobFilter{AfterSeq: all[9].Seq}},
 		{"Limit", store.JobFilter{Limit: 5}},
 		{"AfterSeqLimitQueue", store.JobFilter{AfterSeq: all[3].Seq, Limit: 4, Queue: "q1"}},
+		{"AnyOfShares", store.JobFilter{Shares: []string{"a", ""}}},
+		{"AnyOfQueuesAndShares", store.JobFilter{Queues: []string{"q2", "q3"}, Shares: []string{"b", "c"}}},
+		{"AnyOfQueuesWithQueue", store.JobFilter{Queue: "q1", Queues: []string{"q2"}}},
+		{"AnyOfSharesPaged", store.JobFilter{Shares: []string{"b"}, AfterSeq: all[4].Seq, Limit: 3}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := s.Jobs(t.Context(), tc.f)
@@ -988,6 +997,10 @@ func testClose(t *testing.T, o opener) {
 		},
 		"Events": func() error { _, err := s.Events(ctx, store.EventFilter{}); return err },
 		"KV":     func() error { _, err := s.KV(ctx, "k"); return err },
+		"Tokens": func() error { _, err := s.Tokens(ctx); return err },
+		"PutToken": func() error {
+			return s.PutToken(ctx, store.Token{ID: "t", Hash: []byte("h"), Role: "admin", Created: t0})
+		},
 	} {
 		err := call()
 		if err == nil {

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/allot-sched/allot/internal/api"
+	"github.com/allot-sched/allot/internal/spec"
+)
+
+func newTokensCmd(f *clientFlags) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "tokens",
+		Short: "Manage API tokens (admin): `tokens create|list|revoke`",
+		Long: `tokens manages the bearer tokens of the API. Only an admin token may. A token
+has a role: admin (everything), submitter (jobs of its queues and shares), or
+worker (the worker protocol, for its worker names). The server stores only a
+hash of each secret: the secret is printed once, when the token is created.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return listTokens(cmd, f) },
+	}
+	cmd.AddCommand(newTokensCreateCmd(f), &cobra.Command{
+		Use:   "list",
+		Short: "List tokens (never their secrets)",
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return listTokens(cmd, f) },
+	}, &cobra.Command{
+		Use:   "revoke ID",
+		Short: "Revoke a token: requests with it are refused from now on",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := f.client()
+			if err != nil {
+				return err
+			}
+			t, err := c.RevokeToken(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return f.print(cmd.OutOrStdout(), t, func(w io.Writer) error {
+				_, err := fmt.Fprintf(w, "revoked %s (%s)\n", t.ID, describe(t))
+				return err
+			})
+		},
+	})
+	return cmd
+}
+
+func newTokensCreateCmd(f *clientFlags) *cobra.Command {
+	var (
+		req     api.CreateToken
+		expires time.Duration
+		quiet   bool
+	)
+	cmd := &cobra.Command{
+		Use:   "create --role admin|submitter|worker",
+		Short: "Create a token and print its secret (shown only this once)",
+		Long: `create makes a token. A submitter token needs --queue and --share (each
+repeatable; '*' allows any); a worker token needs --worker (an exact name, or a
+prefix ending in '*'). The secret is printed once; the server keeps only its hash.`,
+		Example: `  allot tokens create --role submitter --queue batch --share research --name alice --expires 720h
+  allot tokens create --role worker --worker 'gpu-*' --name gpu-fleet
+  export ALLOT_TOKEN=$(allot tokens create --role admin --name ops -q)`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if req.Role == "" {
+				return fmt.Errorf("--role: required (admin, submitter or worker)")
+			}
+			if expires < 0 {
+				return fmt.Errorf("--expires %s: must not be negative", expires)
+			}
+			req.ExpiresIn = spec.Duration(expires)
+			c, err := f.client()
+			if err != nil {
+				return err
+			}
+			t, err := c.CreateToken(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			if quiet {
+				_, err := fmt.Fprintln(cmd.OutOrStdout(), t.Secret)
+				return err
+			}
+			return f.print(cmd.OutOrStdout(), t, func(w io.Writer) error {
+				_, err := fmt.Fprintf(w, "created %s (%s)\nsecret, shown only now (the server keeps only its hash):\n%s\n", t.ID, describe(t.Token), t.Secret)
+				return err
+			})
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&req.Role, "role", "", "admin, submitter or worker")
+	fl.StringVar(&req.Name, "name", "", "who or what the token is for, shown by tokens list")
+	fl.StringSliceVar(&req.Queues, "queue", nil, "submitter: a queue it may use ('*': any; repeatable)")
+	fl.StringSliceVar(&req.Shares, "share", nil, "submitter: a share it may use ('*': any; repeatable)")
+	fl.StringSliceVar(&req.Workers, "worker", nil, "worker: a worker name it may act for, or a prefix ending in '*' (repeatable)")
+	fl.DurationVar(&expires, "expires", 0, "the token expires this long after now, e.g. 720h (default: never)")
+	fl.BoolVarP(&quiet, "quiet", "q", false, "print only the secret")
+	return cmd
+}
+
+func listTokens(cmd *cobra.Command, f *clientFlags) error {
+	c, err := f.client()
+	if err != nil {
+		return err
+	}
+	ts, err := c.Tokens(cmd.Context())
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	return f.print(cmd.OutOrStdout(), ts, func(w io.Writer) error {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tROLE\tNAME\tSCOPE\tCREATED\tEXPIRES\tSTATE")
+		for _, t := range ts {
+			expires, state := "never", "active"
+			if t.Expires != nil {
+				expires = t.Expires.Format(time.RFC3339)
+				if !now.Before(*t.Expires) {
+					state = "expired"
+				}
+			}
+			if t.Revoked != nil {
+				state = "revoked " + t.Revoked.Format(time.RFC3339)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Role, t.Name, scope(t), t.Created.Format(time.RFC3339), expires, state)
+		}
+		return tw.Flush()
+	})
+}
+
+// scope is a token's limits in one column.
+func scope(t api.Token) string {
+	var parts []string
+	for _, l := range []struct {
+		name  string
+		items []string
+	}{{"queues", t.Queues}, {"shares", t.Shares}, {"workers", t.Workers}} {
+		if len(l.items) > 0 {
+			parts = append(parts, l.name+"="+strings.Join(l.items, ","))
+		}
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, " ")
+}
+
+// describe is a token in a few words, for messages.
+func describe(t api.Token) string {
+	out := t.Role
+	if t.Name != "" {
+		out += fmt.Sprintf(" %q", t.Name)
+	}
+	if s := scope(t); s != "-" {
+		out += ", " + s
+	}
+	if t.Expires != nil {
+		out += ", expires " + t.Expires.Format(time.RFC3339)
+	}
+	return out
+}

@@ -1,0 +1,36 @@
+//go:build unix
+
+package agent
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/allot-sched/allot/internal/api"
+)
+
+// A server that restarted while a result waited for delivery must hear of
+// that attempt at registration, or it requeues the task and ignores the
+// result when it arrives.
+func TestRegisteringAgainListsAttemptsWhoseReportsAreUndelivered(t *testing.T) {
+	fs, url := newFakeServer(t)
+	fs.reportStatus = func([]api.Report) int { return 503 } // the server is going down
+	start(t, testConfig(url))
+	done := assign("j", "done", 3, "true", nil)
+	fs.give(api.Lease{Assignments: []api.Assignment{done}})
+	waitFor(t, "the report to be refused once", func() bool { _, calls, _ := fs.snapshot(); return len(calls) > 0 })
+
+	fs.mu.Lock()
+	fs.reportStatus = nil
+	delete(fs.known, "w1") // the server restarted and forgot the worker
+	fs.mu.Unlock()
+	waitFor(t, "the report to be delivered", func() bool { _, ok := fs.report(done.Attempt); return ok })
+
+	regs, _, _ := fs.snapshot()
+	if len(regs) != 2 {
+		t.Fatalf("%d registrations, want 2", len(regs))
+	}
+	if want := []api.Attempt{done.Attempt}; !reflect.DeepEqual(regs[1].Running, want) {
+		t.Errorf("registered again with running = %+v, want %+v: the held report's attempt", regs[1].Running, want)
+	}
+}

@@ -1,0 +1,102 @@
+package control
+
+import (
+	"sort"
+	"time"
+
+	"github.com/allot-sched/allot/internal/engine"
+	"github.com/allot-sched/allot/internal/model"
+	"github.com/allot-sched/allot/internal/store"
+)
+
+// checkLost declares lost every worker that has been silent for longer than
+// the heartbeat timeout: a worker whose last heartbeat, lease request or
+// report is too old, or one known from before a restart that has not
+// registered again in time. Its mailbox goes in the same critical section
+// as the check, so a heartbeat that comes a moment later is told to
+// register again rather than taken as a sign of life.
+func (c *Controller) checkLost(t *txn) {
+	cutoff := t.now.Add(-c.cfg.HeartbeatTimeout)
+	var lost []string
+	c.mu.Lock()
+	for name, lw := range c.workers {
+		if lw.rec.State == workerLost {
+			continue
+		}
+		last := lw.recovered
+		box, hasBox := c.boxes[name]
+		if hasBox {
+			last = box.lastSeen
+		}
+		if last.IsZero() || !last.Before(cutoff) {
+			continue
+		}
+		lost = append(lost, name)
+		if hasBox {
+			delete(c.boxes, name)
+			wake(box) // a long poll still open ends, and is told to register
+		}
+	}
+	c.mu.Unlock()
+	sort.Strings(lost)
+	for _, name := range lost {
+		c.lose(t, name)
+	}
+}
+
+// lose takes a silent worker out of the engine, which requeues its tasks
+// with the worker_lost reason (not a failed attempt), and records it as
+// lost. Reports it may still send for those attempts are ignored: the
+// attempts are no longer running, and a restart is a new attempt number.
+func (c *Controller) lose(t *txn, name string) {
+	lw := c.workers[name]
+	r := model.Because(model.ReasonWorkerLost, "worker %q was lost: no heartbeat, lease request or report for %s",
+		name, c.cfg.HeartbeatTimeout)
+	if err := c.eng.Apply(engine.RemoveWorker{Name: name, At: t.now, Reason: r}); err != nil {
+		c.cfg.Logger.Error("removing a lost worker", "worker", name, "err", err)
+	}
+	c.cfg.Logger.Warn("worker lost; its tasks are requeued", "worker", name, "timeout", c.cfg.HeartbeatTimeout)
+	lw.rec.State = workerLost
+	lw.recovered = time.Time{}
+	t.batch.Workers = append(t.batch.Workers, lw.rec)
+	t.event(EventWorkerLost, "", "", name, r, nil)
+	t.changed = true
+}
+
+// indexRunning notes that rec runs on rec.Worker.
+func (c *Controller) indexRunning(rec *store.Task) {
+	m := c.running[rec.Worker]
+	if m == nil {
+		m = map[*store.Task]struct{}{}
+		c.running[rec.Worker] = m
+	}
+	m[rec] = struct{}{}
+}
+
+// unindexRunning forgets that rec ran on rec.Worker.
+func (c *Controller) unindexRunning(rec *store.Task) {
+	if m := c.running[rec.Worker]; m != nil {
+		delete(m, rec)
+		if len(m) == 0 {
+			delete(c.running, rec.Worker)
+		}
+	}
+}
+
+// runningOn returns the records of the tasks running on worker, in job and
+// spec order.
+func (c *Controller) runningOn(worker string) []*store.Task {
+	var out []*store.Task
+	for rec := range c.running[worker] {
+		if rec.State == string(model.TaskRunning) && rec.Worker == worker {
+			out = append(out, rec)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Job != out[j].Job {
+			return out[i].Job < out[j].Job
+		}
+		return out[i].Index < out[j].Index
+	})
+	return out
+}

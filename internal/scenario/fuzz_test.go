@@ -1,0 +1,101 @@
+package scenario
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/allot-sched/allot/internal/spec"
+)
+
+// fuzzBudget bounds the workers and tasks of a fuzzed scenario that is
+// built into an engine, so that every input runs in milliseconds. Larger
+// ones are still parsed (the limits of the format apply to them) but not
+// scheduled.
+const fuzzBudget = 20_000
+
+// FuzzScenario feeds scenario documents through what `allot plan` does:
+// Parse, build the engine, run one cycle. None may panic; a parsed scenario
+// builds an engine (Parse promises a checked scenario), and the cycle's
+// starts name jobs and workers of the scenario.
+func FuzzScenario(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("..", "..", "examples", "*.yaml"))
+	for _, file := range files {
+		if b, err := os.ReadFile(file); err == nil {
+			f.Add(b)
+		}
+	}
+	for _, s := range []string{
+		"workers: [{name: w, count: 3, slots: 2}]\njobs: [{id: j, count: 2, tasks: [{name: t, count: 4, running: 1}]}]\n",
+		"queues: [{name: a}, {name: b, priority: 1}]\nworkers: [{name: w}]\njobs: [{queue: b, tasks: [{name: t}]}, {tasks: [{name: u}]}]\n",
+		"start: 2026-01-01T00:00:00Z\nworkers: [{name: w, count: -1}]\njobs: [{id: j, count: -2, tasks: []}]\n",
+		"jobs: [{id: j, tasks: [{name: a, needs: [b]}, {name: b, needs: [a]}]}]\n",
+		"state: {queues: {nowhere: {}}}\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if tooLarge(data) {
+			return
+		}
+		s, err := Parse(data)
+		if err != nil {
+			return
+		}
+		e, err := s.Engine()
+		if err != nil {
+			t.Fatalf("Parse accepted a scenario the engine refuses: %v", err)
+		}
+		d := e.Cycle(s.Start)
+		jobs := map[string]bool{}
+		for _, j := range s.Jobs {
+			jobs[j.ID] = true
+		}
+		workers := map[string]bool{}
+		for _, w := range s.Workers {
+			workers[w.Name] = true
+		}
+		for _, st := range d.Starts {
+			if !jobs[st.Job] || !workers[st.Worker] {
+				t.Fatalf("start %+v names a job or worker the scenario does not have", st)
+			}
+		}
+	})
+}
+
+// tooLarge reports whether a scenario would expand past fuzzBudget workers
+// or tasks. It reads the document the way Parse does; a document Parse
+// would refuse is not too large.
+func tooLarge(data []byte) bool {
+	var f File
+	if _, err := spec.Decode(data, &f); err != nil {
+		return false
+	}
+	n := 0
+	add := func(count, each int) bool {
+		count, each = max(count, 1), max(each, 1)
+		if count > fuzzBudget || each > fuzzBudget {
+			return true
+		}
+		n += count * each
+		return n > fuzzBudget
+	}
+	for _, w := range f.Workers {
+		if add(w.Count, 1) {
+			return true
+		}
+	}
+	for _, j := range f.Jobs {
+		tasks := 0
+		for _, tk := range j.Tasks {
+			tasks += max(tk.Count, 1)
+			if tasks > fuzzBudget {
+				return true
+			}
+		}
+		if add(j.Count, tasks) {
+			return true
+		}
+	}
+	return false
+}
