@@ -116,7 +116,7 @@ func New(ctx context.Context, cfg Config, st store.Store) (*Controller, error) {
 	c := &Controller{cfg: cfg, st: st, eng: eng, engCfg: engCfg, reqs: make(chan *request, cfg.MaxBatch),
 		done: make(chan struct{}), closing: make(chan struct{}), jobs: map[string]*liveJob{}, workers: map[string]*liveWorker{},
 		running: map[string]map[*store.Task]struct{}{},
-		boxes: map[string]*mailbox{}, notifyCh: make(chan struct{})}
+		boxes:   map[string]*mailbox{}, notifyCh: make(chan struct{})}
 	if err := c.recover(ctx); err != nil {
 		return nil, fmt.Errorf("rebuilding the engine from the store: %w", err)
 	}

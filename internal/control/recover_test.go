@@ -45,7 +45,7 @@ func TestRestartKeepsStopsAndRequeuesWhatAReturningWorkerRuns(t *testing.T) {
 	}
 
 	never := api.Attempt{Job: "dag", Task: "kept", Attempt: 9} // an attempt the server never gave out
-	p.register("w1", 4, late, kept, never)                   // vanished is gone from the worker
+	p.register("w1", 4, late, kept, never)                     // vanished is gone from the worker
 	l = p.leaseUntil("w1", "the stop order, the requeued task and the new job", func(l api.Lease) bool {
 		_, v := attemptOf(l.Assignments, "vanished")
 		_, a := attemptOf(l.Assignments, "t")
