@@ -25,7 +25,12 @@ func (e *Engine) Cycle(now time.Time) *Decisions {
 	for _, q := range e.queues {
 		e.allocate(q, now, d)
 	}
-	e.explain(d)
+	e.compact()
+	if !e.lazyPending {
+		d.Pending = e.Pending()
+	} else {
+		d.Pending = []Pending{}
+	}
 	return d
 }
 
@@ -155,6 +160,9 @@ func (g *group) notReachedReason() model.Reason {
 // usable is how many more tasks g could run: its waiting tasks, cut by each
 // job's slot limit.
 func (g *group) usable() int {
+	if g.limited == 0 {
+		return g.waiting
+	}
 	n := 0
 	for _, j := range g.jobs.items {
 		k := j.ready.Len()
@@ -212,12 +220,13 @@ func (e *Engine) start(t *task, w *place.Worker, now time.Time, d *Decisions) {
 	d.Starts = append(d.Starts, Start{Job: j.id, Task: t.spec.Name, Worker: w.Spec.Name, Attempt: t.attempt})
 }
 
-// explain gives every pending task a reason, per job, and drops ended jobs
-// from the active list.
-func (e *Engine) explain(d *Decisions) {
-	// Last cycle's count is a good capacity hint and saves a second walk
-	// over the jobs.
-	d.Pending = make([]Pending, 0, e.pendingHint+e.pendingHint/8+4)
+// compact drops ended jobs from the active list, once enough have ended
+// that the walk pays for itself.
+func (e *Engine) compact() {
+	if e.endedSinceCompact == 0 || e.endedSinceCompact < len(e.active)/8 {
+		return
+	}
+	e.endedSinceCompact = 0
 	kept := 0 // e.active[:kept] are the jobs kept so far
 	for i, j := range e.active {
 		if j.done {
@@ -227,16 +236,31 @@ func (e *Engine) explain(d *Decisions) {
 			e.active[kept] = j
 		}
 		kept++
-		if n := j.ready.Len(); n > 0 {
-			d.Pending = append(d.Pending, Pending{Job: j.id, Tasks: n, Reason: e.readyReason(j)})
-		}
-		if blocked := j.left - j.ready.Len() - j.running; blocked > 0 {
-			d.Pending = append(d.Pending, Pending{Job: j.id, Tasks: blocked, Reason: e.jobBlockedReason(j)})
-		}
 	}
 	clear(e.active[kept:])
 	e.active = e.active[:kept]
-	e.pendingHint = len(d.Pending)
+}
+
+// Pending lists, per job, how many tasks wait and why, as of the last
+// cycle: ready tasks with the allocation or placement reason, blocked ones
+// with the dependencies they wait for.
+func (e *Engine) Pending() []Pending {
+	// Last cycle's count is a good capacity hint and saves a second walk
+	// over the jobs.
+	out := make([]Pending, 0, e.pendingHint+e.pendingHint/8+4)
+	for _, j := range e.active {
+		if j.done {
+			continue
+		}
+		if n := j.ready.Len(); n > 0 {
+			out = append(out, Pending{Job: j.id, Tasks: n, Reason: e.readyReason(j)})
+		}
+		if blocked := j.left - j.ready.Len() - j.running; blocked > 0 {
+			out = append(out, Pending{Job: j.id, Tasks: blocked, Reason: e.jobBlockedReason(j)})
+		}
+	}
+	e.pendingHint = len(out)
+	return out
 }
 
 // readyReason explains why j's ready tasks wait: the placement failure or

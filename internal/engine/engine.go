@@ -26,6 +26,12 @@ type Config struct {
 	Seed      uint64
 	Queues    []QueueConfig
 	Placement PlacementConfig
+	// LazyPending leaves Decisions.Pending empty; Pending builds the list on
+	// demand. Listing every waiting job costs time in proportion to the
+	// backlog on every cycle, which a simulator replaying a trace with a
+	// large backlog does not need; the reasons themselves are kept either
+	// way (TaskReason, Pending).
+	LazyPending bool
 }
 
 // QueueConfig is one queue: where jobs wait, under one policy, for workers of
@@ -68,6 +74,10 @@ type Engine struct {
 	onWorker []*task
 	// pendingHint is the number of Pending entries of the last cycle.
 	pendingHint int
+	lazyPending bool
+	// endedSinceCompact counts jobs that ended since the active list was
+	// last compacted.
+	endedSinceCompact int
 }
 
 // New builds an engine from cfg.
@@ -77,10 +87,11 @@ func New(cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("placement.strategy: %w", err)
 	}
 	e := &Engine{
-		fleet:   place.NewFleet(strategy),
-		queueBy: map[string]*queue{},
-		jobs:    map[string]*job{},
-		rng:     rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+		fleet:       place.NewFleet(strategy),
+		queueBy:     map[string]*queue{},
+		jobs:        map[string]*job{},
+		rng:         rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+		lazyPending: cfg.LazyPending,
 	}
 	if len(cfg.Queues) == 0 {
 		return nil, fmt.Errorf("queues: at least one queue is required")
@@ -218,6 +229,9 @@ func (e *Engine) setPolicy(q *queue, cfg policy.Config, at time.Time) error {
 		j.ready.order = q.tskOrder
 		j.ready.init()
 		g.members = append(g.members, j)
+		if j.maxSlots > 0 {
+			g.limited++
+		}
 		for _, t := range j.tasks {
 			switch t.state {
 			case model.TaskRunning:
@@ -306,6 +320,9 @@ func (e *Engine) submit(spec model.Job) error {
 	e.active = append(e.active, j)
 	j.g = q.group(q.pol.GroupOf(j.spec))
 	j.g.members = append(j.g.members, j)
+	if j.maxSlots > 0 {
+		j.g.limited++
+	}
 	e.advance(js.Submitted)
 	e.admit(j)
 	return nil
@@ -477,6 +494,7 @@ func (e *Engine) end(t *task, s model.TaskState, r model.Reason, worker string) 
 	}
 	if j.left == 0 {
 		j.done = true
+		e.endedSinceCompact++
 		state := model.TaskSucceeded
 		for _, t := range j.tasks {
 			if t.state == model.TaskCancelled {
@@ -625,7 +643,10 @@ func (e *Engine) restoreTask(ev RestoreTask) error {
 	j := t.job
 	j.left--
 	j.failed = j.failed || ev.State == model.TaskFailed
-	j.done = j.left == 0
+	if j.left == 0 {
+		j.done = true
+		e.endedSinceCompact++
+	}
 	if ev.State == model.TaskSucceeded {
 		for _, c := range t.children {
 			child := j.tasks[c]

@@ -76,6 +76,9 @@ type group struct {
 	members []*job  // active jobs in submission order (ended ones removed lazily)
 	running []*task
 	waiting int
+	// limited counts the group's jobs that have a slot limit; without any,
+	// the tasks it could use are simply its waiting tasks.
+	limited int
 	view    int // index in the current cycle's View
 	// reason explains the waiting tasks of the group as of cycle
 	// reasonCycle; poolFull says it is the pool-full reason, which a job's

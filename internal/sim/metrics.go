@@ -359,7 +359,7 @@ func (r *runner) sample(res *Result, order []int32) {
 // with the engine's last pending reason.
 func (r *runner) unfinishedJobs(res *Result) {
 	reasons := map[string]model.Reason{}
-	for _, p := range r.lastPending {
+	for _, p := range r.eng.Pending() {
 		if _, seen := reasons[p.Job]; !seen {
 			reasons[p.Job] = p.Reason
 		}

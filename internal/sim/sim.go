@@ -167,7 +167,6 @@ type runner struct {
 
 	dirtyGroups []int32
 	changes     []change
-	lastPending []engine.Pending
 
 	counts   Counts
 	timeline []TimelineEntry
@@ -207,7 +206,11 @@ func newRunner(in Input, opt Options) (*runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	eng, err := engine.New(in.Config)
+	cfg := in.Config
+	// The simulator reads pending reasons only for jobs left unfinished, so
+	// it asks for them once at the end instead of every cycle.
+	cfg.LazyPending = true
+	eng, err := engine.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
@@ -540,7 +543,6 @@ func (r *runner) cycle() {
 	for _, j := range d.JobsDone {
 		r.jobDone(j)
 	}
-	r.lastPending = d.Pending
 }
 
 func (r *runner) ended(e engine.TaskEnd) {
