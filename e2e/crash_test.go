@@ -31,7 +31,7 @@ const heartbeat = "300ms"
 // crashWorker starts a worker with a short heartbeat interval.
 func crashWorker(c *cluster, name string, slots int) *exec.Cmd {
 	c.t.Helper()
-	w := exec.Command(bin, "worker", "--server", c.url, "--name", name, "--slots", fmt.Sprint(slots),
+	w := exec.Command(bin, "worker", "--server", c.url, "--token", c.workerToken, "--name", name, "--slots", fmt.Sprint(slots),
 		"--cpu", "4", "--memory", "8Gi", "--heartbeat", heartbeat, "--grace", "1s")
 	w.Stderr = logWriter(c.t, name)
 	if err := w.Start(); err != nil {
@@ -58,7 +58,7 @@ func (c *cluster) restartServer(args ...string) {
 
 // trySubmit submits a job and reports whether the server acknowledged it.
 func (c *cluster) trySubmit(doc string) (api.Job, error) {
-	resp, err := http.Post(c.url+"/v1/jobs", "application/yaml", strings.NewReader(doc))
+	resp, err := c.request("POST", "/v1/jobs", "application/yaml", strings.NewReader(doc))
 	if err != nil {
 		return api.Job{}, err
 	}
@@ -149,7 +149,7 @@ func checkEndedOnce(t *testing.T, c *cluster, ids []string) {
 const publish = `echo "{\"task\": \"$ALLOT_TASK\"}" > "$ALLOT_RESULT_FILE"`
 
 func TestServerKilledMidRunLosesNothingAndEndsEveryTaskOnce(t *testing.T) {
-	args := []string{"--heartbeat-timeout", "20s", "--no-auth"}
+	args := []string{"--heartbeat-timeout", "20s"}
 	c := start(t, args...)
 	for i := 1; i <= 3; i++ {
 		crashWorker(c, fmt.Sprintf("w%d", i), 4)
@@ -243,7 +243,7 @@ tasks:
 }
 
 func TestKilledWorkerTasksAreRequeuedAndFinishElsewhere(t *testing.T) {
-	c := start(t, "--heartbeat-timeout", "2s", "--no-auth")
+	c := start(t, "--heartbeat-timeout", "2s")
 	w1 := crashWorker(c, "w1", 2)
 	j := c.submit(fmt.Sprintf(`
 id: orphaned
@@ -287,7 +287,7 @@ tasks:
 }
 
 func TestFrozenWorkerIsLostAndItsStaleAttemptsStopWhenItResumes(t *testing.T) {
-	c := start(t, "--heartbeat-timeout", "2s", "--no-auth")
+	c := start(t, "--heartbeat-timeout", "2s")
 	w1 := crashWorker(c, "w1", 2)
 	dir := t.TempDir()
 	// The first attempt records its PID and would run for a minute; the

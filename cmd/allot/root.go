@@ -20,7 +20,7 @@ which worker, and which running task must make room.
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newPlanCmd(), newSimCmd(), newServerCmd(), newDevCmd(), newWorkerCmd())
+	root.AddCommand(newPlanCmd(), newSimCmd(), newServerCmd(), newDevCmd(), newWorkerCmd(), newBenchCmd())
 	addClientCommands(root)
 	return root
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -21,9 +22,11 @@ func newSimCmd() *cobra.Command {
 		horizon, sample, cycleEvery                    time.Duration
 		workers, limit                                 int
 		swf                                            sim.SWFOptions
+		azure, azureEndpoints, azureAssign             string
+		throttling                                     bool
 	)
 	cmd := &cobra.Command{
-		Use:   "sim (-f SCENARIO | --trace FILE.swf[.gz])",
+		Use:   "sim (-f SCENARIO | --trace FILE.swf[.gz] | --azure FILE.csv)",
 		Short: "Simulate a scenario or a workload trace over virtual time with the production engine",
 		Long: `sim runs the scheduling engine on a virtual clock: jobs arrive at their submitAt
 (or trace submit time), tasks run for their duration, and every scheduling event
@@ -33,15 +36,20 @@ and the makespan; --plot draws slots per group over time as SVG.
 
 With --trace it replays a Standard Workload Format log: each job becomes a job of
 one task per processor, SWF fields map to share, requestor and queue by flags.
-The queues, policies and workers come from -f when given; otherwise one queue with
+With --azure it replays an Azure LLM inference trace: each request becomes a job
+of one task whose run time follows from its tokens, sent to the scenario's
+endpoints in turn (--azure-endpoints), with a load of 1 request; the endpoint
+table shows peak concurrency against target and the admission waits. The queues,
+policies, endpoints and workers come from -f when given; otherwise one queue with
 --policy on --workers one-slot workers.`,
 		Example: `  allot sim -f examples/fairshare-weights.yaml --plot slots.svg
   allot sim --trace NASA-iPSC-1993-3.1-cln.swf.gz --workers 128
-  allot sim --trace LCG-2005-1.swf.gz --policy fairshare --share-field user -o json`,
+  allot sim --trace LCG-2005-1.swf.gz --policy fairshare --share-field user -o json
+  allot sim -f examples/endpoints-azure.yaml --azure AzureLLMInferenceTrace_conv.csv --throttling=false`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if file == "" && trace == "" {
-				return fmt.Errorf("give a scenario (-f) or a trace (--trace)")
+			if file == "" && trace == "" && azure == "" {
+				return fmt.Errorf("give a scenario (-f) or a trace (--trace, --azure)")
 			}
 			if output != "text" && output != "json" {
 				return fmt.Errorf("-o: unknown output %q (known: text, json)", output)
@@ -52,10 +60,19 @@ The queues, policies and workers come from -f when given; otherwise one queue wi
 				if err != nil {
 					return err
 				}
-				in = sim.Input{Config: s.Config, Workers: s.Workers, Jobs: s.Jobs, History: s.History, Running: s.Running, Start: s.Start}
+				in = sim.Input{Config: s.Config, Workers: s.Workers, Jobs: s.Jobs, History: s.History, Running: s.Running, Start: s.Start,
+					Inputs: s.Inputs}
+			}
+			if azure != "" {
+				if err := addAzure(cmd, &in, file != "", azure, azureEndpoints, azureAssign, limit, workers, policyKind); err != nil {
+					return err
+				}
+			}
+			if cmd.Flags().Changed("throttling") {
+				in.Config.Admission.Enabled = throttling
 			}
 			if trace != "" {
-				if file == "" {
+				if file == "" && azure == "" {
 					in.Config = engine.Config{Queues: []engine.QueueConfig{{Name: "default", Policy: policy.Config{Kind: policyKind}}}}
 					swf.Queue = "default"
 				}
@@ -65,7 +82,7 @@ The queues, policies and workers come from -f when given; otherwise one queue wi
 					return err
 				}
 				in.Jobs = append(in.Jobs, jobs...)
-				if file == "" {
+				if file == "" && azure == "" {
 					n := workers
 					if n == 0 {
 						n = max(info.MaxProcs, info.MaxNodes, 1)
@@ -116,8 +133,45 @@ The queues, policies and workers come from -f when given; otherwise one queue wi
 	f.StringVar(&swf.ClassField, "class-field", "none", "SWF field that becomes the job's requestor (classload classes)")
 	f.StringVar(&swf.QueueField, "queue-field", "none", "SWF field that becomes the job's queue (the scenario must define those queues)")
 	f.IntVar(&limit, "limit", 0, "replay only the first N jobs of the trace")
+	f.StringVar(&azure, "azure", "", "Azure LLM inference trace to replay (CSV: TIMESTAMP, ContextTokens, GeneratedTokens)")
+	f.StringVar(&azureEndpoints, "azure-endpoints", "", "with --azure: comma-separated endpoints the requests go to (default: every endpoint of the scenario)")
+	f.StringVar(&azureAssign, "azure-assign", sim.AssignRoundRobin, "with --azure: how requests map to endpoints: round-robin or hash")
+	f.BoolVar(&throttling, "throttling", true, "override the scenario's throttling.throttlingEnabled")
 	cmd.PreRun = func(*cobra.Command, []string) { swf.Limit = limit }
 	return cmd
+}
+
+// addAzure loads an Azure LLM trace into in. Requests go to the named
+// endpoints, or every endpoint the scenario defines; without a scenario, the
+// queue is one --policy queue on --workers one-slot workers (default 64).
+func addAzure(cmd *cobra.Command, in *sim.Input, haveScenario bool, path, endpoints, assign string, limit, workers int, policyKind string) error {
+	opt := sim.AzureOptions{Start: in.Start, Assign: assign, Limit: limit}
+	if !haveScenario {
+		in.Config = engine.Config{Queues: []engine.QueueConfig{{Name: "default", Policy: policy.Config{Kind: policyKind}}}}
+		n := workers
+		if n == 0 {
+			n = 64
+		}
+		for i := range n {
+			in.Workers = append(in.Workers, model.Worker{Name: fmt.Sprintf("node-%04d", i), Slots: 1})
+		}
+	}
+	opt.Queue = in.Config.Queues[0].Name
+	if endpoints != "" {
+		opt.Endpoints = strings.Split(endpoints, ",")
+	} else {
+		for _, ep := range in.Config.Admission.Endpoints {
+			opt.Endpoints = append(opt.Endpoints, ep.Name)
+		}
+	}
+	jobs, info, err := sim.LoadAzureLLMFile(path, opt)
+	if err != nil {
+		return err
+	}
+	in.Jobs = append(in.Jobs, jobs...)
+	fmt.Fprintf(cmd.ErrOrStderr(), "azure %s: %d requests over %s to endpoints %v, %.0f s of work\n",
+		path, info.Requests, info.Last.Sub(info.First).Round(time.Second), opt.Endpoints, info.WorkSeconds)
+	return nil
 }
 
 // writeFile creates path and fills it with write.

@@ -357,7 +357,10 @@ func (a *Agent) leases(ctx context.Context) {
 	for ctx.Err() == nil {
 		start := time.Now()
 		gen := a.generation()
-		l, err := a.c.Lease(ctx, a.reg.Name, api.LeaseRequest{Wait: spec.Duration(a.cfg.LeaseWait)})
+		// What it holds confirms that the previous answer arrived: the
+		// server requeues what it sent and the worker never got.
+		holds := a.running()
+		l, err := a.c.Lease(ctx, a.reg.Name, api.LeaseRequest{Wait: spec.Duration(a.cfg.LeaseWait), Running: &holds})
 		switch {
 		case err == nil:
 			bo.reset()

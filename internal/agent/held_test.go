@@ -34,3 +34,28 @@ func TestRegisteringAgainListsAttemptsWhoseReportsAreUndelivered(t *testing.T) {
 		t.Errorf("registered again with running = %+v, want %+v: the held report's attempt", regs[1].Running, want)
 	}
 }
+
+// Every lease request lists what the worker holds, so the server can tell
+// that an earlier answer never arrived.
+func TestLeaseRequestsListWhatTheWorkerHolds(t *testing.T) {
+	fs, url := newFakeServer(t)
+	start(t, testConfig(url))
+	long := assign("j", "long", 1, "sleep 30", nil)
+	fs.give(api.Lease{Assignments: []api.Assignment{long}})
+	waitFor(t, "a lease request listing the running attempt", func() bool {
+		fs.mu.Lock()
+		defer fs.mu.Unlock()
+		for _, holds := range fs.leaseHolds {
+			if reflect.DeepEqual(holds, []api.Attempt{long.Attempt}) {
+				return true
+			}
+		}
+		return false
+	})
+	fs.mu.Lock()
+	first := fs.leaseHolds[0]
+	fs.mu.Unlock()
+	if first == nil || len(first) != 0 {
+		t.Errorf("the first lease request listed %v, want an empty list (not none)", first)
+	}
+}

@@ -78,6 +78,7 @@ type fakeServer struct {
 	reportCalls   [][]api.Report               // every batch received, delivered or not
 	delivered     []api.Report
 	heartbeats    int
+	leaseHolds    [][]api.Attempt // the Running list of every lease request
 }
 
 func newFakeServer(t *testing.T) (*fakeServer, string) {
@@ -138,6 +139,11 @@ func (fs *fakeServer) lease(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := r.PathValue("name")
+	if req.Running != nil {
+		fs.mu.Lock()
+		fs.leaseHolds = append(fs.leaseHolds, *req.Running)
+		fs.mu.Unlock()
+	}
 	timer := time.NewTimer(time.Duration(req.Wait))
 	defer timer.Stop()
 	for {

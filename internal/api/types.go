@@ -139,6 +139,13 @@ type LeaseRequest struct {
 	// Wait is how long the server may hold the request when it has nothing
 	// for the worker (long poll), at most MaxLeaseWait.
 	Wait spec.Duration `json:"wait,omitempty"`
+	// Running, when set, lists every attempt the worker holds: running,
+	// queued for a slot, or with a report not yet delivered. It confirms
+	// that the previous lease answer arrived: an attempt that answer
+	// carried and the list lacks was lost on the way (a connection cut
+	// while the answer was written), and the server requeues it rather
+	// than wait forever for a report. Nil skips the check.
+	Running *[]Attempt `json:"running,omitempty"`
 }
 
 // MaxLeaseWait bounds a long poll.

@@ -239,6 +239,14 @@ func (c *Controller) do(ctx context.Context, fn func(t *txn) (any, error)) (any,
 	}
 }
 
+// Ping makes a round trip through the loop: it answers once the loop has
+// taken a request and committed what was pending with it, which is what
+// readiness means. It costs no scan of the scheduling state.
+func (c *Controller) Ping(ctx context.Context) error {
+	_, err := c.do(ctx, func(*txn) (any, error) { return nil, nil })
+	return err
+}
+
 // ReleaseWaiters ends every lease long poll at once, answering with what
 // the worker has so far. A server calls it when it starts shutting down, so a
 // worker reconnects to the next server without waiting out its poll.

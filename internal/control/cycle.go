@@ -86,7 +86,7 @@ func (c *Controller) record(t *txn, d *engine.Decisions) (again bool) {
 			lj.rec.State = "running"
 			t.touchJob(&lj.rec)
 		}
-		t.event(EventTaskStarted, s.Job, s.Task, s.Worker, model.Reason{}, map[string]int{"attempt": s.Attempt})
+		t.event(EventTaskStarted, s.Job, s.Task, s.Worker, model.Reason{}, attemptData(s.Attempt))
 		a, err := c.assignment(lj, s)
 		if err != nil {
 			// The task cannot run as written: fail this attempt now.
@@ -122,9 +122,17 @@ func (c *Controller) task(job, name string) (*liveJob, *store.Task) {
 // references of the tasks it needs substituted.
 func (c *Controller) assignment(lj *liveJob, s engine.Start) (api.Assignment, error) {
 	entry := lj.entry[s.Task]
-	results := map[string]json.RawMessage{}
-	for name, rec := range lj.tasks {
-		if len(rec.Result) > 0 {
+	refs := lj.references(entry)
+	if len(refs) == 0 {
+		// Nothing to substitute: the common case, and it must not cost
+		// a walk over the job's tasks.
+		a := api.Assignment{Attempt: api.Attempt{Job: s.Job, Task: s.Task, Attempt: s.Attempt},
+			Run: entry.Run, Command: entry.Command, Env: entry.Env, WorkDir: entry.WorkDir, Timeout: entry.Timeout}
+		return a, nil
+	}
+	results := make(map[string]json.RawMessage, len(refs))
+	for _, name := range refs {
+		if rec, ok := lj.tasks[name]; ok && len(rec.Result) > 0 {
 			results[name] = rec.Result
 		}
 	}

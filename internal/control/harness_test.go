@@ -125,7 +125,7 @@ func (p *plane) submit(js spec.Job) {
 // lease takes what the worker has without waiting.
 func (p *plane) lease(worker string) api.Lease {
 	p.t.Helper()
-	l, err := p.c.Lease(p.ctx(), worker, 0)
+	l, err := p.c.Lease(p.ctx(), worker, 0, nil)
 	if err != nil {
 		p.t.Fatalf("lease %s: %v", worker, err)
 	}

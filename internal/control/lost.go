@@ -23,6 +23,9 @@ func (c *Controller) checkLost(t *txn) {
 		if lw.rec.State == workerLost {
 			continue
 		}
+		if _, fresh := t.newBoxes[name]; fresh {
+			continue // it registered in this round: its old mailbox is history
+		}
 		last := lw.recovered
 		box, hasBox := c.boxes[name]
 		if hasBox {

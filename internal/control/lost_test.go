@@ -1,12 +1,15 @@
 package control
 
 import (
+	"context"
+	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/model"
 	"github.com/allot-sched/allot/internal/spec"
+	"github.com/allot-sched/allot/internal/store/sqlite"
 )
 
 func TestSilentWorkerIsLostItsTaskRunsElsewhereAndItsStaleAttemptIsStopped(t *testing.T) {
@@ -49,7 +52,7 @@ func TestSilentWorkerIsLostItsTaskRunsElsewhereAndItsStaleAttemptIsStopped(t *te
 	if err := p.c.Heartbeat("w1"); !isNotFound(err) {
 		t.Errorf("heartbeat of a lost worker: %v, want not found", err)
 	}
-	if _, err := p.c.Lease(p.ctx(), "w1", 0); !isNotFound(err) {
+	if _, err := p.c.Lease(p.ctx(), "w1", 0, nil); !isNotFound(err) {
 		t.Errorf("lease of a lost worker: %v, want not found", err)
 	}
 	if err := p.report("w1", succeeded(a1)); !isNotFound(err) {
@@ -89,7 +92,7 @@ func TestContactOfAnyKindKeepsAWorker(t *testing.T) {
 		contact func(p *plane) error
 	}{
 		{"heartbeat", func(p *plane) error { return p.c.Heartbeat("w1") }},
-		{"lease request", func(p *plane) error { _, err := p.c.Lease(p.ctx(), "w1", 0); return err }},
+		{"lease request", func(p *plane) error { _, err := p.c.Lease(p.ctx(), "w1", 0, nil); return err }},
 		{"report", func(p *plane) error { return p.report("w1") }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -119,7 +122,7 @@ func TestAnOpenLongPollIsNoSignOfLife(t *testing.T) {
 	p.register("w1", 1)
 	polled := make(chan error, 1)
 	go func() {
-		_, err := p.c.Lease(p.ctx(), "w1", time.Minute)
+		_, err := p.c.Lease(p.ctx(), "w1", time.Minute, nil)
 		polled <- err
 	}()
 	time.Sleep(10 * time.Millisecond) // the poll is open
@@ -167,11 +170,74 @@ func TestLongPollWaitsPastAWakeUpForOrdersAlreadyTaken(t *testing.T) {
 
 	const wait = 300 * time.Millisecond
 	start := time.Now()
-	l, err := p.c.Lease(p.ctx(), "w1", wait)
+	l, err := p.c.Lease(p.ctx(), "w1", wait, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if took := time.Since(start); len(l.Assignments)+len(l.Stops) == 0 && took < wait*3/4 {
 		t.Errorf("the long poll answered empty after %v, want it to wait %v", took, wait)
+	}
+}
+
+func TestWorkerRegisteringAgainWithOtherHardwareHasItsAttemptsStopped(t *testing.T) {
+	p := newPlane(t)
+	p.register("w1", 1)
+	p.submit(spec.Job{ID: "j", Tasks: []spec.Task{{Name: "t", Run: "true"}}})
+	a1 := p.leaseUntil("w1", "the assignment", func(l api.Lease) bool { return len(l.Assignments) == 1 }).Assignments[0].Attempt
+
+	// Same name, more slots: it left and joined again, so what it runs
+	// from before is not the server's any more.
+	p.register("w1", 2, a1)
+	l := p.leaseUntil("w1", "the stop order and the task again", func(l api.Lease) bool {
+		_, again := attemptOf(l.Assignments, "t")
+		return hasStop(l.Stops, a1) && again
+	})
+	if a2, _ := attemptOf(l.Assignments, "t"); a2.Attempt != a1.Attempt+1 {
+		t.Errorf("t restarted as attempt %d, want %d", a2.Attempt, a1.Attempt+1)
+	}
+	if tk := p.task("j", "t"); tk.Fails != 0 {
+		t.Errorf("t counts %d failures, want none", tk.Fails)
+	}
+}
+
+// A worker that registers again in the very round whose tick finds its old
+// mailbox silent must not be declared lost by that old silence.
+func TestWorkerRegisteringInATickRoundIsNotLostForItsPastSilence(t *testing.T) {
+	clock := newFakeClock()
+	st, err := sqlite.Open(sqlite.Memory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	c, err := New(context.Background(), Config{Scheduling: spec.Scheduling{Queues: []spec.Queue{{Name: "batch"}}},
+		HeartbeatTimeout: 30 * time.Second, Clock: clock.Now, Logger: slog.New(slog.DiscardHandler)}, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// step runs call's request in one round of the loop, by hand.
+	step := func(ticked bool, call func() error) {
+		t.Helper()
+		errc := make(chan error, 1)
+		go func() { errc <- call() }()
+		r := <-c.reqs
+		if err := c.round(context.Background(), []*request{r}, ticked); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	}
+	register := func() error {
+		_, err := c.Register(context.Background(), api.Register{Name: "w1", Resources: spec.Resources{CPU: 1000, Memory: 1024}})
+		return err
+	}
+	step(false, register)
+	clock.Add(31 * time.Second)
+	step(true, register)
+	if got := c.workers["w1"].rec.State; got != "ready" {
+		t.Fatalf("w1 is %s after registering in a tick round, want ready", got)
+	}
+	if err := c.Heartbeat("w1"); err != nil {
+		t.Errorf("heartbeat after registering: %v", err)
 	}
 }

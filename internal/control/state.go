@@ -2,6 +2,7 @@ package control
 
 import (
 	"encoding/json"
+	"strconv"
 	"time"
 
 	"github.com/allot-sched/allot/internal/api"
@@ -19,6 +20,28 @@ type liveJob struct {
 	tasks map[string]*store.Task
 	// entry maps an expanded task name to the spec entry it came from.
 	entry map[string]*spec.Task
+	// refs caches, per spec entry, the tasks whose results it references.
+	refs map[*spec.Task][]string
+}
+
+// references lists the tasks whose results entry references in its run,
+// command or env, computed once per entry.
+func (lj *liveJob) references(entry *spec.Task) []string {
+	if refs, ok := lj.refs[entry]; ok {
+		return refs
+	}
+	refs := spec.References(entry.Run)
+	for _, arg := range entry.Command {
+		refs = append(refs, spec.References(arg)...)
+	}
+	for _, v := range entry.Env {
+		refs = append(refs, spec.References(v)...)
+	}
+	if lj.refs == nil {
+		lj.refs = map[*spec.Task][]string{}
+	}
+	lj.refs[entry] = refs
+	return refs
 }
 
 // liveWorker is a registered worker as the loop tracks it.
@@ -44,6 +67,10 @@ type mailbox struct {
 	stops    []api.StopOrder
 	wake     chan struct{} // buffered 1: "something arrived"
 	lastSeen time.Time
+	// handed lists the attempts of lease answers not yet confirmed by the
+	// worker's next lease request (api.LeaseRequest.Running); nil while
+	// the worker does not send that list.
+	handed []api.Attempt
 }
 
 func newMailbox(now time.Time) *mailbox {
@@ -108,12 +135,26 @@ func (t *txn) flush() {
 
 func (t *txn) event(kind, job, task, worker string, r model.Reason, data any) {
 	e := store.Event{At: t.now, Kind: kind, Job: job, Task: task, Worker: worker, Reason: r.Code, Message: r.Message}
-	if data != nil {
+	switch d := data.(type) {
+	case nil:
+	case json.RawMessage:
+		e.Data = d
+	default:
 		if b, err := json.Marshal(data); err == nil {
 			e.Data = b
 		}
 	}
 	t.batch.Events = append(t.batch.Events, e)
+}
+
+// attemptData is the data of task_started and task_succeeded events,
+// written without a trip through encoding/json: there is one per task
+// start and end.
+func attemptData(n int) json.RawMessage {
+	b := make([]byte, 0, 16)
+	b = append(b, `{"attempt":`...)
+	b = strconv.AppendInt(b, int64(n), 10)
+	return append(b, '}')
 }
 
 func (t *txn) kv(key string, value []byte) {

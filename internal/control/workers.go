@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"time"
 
@@ -96,6 +97,12 @@ func (c *Controller) reconcile(t *txn, worker string, running []api.Attempt) {
 		has[a] = true
 	}
 	for _, rec := range c.runningOn(worker) {
+		if s, w, _ := c.eng.TaskState(rec.Job, rec.Name); s != model.TaskRunning || w != worker {
+			// The engine moved it on in this round (its worker registered
+			// with other hardware and was replaced): what the worker still
+			// runs of it is stale.
+			continue
+		}
 		a := api.Attempt{Job: rec.Job, Task: rec.Name, Attempt: rec.Attempt}
 		if has[a] {
 			delete(has, a)
@@ -125,8 +132,11 @@ func (c *Controller) reconcile(t *txn, worker string, running []api.Attempt) {
 }
 
 // Lease hands a worker its new assignments and stop orders, waiting up to
-// wait for some to arrive (long poll).
-func (c *Controller) Lease(ctx context.Context, worker string, wait time.Duration) (api.Lease, error) {
+// wait for some to arrive (long poll). holds, when not nil, is what the
+// worker holds (api.LeaseRequest.Running): an attempt of an earlier answer
+// that it lacks never arrived, and is requeued.
+func (c *Controller) Lease(ctx context.Context, worker string, wait time.Duration, holds *[]api.Attempt) (api.Lease, error) {
+	track := holds != nil
 	take := func() (api.Lease, bool, chan struct{}, error) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
@@ -136,12 +146,24 @@ func (c *Controller) Lease(ctx context.Context, worker string, wait time.Duratio
 		}
 		l := api.Lease{Assignments: box.assign, Stops: box.stops}
 		box.assign, box.stops = nil, nil
+		if track {
+			for _, a := range l.Assignments {
+				box.handed = append(box.handed, a.Attempt)
+			}
+		}
 		return l, len(l.Assignments)+len(l.Stops) > 0, box.wake, nil
 	}
 	// The request is contact; the end of a long poll is not (a worker
 	// frozen while its poll was open says nothing when the poll ends).
 	if err := c.seen(worker); err != nil {
 		return api.Lease{}, err
+	}
+	if track {
+		if lost := c.unconfirmed(worker, *holds); len(lost) > 0 {
+			if err := c.requeueUndelivered(ctx, worker, lost); err != nil {
+				return api.Lease{}, err
+			}
+		}
 	}
 	l, got, wakeCh, err := c.leaseOrEmpty(take)
 	if err != nil || got || wait <= 0 {
@@ -168,6 +190,72 @@ func (c *Controller) Lease(ctx context.Context, worker string, wait time.Duratio
 		l, _, _, err = c.leaseOrEmpty(take)
 		return l, err
 	}
+}
+
+// unconfirmed returns the attempts earlier lease answers carried to worker
+// that it does not hold, and forgets the rest: they arrived.
+func (c *Controller) unconfirmed(worker string, holds []api.Attempt) []api.Attempt {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	box, ok := c.boxes[worker]
+	if !ok || len(box.handed) == 0 {
+		return nil
+	}
+	has := make(map[api.Attempt]bool, len(holds))
+	for _, a := range holds {
+		has[a] = true
+	}
+	var lost []api.Attempt
+	for _, a := range box.handed {
+		if !has[a] {
+			lost = append(lost, a)
+		}
+	}
+	box.handed = nil
+	return lost
+}
+
+// arrived takes reported attempts off the list of those awaiting
+// confirmation: a worker reports only what it received. Without this, a
+// task that ran and reported between two lease requests would cost the
+// second one a loop round to find it no longer running.
+func (c *Controller) arrived(worker string, reports []api.Report) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	box, ok := c.boxes[worker]
+	if !ok || len(box.handed) == 0 {
+		return
+	}
+	reported := make(map[api.Attempt]bool, len(reports))
+	for _, r := range reports {
+		reported[r.Attempt] = true
+	}
+	box.handed = slices.DeleteFunc(box.handed, func(a api.Attempt) bool { return reported[a] })
+}
+
+// requeueUndelivered requeues the attempts a worker never received, if the
+// server still counts them as running there: one the worker received,
+// ran and reported is no longer running, and stays as it ended.
+func (c *Controller) requeueUndelivered(ctx context.Context, worker string, lost []api.Attempt) error {
+	_, err := c.do(ctx, func(t *txn) (any, error) {
+		for _, a := range lost {
+			_, rec := c.task(a.Job, a.Task)
+			if rec == nil || rec.State != string(model.TaskRunning) || rec.Worker != worker || rec.Attempt != a.Attempt {
+				continue
+			}
+			if s, w, _ := c.eng.TaskState(a.Job, a.Task); s != model.TaskRunning || w != worker {
+				continue
+			}
+			c.cfg.Logger.Warn("a lease answer was lost on its way to the worker; requeueing", "worker", worker,
+				"job", a.Job, "task", a.Task, "attempt", a.Attempt)
+			if c.eng.Apply(engine.FinishTask{Job: a.Job, Task: a.Task, Outcome: model.Requeued, At: t.now,
+				Message: fmt.Sprintf("the lease answer carrying attempt %d to worker %q never arrived", a.Attempt, worker)}) == nil {
+				t.changed = true
+			}
+		}
+		return nil, nil
+	})
+	return err
 }
 
 func (c *Controller) leaseOrEmpty(take func() (api.Lease, bool, chan struct{}, error)) (api.Lease, bool, chan struct{}, error) {
@@ -211,6 +299,7 @@ func (c *Controller) Report(ctx context.Context, worker string, reports []api.Re
 	if err := c.seen(worker); err != nil {
 		return err
 	}
+	c.arrived(worker, reports)
 	_, err := c.do(ctx, func(t *txn) (any, error) {
 		for _, r := range reports {
 			c.report(t, worker, r)
@@ -252,7 +341,7 @@ func (c *Controller) report(t *txn, worker string, r api.Report) {
 	t.touchTask(rec)
 	if outcome == model.Succeeded {
 		rec.State, rec.Reason, rec.Message = string(model.TaskSucceeded), "", ""
-		t.event(EventTaskSucceeded, r.Job, r.Task, worker, model.Reason{}, map[string]int{"attempt": r.Attempt.Attempt})
+		t.event(EventTaskSucceeded, r.Job, r.Task, worker, model.Reason{}, attemptData(r.Attempt.Attempt))
 	}
 }
 

@@ -22,6 +22,7 @@ func (e *Engine) Cycle(now time.Time) *Decisions {
 		d.Stops = []Stop{}
 	}
 	e.stops, e.ended, e.jobsDone = nil, nil, nil
+	e.admissionPass(now, d)
 	for _, q := range e.queues {
 		e.allocate(q, now, d)
 	}
@@ -69,10 +70,12 @@ func (e *Engine) allocate(q *queue, now time.Time, d *Decisions) {
 			continue
 		}
 		worker := t.worker.Spec.Name
+		members := runningMembers(t)
 		e.release(t, now)
 		e.makeReady(t)
 		t.job.g.stops++
 		d.Stops = append(d.Stops, Stop{Job: t.job.spec.ID, Task: t.spec.Name, Worker: worker, Reason: st.Reason})
+		e.stopMembers(members, st.Reason, now, d)
 	}
 	_, free = e.fleet.PoolSlots(q.pool)
 	waiting := 0
@@ -88,12 +91,12 @@ func (e *Engine) allocate(q *queue, now time.Time, d *Decisions) {
 			break
 		}
 		g := groups[gi]
-		t, w := e.nextPlaceable(g, &parked)
+		t, ch := e.nextPlaceable(g, &parked, d)
 		if t == nil {
 			plan.Alloc.Exhausted(gi)
 			continue
 		}
-		e.start(t, w, now, d)
+		e.start(t, ch, now, d)
 		free--
 		plan.Alloc.Started(gi)
 	}
@@ -174,10 +177,11 @@ func (g *group) usable() int {
 	return n
 }
 
-// nextPlaceable finds the group's next task that a worker can take now. A
-// job whose next task cannot be placed is parked for the rest of the cycle,
-// so later jobs of the group can use the slot (backfill).
-func (e *Engine) nextPlaceable(g *group, parked *[]*job) (*task, *place.Worker) {
+// nextPlaceable finds the group's next task that a worker can take now, and
+// the worker. A job whose next task cannot be placed is parked for the rest
+// of the cycle, so later jobs of the group can use the slot (backfill); a
+// task waiting for its sticky worker is also listed in d.Deferred.
+func (e *Engine) nextPlaceable(g *group, parked *[]*job, d *Decisions) (*task, place.Choice) {
 	for g.jobs.Len() > 0 {
 		j := g.jobs.items[0]
 		if m := j.maxSlots; m > 0 && j.running >= m {
@@ -188,14 +192,19 @@ func (e *Engine) nextPlaceable(g *group, parked *[]*job) (*task, *place.Worker) 
 			continue
 		}
 		t := j.ready.items[0]
-		w, r := e.fleet.Place(t.shape)
-		if w == nil {
+		var req place.Request
+		e.request(&req, t)
+		ch, r := e.fleet.Choose(&req)
+		if ch.Worker == nil {
+			if r.Code == model.ReasonStickyWorkerBusy {
+				d.Deferred = append(d.Deferred, Deferral{Job: j.id, Task: t.spec.Name, Worker: req.Sticky.Spec.Name, Reason: r})
+			}
 			e.park(j, parked, r)
 			continue
 		}
-		return t, w
+		return t, ch
 	}
-	return nil, nil
+	return nil, place.Choice{}
 }
 
 func (e *Engine) park(j *job, parked *[]*job, r model.Reason) {
@@ -205,19 +214,24 @@ func (e *Engine) park(j *job, parked *[]*job, r model.Reason) {
 	*parked = append(*parked, j)
 }
 
-// start runs the head task t of its job on w.
-func (e *Engine) start(t *task, w *place.Worker, now time.Time, d *Decisions) {
+// start runs the head task t of its job on the chosen worker, with the
+// tasks merged into its batch.
+func (e *Engine) start(t *task, ch place.Choice, now time.Time, d *Decisions) {
 	j := t.job
+	w := ch.Worker
 	j.ready.pop()
 	j.g.waiting--
 	e.occupy(t, w, now)
+	e.placed(t, w)
+	t.batch = nil
+	j.g.starts++
+	d.Starts = append(d.Starts, Start{Job: j.id, Task: t.spec.Name, Worker: w.Spec.Name, Attempt: t.attempt, Placement: ch.Info})
+	e.merge(t, ch.Info, now, d)
 	if j.ready.Len() == 0 {
 		j.g.jobs.remove(j.heapPos)
 	} else if j.q.jobOrder == policy.ByFewestRunning {
 		j.g.jobs.fix(j.heapPos)
 	}
-	j.g.starts++
-	d.Starts = append(d.Starts, Start{Job: j.id, Task: t.spec.Name, Worker: w.Spec.Name, Attempt: t.attempt})
 }
 
 // compact drops ended jobs from the active list, once enough have ended
@@ -289,7 +303,7 @@ func (e *Engine) readyReason(j *job) model.Reason {
 // changes: a cycle does not format one message per DAG job.
 func (e *Engine) jobBlockedReason(j *job) model.Reason {
 	if !j.admitted {
-		return j.admitReason
+		return e.admissionReason(j)
 	}
 	t := j.firstBlocked()
 	if j.blockedMemo.task != t || j.blockedMemo.unmet != t.unmet {
@@ -301,7 +315,7 @@ func (e *Engine) jobBlockedReason(j *job) model.Reason {
 
 func (e *Engine) blockedReason(t *task) model.Reason {
 	if !t.job.admitted {
-		return t.job.admitReason
+		return e.admissionReason(t.job)
 	}
 	var unmet []string
 	for _, need := range t.spec.Needs {

@@ -3,6 +3,7 @@ package engine
 import (
 	"time"
 
+	"github.com/allot-sched/allot/internal/engine/place"
 	"github.com/allot-sched/allot/internal/model"
 )
 
@@ -15,12 +16,22 @@ type Decisions struct {
 	Starts []Start   `json:"starts"`
 	Stops  []Stop    `json:"stops"`
 	// Admitted and Throttled are the admission verdicts of this cycle.
+	// Admitted lists the endpoint jobs admitted, in decision order;
+	// Throttled the endpoint jobs held back for the first time (a job
+	// waiting for capacity is not listed again on later cycles; Pending
+	// keeps its current reason).
 	Admitted  []string   `json:"admitted,omitempty"`
 	Throttled []Throttle `json:"throttled,omitempty"`
+	// DeadLettered lists jobs put on the dead-letter list since the last
+	// cycle (DeadLetter events).
+	DeadLettered []string `json:"deadLettered,omitempty"`
 	// Ended lists tasks whose attempt or life ended since the last cycle:
 	// from worker reports (retried or failed), cascades, cancels and lost
 	// workers.
 	Ended []TaskEnd `json:"ended,omitempty"`
+	// Deferred lists ready tasks held back this cycle for the worker of
+	// their StickTo parent (sticky_worker_busy), for requeue counters.
+	Deferred []Deferral `json:"deferred,omitempty"`
 	// JobsDone lists jobs that reached an end state.
 	JobsDone []JobEnd `json:"jobsDone,omitempty"`
 	// Pending gives, per job, why its waiting tasks are not running.
@@ -35,6 +46,14 @@ type Start struct {
 	Task    string `json:"task"`
 	Worker  string `json:"worker"`
 	Attempt int    `json:"attempt"`
+	// Batch names the head task of the merged batch the task belongs to
+	// (the head included), or is empty. A batch is tasks of one job stage
+	// sharing a model, dispatched together to one worker slot: the head
+	// comes first in Starts and its members follow.
+	Batch string `json:"batch,omitempty"`
+	// Placement says how the worker was chosen: mode, strategy, the
+	// candidate pool size, reuse hits, λ and the winning score.
+	Placement place.Info `json:"placement,omitzero"`
 }
 
 // Stop ends a running task early; the task is requeued unless the reason is
@@ -59,6 +78,8 @@ type TaskEnd struct {
 	Worker string          `json:"worker,omitempty"`
 	State  model.TaskState `json:"state"` // ready again (retry, requeue) or terminal
 	Reason model.Reason    `json:"reason"`
+	// Parent names the head of the merged batch a member ended with.
+	Parent string `json:"parent,omitempty"`
 }
 
 // JobEnd records a job reaching an end state.

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/allot-sched/allot/internal/engine/admit"
 	"github.com/allot-sched/allot/internal/engine/place"
 	"github.com/allot-sched/allot/internal/engine/policy"
 	"github.com/allot-sched/allot/internal/model"
@@ -32,6 +33,10 @@ type Config struct {
 	// large backlog does not need; the reasons themselves are kept either
 	// way (TaskReason, Pending).
 	LazyPending bool
+	// Admission holds the endpoints jobs are admitted against and the
+	// throttling settings (seed 000); start from admit.Defaults(). Its
+	// zero value has no endpoints and admits every job at once.
+	Admission admit.Config
 }
 
 // QueueConfig is one queue: where jobs wait, under one policy, for workers of
@@ -44,11 +49,6 @@ type QueueConfig struct {
 	// Pool selects the workers this queue may use; empty selects all.
 	Pool   model.Selector
 	Policy policy.Config
-}
-
-// PlacementConfig configures how tasks find workers.
-type PlacementConfig struct {
-	Strategy string
 }
 
 // Engine is the scheduler state. It is not safe for concurrent use: one
@@ -78,16 +78,18 @@ type Engine struct {
 	// endedSinceCompact counts jobs that ended since the active list was
 	// last compacted.
 	endedSinceCompact int
+	// adm is the admission stage: endpoints, throttling, dead letters.
+	adm admission
 }
 
 // New builds an engine from cfg.
 func New(cfg Config) (*Engine, error) {
-	strategy, err := place.ParseStrategy(cfg.Placement.Strategy)
+	fleet, err := place.NewFleetConfig(cfg.Placement)
 	if err != nil {
-		return nil, fmt.Errorf("placement.strategy: %w", err)
+		return nil, place.PrefixErrors("placement.", err)
 	}
 	e := &Engine{
-		fleet:       place.NewFleet(strategy),
+		fleet:       fleet,
 		queueBy:     map[string]*queue{},
 		jobs:        map[string]*job{},
 		rng:         rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
@@ -95,6 +97,9 @@ func New(cfg Config) (*Engine, error) {
 	}
 	if len(cfg.Queues) == 0 {
 		return nil, fmt.Errorf("queues: at least one queue is required")
+	}
+	if err := e.initAdmission(cfg); err != nil {
+		return nil, err
 	}
 	for i, qc := range cfg.Queues {
 		if qc.Name == "" {
@@ -139,7 +144,7 @@ func (e *Engine) Apply(ev Event) error {
 	case CancelJob:
 		return e.cancel(ev.Job, e.advance(ev.At))
 	case FinishTask:
-		return e.finish(ev, e.advance(ev.At))
+		return e.finishBatch(ev, e.advance(ev.At))
 	case RestoreRunning:
 		return e.restore(ev)
 	case RestoreTask:
@@ -152,7 +157,7 @@ func (e *Engine) Apply(ev Event) error {
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrDuplicate, err)
 		}
-		e.advance(ev.At)
+		w.IdleSince = e.advance(ev.At)
 		for len(e.onWorker) <= w.Idx {
 			e.onWorker = append(e.onWorker, nil)
 		}
@@ -168,7 +173,7 @@ func (e *Engine) Apply(ev Event) error {
 			return fmt.Errorf("worker %q: state: %w worker state %q", ev.Name, ErrInvalid, ev.State)
 		}
 		e.advance(ev.At)
-		e.fleet.SetState(w, ev.State)
+		e.setWorkerState(w, ev.State, e.now)
 		return nil
 	case SetPolicy:
 		q, ok := e.queueBy[ev.Queue]
@@ -195,6 +200,12 @@ func (e *Engine) Apply(ev Event) error {
 			j.g.jobs.fix(j.heapPos)
 		}
 		return nil
+	}
+	if handled, err := e.applyPlacement(ev); handled {
+		return err
+	}
+	if handled, err := e.applyAdmission(ev); handled {
+		return err
 	}
 	return fmt.Errorf("%w event %T", ErrInvalid, ev)
 }
@@ -260,8 +271,8 @@ func (e *Engine) submit(spec model.Job) error {
 	if len(spec.Tasks) == 0 {
 		return fmt.Errorf("job %q: tasks: %w: a job needs at least one task", spec.ID, ErrInvalid)
 	}
-	if spec.Endpoint != "" {
-		return fmt.Errorf("job %q: endpoint: %w: endpoint %q is not configured", spec.ID, ErrInvalid, spec.Endpoint)
+	if err := e.checkAdmission(&spec); err != nil {
+		return err
 	}
 	sel, ok := q.pool.Merge(spec.Selector)
 	if !ok {
@@ -324,7 +335,7 @@ func (e *Engine) submit(spec model.Job) error {
 		j.g.limited++
 	}
 	e.advance(js.Submitted)
-	e.admit(j)
+	e.enqueue(j)
 	return nil
 }
 
@@ -495,6 +506,8 @@ func (e *Engine) end(t *task, s model.TaskState, r model.Reason, worker string) 
 	if j.left == 0 {
 		j.done = true
 		e.endedSinceCompact++
+		e.releaseAdmission(j)
+		e.fleet.JobEnded(j.id)
 		state := model.TaskSucceeded
 		for _, t := range j.tasks {
 			if t.state == model.TaskCancelled {
@@ -510,8 +523,15 @@ func (e *Engine) end(t *task, s model.TaskState, r model.Reason, worker string) 
 
 // release frees the slot of a running task.
 func (e *Engine) release(t *task, now time.Time) {
+	if t.member() {
+		e.releaseMember(t)
+		return
+	}
 	j := t.job
 	e.fleet.Release(t.worker, t.spec.Resources)
+	if t.worker.Running == 0 {
+		t.worker.IdleSince = now
+	}
 	if t.prevOnWorker != nil {
 		t.prevOnWorker.nextOnWorker = t.nextOnWorker
 	} else {
@@ -534,7 +554,7 @@ func (e *Engine) release(t *task, now time.Time) {
 func (e *Engine) occupy(t *task, w *place.Worker, now time.Time) {
 	j := t.job
 	t.state = model.TaskRunning
-	t.worker = w
+	t.worker, t.lastWorker = w, w
 	t.started = now
 	t.attempt++
 	e.startSeq++
@@ -584,6 +604,9 @@ func (e *Engine) restore(ev RestoreRunning) error {
 	if err != nil {
 		return err
 	}
+	if t.state == model.TaskBlocked && t.unmet == 0 {
+		e.admitForRestore(t)
+	}
 	if t.state != model.TaskReady {
 		return fmt.Errorf("job %q task %q: %w: only a ready task can be restored as running (state %s)", ev.Job, ev.Task, ErrInvalid, t.state)
 	}
@@ -611,6 +634,7 @@ func (e *Engine) restore(ev RestoreRunning) error {
 	// calls stay in time order; the task keeps its true start for victim
 	// selection. Usage from before now is History's business.
 	e.occupy(t, w, e.now)
+	e.placed(t, w)
 	t.started = started
 	if j := t.job; j.heapPos >= 0 && j.q.jobOrder == policy.ByFewestRunning {
 		j.g.jobs.fix(j.heapPos) // its running count is the job's rank
@@ -646,6 +670,8 @@ func (e *Engine) restoreTask(ev RestoreTask) error {
 	if j.left == 0 {
 		j.done = true
 		e.endedSinceCompact++
+		e.releaseAdmission(j)
+		e.fleet.JobEnded(j.id)
 	}
 	if ev.State == model.TaskSucceeded {
 		for _, c := range t.children {

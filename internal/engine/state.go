@@ -28,6 +28,10 @@ type task struct {
 	startSeq                   uint64
 	heapPos                    int // in job.ready
 	runPos                     int // in group.running
+	// lastWorker is the worker of the latest attempt (stage stickiness
+	// pins a child there); batch is the merged batch t heads or rides in.
+	lastWorker *place.Worker
+	batch      *batch
 }
 
 // job is the engine's record of one job.
@@ -66,6 +70,8 @@ type job struct {
 		unmet  int
 		reason model.Reason
 	}
+	// hash is the hash of the job's ID (placement jitter), 0 until needed.
+	hash uint64
 }
 
 // group is one group of a queue: the jobs a policy treats as one unit.

@@ -198,6 +198,14 @@ type Task struct {
 	// Fails makes the simulator report this many failed attempts before the
 	// task succeeds (used to exercise retries and failure cascades).
 	Fails int `json:"fails,omitempty"`
+	// Stage is the name of the job-spec entry the task was expanded from
+	// (shard for shard-007); empty means the task's own name. Placement
+	// groups tasks by stage: merged batches and fixed-pipeline task types.
+	Stage string `json:"stage,omitempty"`
+	// StickTo names the task of the same job whose checkpoint or adapter
+	// this task loads. With stage stickiness on, the task runs on the
+	// worker that ran that task while the worker lives, sparing a download.
+	StickTo string `json:"stickTo,omitempty"`
 }
 
 // Job is what a user submits: tasks, and the attributes policies divide
@@ -217,6 +225,20 @@ type Job struct {
 	MaxSlots  int       `json:"maxSlots,omitempty"`
 	Submitted time.Time `json:"submitted"`
 	Tasks     []Task    `json:"tasks"`
+
+	// Regions, or else Image with RegionSize, TileSize and TileOverlap,
+	// estimate the job's load when Load is 0 (internal/engine/admit).
+	// RegionSize and TileSize 0 take the defaults; TileOverlap is taken
+	// as written (the job spec fills its default).
+	Regions     int       `json:"regions,omitempty"`
+	Image       ImageSize `json:"image,omitzero"`
+	RegionSize  int       `json:"regionSize,omitempty"`
+	TileSize    int       `json:"tileSize,omitempty"`
+	TileOverlap int       `json:"tileOverlap,omitempty"`
+	// Inputs are what the job reads (image URLs); the control plane checks
+	// them at submission and dead-letters a job whose input is
+	// inaccessible.
+	Inputs []string `json:"inputs,omitempty"`
 }
 
 // Outcome is how a task attempt ended.
@@ -277,6 +299,9 @@ const (
 	ReasonDependencyFailure = "dependency_failure"
 	ReasonFailed            = "failed"
 	ReasonRetry             = "retry"
+	// ReasonInputInaccessible dead-letters a job whose declared input
+	// could not be read (invalid URL, missing credentials, corrupt file).
+	ReasonInputInaccessible = "input_inaccessible"
 )
 
 // Because formats a Reason.

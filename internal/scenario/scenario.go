@@ -5,12 +5,14 @@
 package scenario
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"sort"
 	"time"
 
 	"github.com/allot-sched/allot/internal/engine"
+	"github.com/allot-sched/allot/internal/engine/admit"
 	"github.com/allot-sched/allot/internal/engine/policy"
 	"github.com/allot-sched/allot/internal/model"
 	"github.com/allot-sched/allot/internal/spec"
@@ -28,6 +30,10 @@ type File struct {
 	Workers []spec.Worker `yaml:"workers" json:"workers"`
 	Jobs    []Job         `yaml:"jobs" json:"jobs"`
 	State   State         `yaml:"state,omitempty" json:"state,omitempty"`
+	// InaccessibleInputs lists job inputs (URLs) that cannot be read, with
+	// the reason: a job declaring one goes to the dead-letter list at its
+	// submission instead of the queue.
+	InaccessibleInputs map[string]string `yaml:"inaccessibleInputs,omitempty" json:"inaccessibleInputs,omitempty"`
 }
 
 // Job is a job entry: a job spec plus when it arrives, and how many copies.
@@ -54,6 +60,9 @@ type Scenario struct {
 	// Running lists tasks already running at time zero.
 	Running []engine.RestoreRunning
 	History map[string]policy.History
+	// Inputs checks job inputs at submission (the scenario's
+	// inaccessibleInputs); a job that fails is dead-lettered.
+	Inputs admit.StaticChecker
 }
 
 // Load reads and checks a scenario file.
@@ -98,7 +107,7 @@ func (f *File) check() (*Scenario, error) {
 	}
 	cfg, err := f.EngineConfig()
 	collect(err)
-	s := &Scenario{Config: cfg, Start: DefaultStart, History: f.State.Queues}
+	s := &Scenario{Config: cfg, Start: DefaultStart, History: f.State.Queues, Inputs: admit.StaticChecker(f.InaccessibleInputs)}
 	if f.Start != "" {
 		t, err := time.Parse(time.RFC3339, f.Start)
 		if err != nil {
@@ -153,6 +162,14 @@ func (f *File) check() (*Scenario, error) {
 			collect(err)
 			continue
 		}
+		if err := f.CheckJobEndpoint(path, ex.Job); err != nil {
+			collect(err)
+			continue
+		}
+		if len(ex.Running) > 0 && s.DeadLetter(ex.Job) != "" {
+			list = append(list, &spec.FieldError{Path: path + ".inputs", Msg: "the job has running tasks, but an input is inaccessible: it would be dead-lettered"})
+			continue
+		}
 		copies := expandIDs(j.ID, j.Count)
 		for _, id := range copies {
 			if prev, dup := ids[id]; dup {
@@ -203,7 +220,11 @@ func (s *Scenario) Engine() (*engine.Engine, error) {
 	}
 	for _, j := range s.Jobs {
 		j.Submitted = s.Start
-		if err := e.Apply(engine.SubmitJob{Job: j}); err != nil {
+		var ev engine.Event = engine.SubmitJob{Job: j}
+		if why := s.DeadLetter(j); why != "" {
+			ev = engine.DeadLetter{Job: j, Reason: why, At: s.Start}
+		}
+		if err := e.Apply(ev); err != nil {
 			return nil, err
 		}
 	}
@@ -218,6 +239,15 @@ func (s *Scenario) Engine() (*engine.Engine, error) {
 		}
 	}
 	return e, nil
+}
+
+// DeadLetter checks j's inputs, as the control plane does at submission,
+// and returns why j goes to the dead-letter list, or "".
+func (s *Scenario) DeadLetter(j model.Job) string {
+	if err := admit.CheckInputs(context.Background(), s.Inputs, j.Inputs); err != nil {
+		return err.Error()
+	}
+	return ""
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -57,10 +57,12 @@ type AzureOptions struct {
 	Model *TokenModel
 	// Endpoints, when set, are assigned to jobs' Endpoint field, by Assign:
 	// "round-robin" (default: row i gets Endpoints[i mod n]) or "hash" (FNV-1a
-	// of the job id). The engine admits endpoint jobs only once endpoints
-	// are configured; leave this empty until then.
+	// of the job id). The engine's configuration must define them.
 	Endpoints []string
 	Assign    string
+	// Load is each endpoint job's load in concurrent requests; 0 means 1,
+	// as one LLM request is one request at a time.
+	Load int
 	// Share and Requestor are copied to every job.
 	Share, Requestor string
 	// Resources is what each request's task asks for; zero takes one slot.
@@ -127,6 +129,9 @@ func LoadAzureLLM(r io.Reader, opt AzureOptions) ([]model.Job, AzureInfo, error)
 	}
 	if opt.Limit < 0 {
 		return nil, info, fmt.Errorf("limit: must not be negative (got %d)", opt.Limit)
+	}
+	if opt.Load < 0 {
+		return nil, info, fmt.Errorf("load: must not be negative (got %d)", opt.Load)
 	}
 	in, err := maybeGzip(r)
 	if err != nil {
@@ -204,6 +209,7 @@ func LoadAzureLLM(r io.Reader, opt AzureOptions) ([]model.Job, AzureInfo, error)
 				i = int(h.Sum64() % uint64(n))
 			}
 			j.Endpoint = opt.Endpoints[i]
+			j.Load = max(1, opt.Load)
 		}
 		jobs = append(jobs, j)
 		info.ContextTokens += ctx

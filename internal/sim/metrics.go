@@ -39,6 +39,8 @@ type Result struct {
 	Series      Series          `json:"series"`
 	Unfinished  []Unfinished    `json:"unfinished"`
 	Timeline    []TimelineEntry `json:"timeline"`
+	// Endpoints has one entry per endpoint variant jobs used, by name.
+	Endpoints []EndpointResult `json:"endpoints,omitempty"`
 }
 
 // QueueInfo names a queue and its policy, for titles and summaries.
@@ -92,6 +94,9 @@ type Counts struct {
 	JobsSucceeded      int `json:"jobsSucceeded"`
 	JobsFailed         int `json:"jobsFailed"`
 	JobsCancelled      int `json:"jobsCancelled,omitempty"`
+	// JobsDeadLettered counts jobs refused at arrival for an
+	// inaccessible input.
+	JobsDeadLettered int `json:"jobsDeadLettered,omitempty"`
 	// Cycles and Events count engine cycles and processed queue events.
 	Cycles int `json:"cycles"`
 	Events int `json:"events"`
@@ -153,7 +158,7 @@ type Unfinished struct {
 // one instant. Consecutive decisions of one kind for one job merge.
 type TimelineEntry struct {
 	AtSeconds float64  `json:"at"`
-	Kind      string   `json:"kind"` // submit, start, stop, retry, fail, done
+	Kind      string   `json:"kind"` // submit, start, stop, retry, fail, done; admit, throttle, deadletter
 	Job       string   `json:"job"`
 	Count     int      `json:"count,omitempty"`   // tasks concerned
 	Tasks     []string `json:"tasks,omitempty"`   // the first few
@@ -293,6 +298,7 @@ func (r *runner) result() *Result {
 	}
 	r.sample(res, order)
 	r.unfinishedJobs(res)
+	r.endpointResults(res)
 	return res
 }
 

@@ -44,6 +44,9 @@ func (r *Result) WriteText(w io.Writer) error {
 		r.Wait.Count, fmtSeconds(r.Wait.P50), fmtSeconds(r.Wait.P95), fmtSeconds(r.Wait.P99), fmtSeconds(r.Wait.Mean), fmtSeconds(r.Wait.Max))
 	fmt.Fprintf(bw, "Counts:      %d starts, %d stops, %d retries, %d failed tasks (%d by a failed dependency); jobs: %d succeeded, %d failed, %d unfinished; %d cycles\n",
 		c.Starts, c.Stops, c.Retries, c.FailedTasks, c.DependencyFailures, c.JobsSucceeded, c.JobsFailed, len(r.Unfinished), c.Cycles)
+	if c.JobsDeadLettered > 0 {
+		fmt.Fprintf(bw, "Dead letters: %d jobs refused at arrival for an inaccessible input\n", c.JobsDeadLettered)
+	}
 
 	fmt.Fprintln(bw)
 	tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -54,6 +57,10 @@ func (r *Result) WriteText(w io.Writer) error {
 			fmtSeconds(g.Wait.P99), fmtSeconds(g.Wait.Mean), fmtSeconds(g.Wait.Max), g.Stops, g.Retries, g.FailedTasks)
 	}
 	if err := tw.Flush(); err != nil {
+		return err
+	}
+
+	if err := r.writeEndpoints(bw); err != nil {
 		return err
 	}
 

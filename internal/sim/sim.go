@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/allot-sched/allot/internal/engine"
+	"github.com/allot-sched/allot/internal/engine/admit"
 	"github.com/allot-sched/allot/internal/engine/policy"
 	"github.com/allot-sched/allot/internal/model"
 )
@@ -36,6 +37,10 @@ type Input struct {
 	Running []engine.RestoreRunning
 	// Start is virtual time zero.
 	Start time.Time
+	// Inputs checks each job's inputs at its arrival, as the control plane
+	// does at submission; a job that fails goes to the dead-letter list.
+	// nil accepts every input.
+	Inputs admit.InputChecker
 }
 
 // Options tune a run without changing what is simulated, except Horizon and
@@ -117,6 +122,10 @@ type simJob struct {
 	arrived bool
 	ended   bool
 	byName  map[string]int32 // built on first lookup for large jobs
+	// ep and epLoad are the endpoint variant and load of an admitted job
+	// that has not ended.
+	ep     *epAcc
+	epLoad int
 }
 
 // groupAcc accumulates one group's metrics during the run.
@@ -168,6 +177,7 @@ type runner struct {
 	dirtyGroups []int32
 	changes     []change
 
+	eps      map[string]*epAcc // by endpoint and variant
 	counts   Counts
 	timeline []TimelineEntry
 	tlMax    int
@@ -471,6 +481,16 @@ func (r *runner) arrive(ji int32) error {
 	if !spec.Submitted.After(r.in.Start) {
 		spec.Submitted = r.in.Start
 	}
+	if why := r.checkInputs(ji); why != "" {
+		if err := r.eng.Apply(engine.DeadLetter{Job: spec, Reason: why, At: r.at()}); err != nil {
+			return fmt.Errorf("jobs[%d] %q at %s: %w: %w", ji, sj.id, time.Duration(r.now), ErrRejected, err)
+		}
+		r.realPending--
+		r.dirty = true
+		sj.arrived, sj.ended = true, true
+		r.counts.JobsDeadLettered++
+		return nil
+	}
 	if err := r.eng.Apply(engine.SubmitJob{Job: spec}); err != nil {
 		return fmt.Errorf("jobs[%d] %q at %s: %w: %w", ji, sj.id, time.Duration(r.now), ErrRejected, err)
 	}
@@ -531,6 +551,7 @@ func (r *runner) cycle() {
 	r.counts.Cycles++
 	r.lastCycle = r.now
 	r.dirty = false
+	r.admission(d)
 	for _, e := range d.Ended {
 		r.ended(e)
 	}

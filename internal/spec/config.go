@@ -17,6 +17,10 @@ type Scheduling struct {
 	Seed      uint64    `yaml:"seed,omitempty" json:"seed,omitempty"`
 	Queues    []Queue   `yaml:"queues" json:"queues"`
 	Placement Placement `yaml:"placement,omitempty" json:"placement,omitempty"`
+	// Throttling and Endpoints configure admission against endpoint
+	// capacity (seed 000; docs/endpoints.md).
+	Throttling Throttling `yaml:"throttling,omitempty" json:"throttling,omitempty"`
+	Endpoints  []Endpoint `yaml:"endpoints,omitempty" json:"endpoints,omitempty"`
 }
 
 // Queue is one queue.
@@ -67,6 +71,7 @@ func (s Scheduling) EngineConfig() (engine.Config, error) {
 		cfg.Queues = append(cfg.Queues, engine.QueueConfig{Name: q.Name, Priority: q.Priority,
 			Pool: model.Selector(q.Pool), Policy: q.Policy})
 	}
+	cfg.Admission = s.admission(&c)
 	if err := c.err(); err != nil {
 		return engine.Config{}, err
 	}

@@ -34,6 +34,24 @@ type Job struct {
 	Selector  map[string]string `yaml:"selector,omitempty" json:"selector,omitempty"`
 	MaxSlots  int               `yaml:"maxSlots,omitempty" json:"maxSlots,omitempty"`
 	Tasks     []Task            `yaml:"tasks" json:"tasks"`
+
+	// Regions, or Image with RegionSize, TileSize and TileOverlap, estimate
+	// the job's load on its endpoint when Load is not given
+	// (docs/endpoints.md).
+	Regions     int        `yaml:"regions,omitempty" json:"regions,omitempty"`
+	Image       *ImageSize `yaml:"image,omitempty" json:"image,omitempty"`
+	RegionSize  int        `yaml:"regionSize,omitempty" json:"regionSize,omitempty"`
+	TileSize    int        `yaml:"tileSize,omitempty" json:"tileSize,omitempty"`
+	TileOverlap *int       `yaml:"tileOverlap,omitempty" json:"tileOverlap,omitempty"`
+	// Inputs are URLs the job reads; they are checked for access at
+	// submission, and a job with an inaccessible input is dead-lettered.
+	Inputs []string `yaml:"inputs,omitempty" json:"inputs,omitempty"`
+}
+
+// ImageSize is an image's size in pixels.
+type ImageSize struct {
+	Width  int `yaml:"width" json:"width"`
+	Height int `yaml:"height" json:"height"`
 }
 
 // Task is a task, or with Count a group of identical tasks, as a user writes
@@ -121,6 +139,7 @@ func (j Job) Expand(path string, submitted time.Time) (Expanded, error) {
 	if j.Load < 0 {
 		c.add(p("load"), "must not be negative")
 	}
+	checkImage(&c, p, j)
 	if len(j.Selector) > MaxLabels {
 		c.add(p("selector"), "has %d entries, more than %d", len(j.Selector), MaxLabels)
 	}
@@ -129,7 +148,12 @@ func (j Job) Expand(path string, submitted time.Time) (Expanded, error) {
 	}
 	out := model.Job{ID: j.ID, Queue: j.Queue, Requestor: j.Requestor, Share: j.Share, Priority: j.Priority,
 		Urgent: j.Urgent, SLAGroup: j.SLAGroup, Endpoint: j.Endpoint, Variant: j.Variant, Load: j.Load,
-		Selector: model.Selector(j.Selector), MaxSlots: j.MaxSlots, Submitted: submitted}
+		Selector: model.Selector(j.Selector), MaxSlots: j.MaxSlots, Submitted: submitted,
+		Regions: j.Regions, Inputs: j.Inputs}
+	if j.Image != nil {
+		out.Image = model.ImageSize{Width: j.Image.Width, Height: j.Image.Height}
+		out.RegionSize, out.TileSize, out.TileOverlap = j.geometry()
+	}
 	var running []RunningTask
 	members := map[string][]string{}   // entry name → expanded task names
 	where := map[string]string{}       // entry or task name → path, for duplicates

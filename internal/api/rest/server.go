@@ -101,7 +101,7 @@ func (s *Server) routes() {
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	if _, err := s.ctrl.Queues(ctx); err != nil {
+	if err := s.ctrl.Ping(ctx); err != nil {
 		writeError(w, http.StatusServiceUnavailable, api.Error{Code: api.CodeUnavailable, Message: err.Error()})
 		return
 	}
@@ -399,7 +399,7 @@ func (s *Server) lease(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	wait := min(time.Duration(req.Wait), api.MaxLeaseWait)
-	l, err := s.ctrl.Lease(r.Context(), r.PathValue("name"), wait)
+	l, err := s.ctrl.Lease(r.Context(), r.PathValue("name"), wait, req.Running)
 	if err != nil {
 		s.fail(w, err)
 		return

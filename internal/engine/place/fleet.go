@@ -10,21 +10,42 @@ import (
 	"fmt"
 	"math/bits"
 	"strings"
+	"time"
 
 	"github.com/allot-sched/allot/internal/model"
 )
 
-// Worker is a worker as placement tracks it.
+// Worker is a worker as placement tracks it. The fields a placement reads
+// for every candidate (used resources, running count, class, jitter hash)
+// come first, in the worker's first cache line.
 type Worker struct {
 	// Idx is the registration order, which first-fit follows.
 	Idx     int
-	Spec    model.Worker
 	Used    model.Resources
 	Running int
 	class   *class
-	pos     int // position in class.members
-	gone    bool
+	// hash is the hash of the worker's name, the worker's half of the
+	// jitter hash.
+	hash uint64
+
+	Spec model.Worker
+	pos  int // position in class.members
+	gone bool
+	// boundTo is the job the worker is reserved for in the static-worker
+	// mode, or "": a bound worker is out of the general pool.
+	boundTo string
+	// IdleSince is when the worker last became idle (registration, or its
+	// last running task ended) and StateSince when its state last changed;
+	// the engine keeps both for the elastic coordinator.
+	IdleSince, StateSince time.Time
 }
+
+// BoundTo returns the job the worker is reserved for (static-worker mode),
+// or "".
+func (w *Worker) BoundTo() string { return w.boundTo }
+
+// Gone reports whether the worker was removed.
+func (w *Worker) Gone() bool { return w.gone }
 
 // FreeSlots is how many more tasks w can run.
 func (w *Worker) FreeSlots() int { return w.Spec.Slots - w.Running }
@@ -39,12 +60,17 @@ type class struct {
 	slots     int
 	cost      float64
 	members   []*Worker // every worker ever in the class, registration order
-	free      freeSet   // members that take work and have a free slot
+	free      freeSet   // members that take work, have a free slot and are not bound
 	freeSlots int       // free slots of ready workers
 	slotsUp   int       // all slots of ready workers
 	workers   int
 	draining  int
 	disabled  int
+	// mu is the class's normalised throughput proxy μ̂, costN its
+	// normalised cost ĉ, and base[k] the score λ_k·μ̂ − (1−λ_k)·ĉ for
+	// category slot k; set by Fleet.normalise.
+	mu, costN float64
+	base      [3]float64
 }
 
 // classKey identifies a class: workers with equal keys are interchangeable
@@ -72,6 +98,9 @@ type Shape struct {
 	// it cannot (then short[c] says why).
 	feas  []uint8
 	short []string
+	// labels[c] caches whether class c's labels match Sel alone (0 unknown,
+	// 1 yes, 2 no): the round-robin mode checks nothing else.
+	labels []uint8
 	// A shape that found no worker stays unplaceable until capacity is
 	// released: failEpoch remembers the fleet epoch of the failure.
 	failEpoch uint64
@@ -94,16 +123,65 @@ type Fleet struct {
 	// epoch grows whenever capacity is added or freed, which invalidates
 	// remembered placement failures.
 	epoch uint64
+	// noFeasCache, set only by benchmarks, checks every free worker's
+	// hardware for every placement instead of deciding once per class: the
+	// cost placement would have without the feasibility cache.
+	noFeasCache bool
+
+	cfg settings
+	// normDirty says that the fleet maxima behind μ̂ and ĉ may have changed
+	// (a worker was added or removed); order[k] lists the classes by
+	// descending score for category slot k.
+	normDirty bool
+	order     [3][]*class
+	// hints indexes fresh-or-not cache hints by context name.
+	hints map[string]*hint
+	// bound maps a job to its worker (static-worker mode); pipeline maps a
+	// task type to its worker (fixed-pipeline mode).
+	bound    map[string]*Worker
+	pipeline map[string]*Worker
+	// rrNext is the registration index the round-robin mode looks from.
+	rrNext int
 }
 
-// NewFleet returns an empty fleet that selects workers with s.
+// NewFleet returns an empty fleet that selects workers with s, in the
+// adaptive mode with the other defaults of Config.
 func NewFleet(s Strategy) *Fleet {
+	f, _ := NewFleetConfig(Config{})
+	f.strategy = s
+	f.cfg.strategy = s
+	return f
+}
+
+// NewFleetConfig returns an empty fleet placing tasks as cfg says, or the
+// validation error of cfg.
+func NewFleetConfig(cfg Config) (*Fleet, error) {
+	st, err := cfg.settings()
+	if err != nil {
+		return nil, err
+	}
 	return &Fleet{byName: map[string]*Worker{}, classIdx: map[classKey]*class{},
-		shapes: map[shapeKey]*Shape{}, pools: map[string][]bool{}, strategy: s, epoch: 1}
+		shapes: map[shapeKey]*Shape{}, pools: map[string][]bool{}, strategy: st.strategy, epoch: 1,
+		cfg: st, hints: map[string]*hint{}, bound: map[string]*Worker{}, pipeline: map[string]*Worker{}}, nil
 }
 
 // SetStrategy changes the selection strategy.
-func (f *Fleet) SetStrategy(s Strategy) { f.strategy = s }
+func (f *Fleet) SetStrategy(s Strategy) { f.strategy, f.cfg.strategy = s, s }
+
+// Mode returns the dispatcher mode.
+func (f *Fleet) Mode() Mode { return f.cfg.mode }
+
+// MergeMax returns the largest merged batch: 1 when merging is off, which
+// it is outside the adaptive mode.
+func (f *Fleet) MergeMax() int {
+	if f.cfg.mode != Adaptive {
+		return 1
+	}
+	return f.cfg.mergeMax
+}
+
+// Sticky reports whether stage stickiness is on (adaptive mode only).
+func (f *Fleet) Sticky() bool { return f.cfg.mode == Adaptive && f.cfg.sticky }
 
 // Worker returns the worker named name.
 func (f *Fleet) Worker(name string) (*Worker, bool) {
@@ -132,7 +210,8 @@ func (f *Fleet) Add(spec model.Worker) (*Worker, error) {
 		f.classes = append(f.classes, c)
 		f.classIdx[key] = c
 	}
-	w := &Worker{Idx: len(f.workers), Spec: spec, class: c, pos: len(c.members)}
+	w := &Worker{Idx: len(f.workers), Spec: spec, class: c, pos: len(c.members), hash: hashString(spec.Name, 0)}
+	w.Spec.Cached = nil
 	c.members = append(c.members, w)
 	c.free.grow(len(c.members))
 	f.workers = append(f.workers, w)
@@ -140,6 +219,8 @@ func (f *Fleet) Add(spec model.Worker) (*Worker, error) {
 	c.workers++
 	f.count(w, +1)
 	f.epoch++
+	f.normDirty = true
+	f.SetCached(w, spec.Cached)
 	return w, nil
 }
 
@@ -149,6 +230,12 @@ func (f *Fleet) Remove(w *Worker) {
 	w.class.workers--
 	w.gone = true
 	delete(f.byName, w.Spec.Name)
+	if w.boundTo != "" {
+		delete(f.bound, w.boundTo)
+		w.boundTo = ""
+	}
+	f.SetCached(w, nil)
+	f.normDirty = true
 	// Fewer workers cannot make a failed placement succeed, but the
 	// remembered diagnosis counts workers and may now be wrong.
 	f.epoch++
@@ -176,7 +263,7 @@ func (f *Fleet) count(w *Worker, sign int) {
 	default:
 		c.slotsUp += sign * w.Spec.Slots
 		c.freeSlots += sign * w.FreeSlots()
-		if sign > 0 && w.FreeSlots() > 0 {
+		if sign > 0 && w.FreeSlots() > 0 && w.boundTo == "" {
 			c.free.add(w.pos)
 		} else if sign < 0 {
 			c.free.remove(w.pos)
@@ -202,7 +289,7 @@ func (f *Fleet) Release(w *Worker, req model.Resources) {
 	w.Used = w.Used.Sub(req)
 	if w.Takes() {
 		w.class.freeSlots++
-		if w.FreeSlots() > 0 {
+		if w.FreeSlots() > 0 && w.boundTo == "" {
 			w.class.free.add(w.pos)
 		}
 	}
@@ -247,8 +334,11 @@ func (f *Fleet) feasible(s *Shape, c *class) bool {
 	return false
 }
 
+// fitsNow reports whether w's unused resources hold req. It reads the
+// capacity from the class (the same for all its workers), which is already
+// in cache, rather than from the worker.
 func fitsNow(w *Worker, req model.Resources) bool {
-	return req.FitsIn(w.Spec.Capacity.Sub(w.Used))
+	return req.FitsIn(w.class.capacity.Sub(w.Used))
 }
 
 // Place picks a worker for a task of shape s, or says why none can take it.

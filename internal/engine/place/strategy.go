@@ -12,33 +12,39 @@ const (
 	// machines free for the tasks that need them; ties go to registration
 	// order.
 	MinSatisfying
+	// Best takes the worker with the highest adaptive score (score.go),
+	// after context reuse: the adaptive mode's own ranking.
+	Best
 )
 
-var strategyNames = map[string]Strategy{"first-fit": FirstFit, "min-satisfying": MinSatisfying}
+var strategyNames = [...]string{FirstFit: "first-fit", MinSatisfying: "min-satisfying", Best: "best"}
 
-// ParseStrategy reads a strategy name as written in configuration.
+// ParseStrategy reads a strategy name as written in configuration. The
+// engine reads "" as first-fit; the configuration layer (internal/spec)
+// fills in best for the adaptive mode before it gets here.
 func ParseStrategy(name string) (Strategy, error) {
 	if name == "" {
 		return FirstFit, nil
 	}
-	s, ok := strategyNames[name]
-	if !ok {
-		return 0, fmt.Errorf("unknown selection strategy %q (known: first-fit, min-satisfying)", name)
+	for s, n := range strategyNames {
+		if n == name {
+			return Strategy(s), nil
+		}
 	}
-	return s, nil
+	return 0, fmt.Errorf("unknown selection strategy %q (known: best, first-fit, min-satisfying)", name)
 }
 
 // String returns the configuration name of s.
 func (s Strategy) String() string {
-	for n, v := range strategyNames {
-		if v == s {
-			return n
-		}
+	if s >= 0 && int(s) < len(strategyNames) {
+		return strategyNames[s]
 	}
 	return fmt.Sprintf("strategy(%d)", int(s))
 }
 
-// better reports whether a should be preferred to b.
+// better reports whether a should be preferred to b by the capacity-blind
+// rules: min-satisfying compares sizes, and every other strategy falls back
+// to registration order.
 func (s Strategy) better(a, b *Worker) bool {
 	if s == MinSatisfying {
 		ca, cb := a.Spec.Capacity, b.Spec.Capacity

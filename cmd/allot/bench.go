@@ -1,0 +1,517 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/allot-sched/allot/internal/api"
+	"github.com/allot-sched/allot/internal/auth"
+	"github.com/allot-sched/allot/internal/client"
+	"github.com/allot-sched/allot/internal/spec"
+)
+
+// benchConfig is what `allot bench` runs.
+type benchConfig struct {
+	Tasks      int `json:"tasks"`
+	Slots      int `json:"slots"`
+	Workers    int `json:"workers"`
+	JobSize    int `json:"jobSize"`
+	Submitters int `json:"submitters"`
+	// LatencyJobs single-task jobs are submitted one every LatencyEvery
+	// while the slots are idle, to measure submit-to-start without a queue.
+	LatencyJobs  int           `json:"latencyJobs"`
+	LatencyEvery time.Duration `json:"latencyEvery"`
+	Auth         bool          `json:"auth"`
+	Timeout      time.Duration `json:"-"`
+}
+
+// benchResult is what `allot bench` prints; -o json prints it as is.
+type benchResult struct {
+	Config     benchConfig      `json:"config"`
+	Machine    benchMachine     `json:"machine"`
+	Throughput benchThroughput  `json:"throughput"`
+	Latency    benchLatency     `json:"latency"`
+	Totals     map[string]int64 `json:"totals"`
+}
+
+type benchMachine struct {
+	CPUs      int    `json:"cpus"`
+	GoVersion string `json:"goVersion"`
+	OS        string `json:"os"`
+	Store     string `json:"store"`
+}
+
+type benchThroughput struct {
+	Seconds       float64 `json:"seconds"`        // first submission to last completion
+	SubmitSeconds float64 `json:"submitSeconds"`  // first submission to last acknowledgement
+	TasksPerSec   float64 `json:"tasksPerSecond"` // completed
+	// Wait is submit-to-start with a queue: most tasks wait for a slot.
+	Wait benchPercentiles `json:"wait"`
+}
+
+type benchLatency struct {
+	Jobs int `json:"jobs"`
+	// SubmitToStart runs from the client sending the job to the worker
+	// receiving its task: the API, the loop's commit and the lease.
+	SubmitToStart benchPercentiles `json:"submitToStart"`
+}
+
+type benchPercentiles struct {
+	P50 float64 `json:"p50Ms"`
+	P95 float64 `json:"p95Ms"`
+	P99 float64 `json:"p99Ms"`
+	Max float64 `json:"maxMs"`
+}
+
+func newBenchCmd() *cobra.Command {
+	cfg := benchConfig{}
+	var output, dataDir, cpuProfile string
+	var noAuth bool
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure the control plane end to end: throughput and submit-to-start latency",
+		Long: `bench starts a server in this process on an embedded, durable store in a
+temporary directory (or --data-dir), and --workers no-op workers that talk to
+it over loopback HTTP exactly as agents do: each keeps a lease request open
+and reports every task it gets as succeeded, all in one request.
+
+It then runs two phases:
+  throughput  --tasks no-op tasks in jobs of --job-size, submitted by
+              --submitters clients at once; prints tasks completed per second
+              (first submission to last completion) and how long tasks waited
+  latency     --latency-jobs single-task jobs, one every --latency-every, while
+              every slot is free; prints submit-to-start percentiles, from the
+              client sending the job to the worker receiving its task
+
+Authentication is on, as in production: the clients use the admin token the
+server creates in its data directory. --no-auth measures without it.`,
+		Example: `  allot bench
+  allot bench --tasks 100000 --slots 100 --job-size 1000 -o json
+  allot bench --tasks 20000 --cpuprofile bench.pprof`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if output != "table" && output != "json" {
+				return fmt.Errorf("-o: unknown output %q (known: table, json)", output)
+			}
+			for _, f := range []struct {
+				name string
+				v    int
+			}{{"--tasks", cfg.Tasks}, {"--slots", cfg.Slots}, {"--workers", cfg.Workers}, {"--job-size", cfg.JobSize}, {"--submitters", cfg.Submitters}} {
+				if f.v < 1 {
+					return fmt.Errorf("%s: must be at least 1", f.name)
+				}
+			}
+			if cfg.JobSize > spec.MaxTasksPerJob {
+				return fmt.Errorf("--job-size: at most %d tasks per job", spec.MaxTasksPerJob)
+			}
+			if cfg.Workers > cfg.Slots {
+				return fmt.Errorf("--workers: %d workers cannot share %d slots", cfg.Workers, cfg.Slots)
+			}
+			cfg.Auth = !noAuth
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return err
+				}
+				defer pprof.StopCPUProfile()
+			}
+			if dataDir == "" {
+				dir, err := os.MkdirTemp("", "allot-bench-")
+				if err != nil {
+					return err
+				}
+				defer os.RemoveAll(dir)
+				dataDir = dir
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), cfg.Timeout)
+			defer cancel()
+			res, err := runBench(ctx, cfg, dataDir, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if output == "json" {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(res)
+			}
+			printBench(out, res)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&cfg.Tasks, "tasks", 100_000, "no-op tasks of the throughput phase")
+	f.IntVar(&cfg.Slots, "slots", 100, "worker slots in all, shared evenly by --workers")
+	f.IntVar(&cfg.Workers, "workers", 10, "in-process workers")
+	f.IntVar(&cfg.JobSize, "job-size", 1000, "tasks per job in the throughput phase")
+	f.IntVar(&cfg.Submitters, "submitters", 4, "clients submitting jobs at once in the throughput phase")
+	f.IntVar(&cfg.LatencyJobs, "latency-jobs", 200, "single-task jobs of the latency phase (0: skip it)")
+	f.DurationVar(&cfg.LatencyEvery, "latency-every", 20*time.Millisecond, "interval between submissions in the latency phase")
+	f.DurationVar(&cfg.Timeout, "timeout", 10*time.Minute, "give up after this long")
+	f.BoolVar(&noAuth, "no-auth", false, "run the server without authentication")
+	f.StringVar(&dataDir, "data-dir", "", "directory of the embedded database (default: a temporary directory, removed at exit)")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (server and workers) to this file")
+	f.StringVarP(&output, "output", "o", "table", "output format: table or json")
+	return cmd
+}
+
+// benchRun is the state shared by the workers, the submitters and the
+// progress display.
+type benchRun struct {
+	cfg  benchConfig
+	c    *client.Client
+	done atomic.Int64 // tasks reported and acknowledged
+
+	mu        sync.Mutex
+	submitted map[string]time.Time // job → when its submission was sent
+	received  map[string][]time.Time
+}
+
+func runBench(ctx context.Context, cfg benchConfig, dataDir string, progress io.Writer) (*benchResult, error) {
+	level := slog.LevelWarn
+	if os.Getenv("ALLOT_DEBUG") != "" {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	srvCtx, stopServer := context.WithCancel(context.WithoutCancel(ctx))
+	var scfg spec.ServerConfig
+	scfg.Server.Listen, scfg.Server.DataDir = "127.0.0.1:0", dataDir
+	srv, err := startServerWith(srvCtx, scfg, log, serverOptions{auth: cfg.Auth})
+	if err != nil {
+		stopServer()
+		return nil, err
+	}
+	defer func() {
+		stopServer()
+		_ = srv.Wait()
+	}()
+	token := ""
+	if cfg.Auth {
+		raw, err := os.ReadFile(filepath.Join(dataDir, auth.AdminTokenFile))
+		if err != nil {
+			return nil, fmt.Errorf("reading the admin token: %w", err)
+		}
+		token = strings.TrimSpace(string(raw))
+	}
+	// One connection per worker and submitter, kept alive: the default
+	// keeps only two idle connections per host.
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = cfg.Workers + cfg.Submitters + 4
+	c, err := client.New(srv.URL, client.WithToken(token), client.WithHTTPClient(&http.Client{Transport: tr}))
+	if err != nil {
+		return nil, err
+	}
+	b := &benchRun{cfg: cfg, c: c, submitted: map[string]time.Time{}, received: map[string][]time.Time{}}
+
+	wctx, stopWorkers := context.WithCancel(ctx)
+	var workers sync.WaitGroup
+	werr := make(chan error, cfg.Workers)
+	for i := range cfg.Workers {
+		slots := cfg.Slots / cfg.Workers
+		if i < cfg.Slots%cfg.Workers {
+			slots++
+		}
+		name := fmt.Sprintf("bench-%03d", i)
+		if _, err := c.Register(ctx, api.Register{Name: name, Resources: spec.Resources{CPU: 1000 * spec.CPU(slots), Memory: 1024 * spec.Memory(slots)}, Slots: slots}); err != nil {
+			stopWorkers()
+			return nil, fmt.Errorf("registering %s: %w", name, err)
+		}
+		workers.Go(func() {
+			if err := b.work(wctx, name); err != nil {
+				werr <- err
+			}
+		})
+	}
+	defer func() {
+		stopWorkers()
+		workers.Wait()
+	}()
+
+	res := &benchResult{Config: cfg, Totals: map[string]int64{},
+		Machine: benchMachine{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH,
+			Store: "SQLite (WAL, synchronous=FULL) in " + dataDir}}
+
+	// Throughput: everything at once, from several clients.
+	jobs := (cfg.Tasks + cfg.JobSize - 1) / cfg.JobSize
+	start := time.Now()
+	stopBar := b.progress(progress, "throughput", int64(cfg.Tasks), start)
+	var submitted time.Duration
+	err = b.submitAll(ctx, jobs, func(i int) (string, int) {
+		return fmt.Sprintf("bench-t-%06d", i), min(cfg.JobSize, cfg.Tasks-i*cfg.JobSize)
+	}, cfg.Submitters)
+	submitted = time.Since(start)
+	if err == nil {
+		err = b.waitDone(ctx, int64(cfg.Tasks), werr)
+	}
+	elapsed := time.Since(start)
+	stopBar()
+	if err != nil {
+		return nil, fmt.Errorf("throughput phase: %w", err)
+	}
+	res.Throughput = benchThroughput{Seconds: elapsed.Seconds(), SubmitSeconds: submitted.Seconds(),
+		TasksPerSec: float64(cfg.Tasks) / elapsed.Seconds(), Wait: b.percentiles("bench-t-")}
+
+	// Latency: one small job at a time on idle slots.
+	if cfg.LatencyJobs > 0 {
+		base := b.done.Load()
+		start := time.Now()
+		stopBar := b.progress(progress, "latency", int64(cfg.LatencyJobs), start)
+		tick := time.NewTicker(cfg.LatencyEvery)
+		for i := range cfg.LatencyJobs {
+			if err := b.submit(ctx, fmt.Sprintf("bench-l-%06d", i), 1); err != nil {
+				tick.Stop()
+				stopBar()
+				return nil, fmt.Errorf("latency phase: %w", err)
+			}
+			<-tick.C
+		}
+		tick.Stop()
+		err := b.waitDone(ctx, base+int64(cfg.LatencyJobs), werr)
+		stopBar()
+		if err != nil {
+			return nil, fmt.Errorf("latency phase: %w", err)
+		}
+		res.Latency = benchLatency{Jobs: cfg.LatencyJobs, SubmitToStart: b.percentiles("bench-l-")}
+	}
+
+	// Every acknowledged report must have ended its task: a job the
+	// server does not count as succeeded means a report was ignored.
+	left, err := c.Jobs(ctx, client.JobFilter{State: "pending,running,failed,cancelled", Limit: 1})
+	if err != nil {
+		return nil, err
+	}
+	if len(left.Jobs) > 0 {
+		return nil, fmt.Errorf("job %s is %s after every task was reported succeeded", left.Jobs[0].ID, left.Jobs[0].State)
+	}
+	res.Totals["tasks"] = b.done.Load()
+	res.Totals["jobs"] = int64(jobs + cfg.LatencyJobs)
+	return res, nil
+}
+
+// work is one no-op worker: lease, report every assignment as succeeded in
+// one request, and again.
+func (b *benchRun) work(ctx context.Context, name string) error {
+	fails := 0
+	// It reports everything it gets before asking again, so it holds
+	// nothing when it asks; saying so lets the server check, as it does
+	// for agents, that the previous answer arrived.
+	holds := []api.Attempt{}
+	for ctx.Err() == nil {
+		l, err := b.c.Lease(ctx, name, api.LeaseRequest{Wait: spec.Duration(30 * time.Second), Running: &holds})
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if fails++; fails > 50 {
+				return fmt.Errorf("worker %s: lease: %w", name, err)
+			}
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		if len(l.Assignments) == 0 {
+			continue
+		}
+		now := time.Now()
+		reports := make([]api.Report, len(l.Assignments))
+		for i, a := range l.Assignments {
+			reports[i] = api.Report{Attempt: a.Attempt}
+		}
+		b.mu.Lock()
+		for _, a := range l.Assignments {
+			b.received[a.Job] = append(b.received[a.Job], now)
+		}
+		b.mu.Unlock()
+		for {
+			err := b.c.Report(ctx, name, api.Reports{Reports: reports})
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				return nil
+			}
+			if fails++; fails > 50 {
+				return fmt.Errorf("worker %s: report: %w", name, err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		fails = 0
+		b.done.Add(int64(len(reports)))
+	}
+	return nil
+}
+
+// submit sends one job of n no-op tasks and notes when it was sent.
+func (b *benchRun) submit(ctx context.Context, id string, n int) error {
+	doc, _ := json.Marshal(spec.Job{ID: id, Tasks: []spec.Task{{Name: "t", Count: n, Run: "true"}}})
+	b.mu.Lock()
+	b.submitted[id] = time.Now()
+	b.mu.Unlock()
+	_, err := b.c.SubmitJob(ctx, doc, "application/json")
+	return err
+}
+
+// submitAll submits jobs 0..n-1 from several clients at once.
+func (b *benchRun) submitAll(ctx context.Context, n int, job func(i int) (string, int), clients int) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errc := make(chan error, clients)
+	for range clients {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				id, size := job(i)
+				if err := b.submit(ctx, id, size); err != nil {
+					errc <- fmt.Errorf("submitting %s: %w", id, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errc)
+	return <-errc
+}
+
+// waitDone waits until target tasks were reported, a worker failed or ctx
+// ended.
+func (b *benchRun) waitDone(ctx context.Context, target int64, werr <-chan error) error {
+	t := time.NewTicker(time.Millisecond)
+	defer t.Stop()
+	for b.done.Load() < target {
+		select {
+		case err := <-werr:
+			return err
+		case <-ctx.Done():
+			return fmt.Errorf("%d of %d tasks done: %w", b.done.Load(), target, ctx.Err())
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+// percentiles summarises receive minus submit time over the tasks of the
+// jobs whose IDs start with prefix.
+func (b *benchRun) percentiles(prefix string) benchPercentiles {
+	b.mu.Lock()
+	var ds []float64
+	for job, times := range b.received {
+		if !strings.HasPrefix(job, prefix) {
+			continue
+		}
+		sent := b.submitted[job]
+		for _, at := range times {
+			ds = append(ds, float64(at.Sub(sent))/float64(time.Millisecond))
+		}
+	}
+	b.mu.Unlock()
+	if len(ds) == 0 {
+		return benchPercentiles{}
+	}
+	slices.Sort(ds)
+	at := func(q float64) float64 {
+		i := int(math.Ceil(q*float64(len(ds)))) - 1
+		return round2(ds[max(0, min(i, len(ds)-1))])
+	}
+	return benchPercentiles{P50: at(0.50), P95: at(0.95), P99: at(0.99), Max: round2(ds[len(ds)-1])}
+}
+
+func round2(x float64) float64 { return math.Round(x*100) / 100 }
+
+// progress draws a progress bar of the tasks done in this phase on w until
+// the returned function is called: redrawn in place on a terminal, a line
+// every few seconds elsewhere.
+func (b *benchRun) progress(w io.Writer, phase string, total int64, start time.Time) (stop func()) {
+	base := b.done.Load()
+	tty := isTerminal(w)
+	every := 200 * time.Millisecond
+	if !tty {
+		every = 2 * time.Second
+	}
+	draw := func(final bool) {
+		done := b.done.Load() - base
+		const width = 30
+		filled := int(min(done, total) * width / total)
+		rate := float64(done) / max(time.Since(start).Seconds(), 1e-9)
+		line := fmt.Sprintf("%-10s [%s%s] %d/%d tasks · %.0f/s", phase, strings.Repeat("#", filled), strings.Repeat(".", width-filled), done, total, rate)
+		switch {
+		case tty && final:
+			fmt.Fprintf(w, "\r%s\n", line)
+		case tty:
+			fmt.Fprintf(w, "\r%s", line)
+		default:
+			fmt.Fprintln(w, line)
+		}
+	}
+	quit, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				draw(true)
+				return
+			case <-t.C:
+				draw(false)
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			close(quit)
+			<-finished
+		})
+	}
+}
+
+func printBench(w io.Writer, r *benchResult) {
+	c := r.Config
+	auth := "on"
+	if !c.Auth {
+		auth = "off"
+	}
+	fmt.Fprintf(w, "allot bench: %d CPUs, %s, %s; authentication %s\n", r.Machine.CPUs, r.Machine.GoVersion, r.Machine.Store, auth)
+	fmt.Fprintf(w, "throughput  %d no-op tasks in jobs of %d, %d slots on %d workers, %d submitters\n", c.Tasks, c.JobSize, c.Slots, c.Workers, c.Submitters)
+	fmt.Fprintf(w, "            %.0f tasks/s completed: %.2fs from the first submission to the last completion (submissions took %.2fs)\n",
+		r.Throughput.TasksPerSec, r.Throughput.Seconds, r.Throughput.SubmitSeconds)
+	fmt.Fprintf(w, "            wait for a slot: p50 %s, p95 %s, p99 %s, max %s\n",
+		ms(r.Throughput.Wait.P50), ms(r.Throughput.Wait.P95), ms(r.Throughput.Wait.P99), ms(r.Throughput.Wait.Max))
+	if r.Latency.Jobs > 0 {
+		fmt.Fprintf(w, "latency     %d single-task jobs, one every %s, on free slots\n", r.Latency.Jobs, c.LatencyEvery)
+		l := r.Latency.SubmitToStart
+		fmt.Fprintf(w, "            submit to start: p50 %s, p95 %s, p99 %s, max %s\n", ms(l.P50), ms(l.P95), ms(l.P99), ms(l.Max))
+	}
+	fmt.Fprintf(w, "totals      %d jobs, %d tasks\n", r.Totals["jobs"], r.Totals["tasks"])
+}
+
+func ms(x float64) string {
+	if x >= 1000 {
+		return fmt.Sprintf("%.2fs", x/1000)
+	}
+	return fmt.Sprintf("%.1fms", x)
+}

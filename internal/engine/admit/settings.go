@@ -1,0 +1,255 @@
+// Package admit is the admission stage of the engine (seed 000): endpoints
+// and their production variants, the load estimate of a job, weighted
+// variant selection, load-balanced job selection and the capacity check
+// with its single-job exception, plus Allot's anti-starvation rule. It is
+// pure: no clock, no I/O; randomness comes from a seed. Checking a job's
+// inputs is I/O, so the control plane or the simulator does it through an
+// InputChecker before it hands the job to the engine.
+package admit
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/allot-sched/allot/internal/model"
+)
+
+// The seed's defaults, under the names of its environment variables.
+const (
+	// DefaultInstanceConcurrency is the requests one instance takes at
+	// once when neither the endpoint nor the variant says.
+	DefaultInstanceConcurrency = 2
+	// DefaultHTTPEndpointConcurrency is an HTTP endpoint's capacity.
+	DefaultHTTPEndpointConcurrency = 10
+	// DefaultTileWorkersPerInstance multiplies a job's region count into
+	// its load.
+	DefaultTileWorkersPerInstance = 4
+	// DefaultCapacityTargetPercentage uses the full capacity.
+	DefaultCapacityTargetPercentage = 1.0
+	// MaxCapacityTargetPercentage is the highest target the seed allows.
+	MaxCapacityTargetPercentage = 1.5
+	// DefaultRegionCount is the region count of a job whose size is
+	// unknown ("typical for large images" in the seed's code).
+	DefaultRegionCount = 20
+	// DefaultStarvationWait is how long a job may be throttled while
+	// others are admitted before it reserves its variant's capacity.
+	DefaultStarvationWait = 5 * time.Minute
+)
+
+// Settings are the throttling settings. The zero value disables throttling;
+// start from Defaults.
+type Settings struct {
+	// Enabled turns the capacity check on (SCHEDULER_THROTTLING_ENABLED).
+	// Off, every endpoint job is admitted at the next cycle; loads are
+	// still tracked for the metrics.
+	Enabled bool `json:"throttlingEnabled"`
+	// CapacityTargetPercentage scales each variant's capacity into its
+	// target (CAPACITY_TARGET_PERCENTAGE, 0.0-1.5).
+	CapacityTargetPercentage float64 `json:"capacityTargetPercentage"`
+	// DefaultInstanceConcurrency (DEFAULT_INSTANCE_CONCURRENCY); 0 means 2.
+	DefaultInstanceConcurrency int `json:"defaultInstanceConcurrency"`
+	// DefaultHTTPEndpointConcurrency (DEFAULT_HTTP_ENDPOINT_CONCURRENCY);
+	// 0 means 10.
+	DefaultHTTPEndpointConcurrency int `json:"defaultHttpEndpointConcurrency"`
+	// TileWorkersPerInstance (TILE_WORKERS_PER_INSTANCE); 0 means 4.
+	TileWorkersPerInstance int `json:"tileWorkersPerInstance"`
+	// StarvationWait is how long the oldest waiting job of a variant may
+	// be throttled before it reserves the variant: no other job is
+	// admitted there until it is. 0 disables the rule.
+	StarvationWait time.Duration `json:"starvationWait"`
+	// AdmissionsPerCycle caps the jobs admitted in one cycle; 0 is no cap.
+	// The seed's scheduler starts one image per call (a cap of 1), which
+	// is when the least-loaded-endpoint order decides who goes first.
+	AdmissionsPerCycle int `json:"admissionsPerCycle,omitempty"`
+}
+
+// Defaults returns the seed's settings: throttling on, target 1.0, instance
+// concurrency 2, HTTP concurrency 10, 4 tile workers, and Allot's starvation
+// wait of 5 minutes.
+func Defaults() Settings {
+	return Settings{Enabled: true, CapacityTargetPercentage: DefaultCapacityTargetPercentage,
+		DefaultInstanceConcurrency: DefaultInstanceConcurrency, DefaultHTTPEndpointConcurrency: DefaultHTTPEndpointConcurrency,
+		TileWorkersPerInstance: DefaultTileWorkersPerInstance, StarvationWait: DefaultStarvationWait}
+}
+
+// resolved fills the zero "use the default" values.
+func (s Settings) resolved() Settings {
+	if s.DefaultInstanceConcurrency == 0 {
+		s.DefaultInstanceConcurrency = DefaultInstanceConcurrency
+	}
+	if s.DefaultHTTPEndpointConcurrency == 0 {
+		s.DefaultHTTPEndpointConcurrency = DefaultHTTPEndpointConcurrency
+	}
+	if s.TileWorkersPerInstance == 0 {
+		s.TileWorkersPerInstance = DefaultTileWorkersPerInstance
+	}
+	return s
+}
+
+// Config is the admission configuration: settings and the endpoints.
+type Config struct {
+	Settings
+	Endpoints []model.Endpoint
+}
+
+// Problem is one invalid setting, named by its path in the configuration
+// file ("throttling.capacityTargetPercentage", "endpoints[1].variants[0].weight").
+type Problem struct {
+	Field string
+	Msg   string
+}
+
+func (p Problem) Error() string { return p.Field + ": " + p.Msg }
+
+// Problems lists every invalid setting of c, so that a user fixes them in
+// one pass.
+func (c Config) Problems() []Problem {
+	out := c.Settings.problems()
+	seen := map[string]int{}
+	for i, ep := range c.Endpoints {
+		path := fmt.Sprintf("endpoints[%d]", i)
+		if prev, dup := seen[ep.Name]; dup && ep.Name != "" {
+			out = append(out, Problem{path + ".name", fmt.Sprintf("endpoint %q is already defined at endpoints[%d]", ep.Name, prev)})
+		}
+		seen[ep.Name] = i
+		out = append(out, endpointProblems(path, ep)...)
+	}
+	return out
+}
+
+// Validate returns the first problem of c, or nil.
+func (c Config) Validate() error {
+	if ps := c.Problems(); len(ps) > 0 {
+		return ps[0]
+	}
+	return nil
+}
+
+func (s Settings) problems() []Problem {
+	var out []Problem
+	add := func(f, format string, args ...any) {
+		out = append(out, Problem{"throttling." + f, fmt.Sprintf(format, args...)})
+	}
+	if p := s.CapacityTargetPercentage; math.IsNaN(p) || p < 0 || p > MaxCapacityTargetPercentage {
+		add("capacityTargetPercentage", "must be between 0.0 and %.1f (got %g)", MaxCapacityTargetPercentage, p)
+	}
+	if s.DefaultInstanceConcurrency < 0 {
+		add("defaultInstanceConcurrency", "must not be negative (got %d)", s.DefaultInstanceConcurrency)
+	}
+	if s.DefaultHTTPEndpointConcurrency < 0 {
+		add("defaultHttpEndpointConcurrency", "must not be negative (got %d)", s.DefaultHTTPEndpointConcurrency)
+	}
+	if s.TileWorkersPerInstance < 0 {
+		add("tileWorkersPerInstance", "must not be negative (got %d)", s.TileWorkersPerInstance)
+	}
+	if s.StarvationWait < 0 {
+		add("starvationWait", "must not be negative (got %s)", s.StarvationWait)
+	}
+	if s.AdmissionsPerCycle < 0 {
+		add("admissionsPerCycle", "must not be negative (got %d)", s.AdmissionsPerCycle)
+	}
+	return out
+}
+
+// MaxNameLen bounds endpoint and variant names.
+const MaxNameLen = 128
+
+func validName(s string) bool {
+	if s == "" || len(s) > MaxNameLen {
+		return false
+	}
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func endpointProblems(path string, ep model.Endpoint) []Problem {
+	var out []Problem
+	add := func(f, format string, args ...any) {
+		out = append(out, Problem{path + "." + f, fmt.Sprintf(format, args...)})
+	}
+	if !validName(ep.Name) {
+		add("name", "%q is not a valid name: use letters, digits, '-', '_' and '.', at most %d characters", ep.Name, MaxNameLen)
+	}
+	switch ep.Type {
+	case model.EndpointServerless, model.EndpointInstanceBacked, model.EndpointHTTP:
+	case "":
+		add("type", "required (serverless, instance-backed or http)")
+	default:
+		add("type", "unknown endpoint type %q (known: serverless, instance-backed, http)", ep.Type)
+	}
+	if len(ep.Variants) == 0 {
+		out = append(out, capacityProblems(path, ep.Type, ep.MaxConcurrency, ep.Instances, ep.InstanceConcurrency)...)
+		return out
+	}
+	if ep.MaxConcurrency != 0 {
+		add("maxConcurrency", "set it per variant when the endpoint lists variants")
+	}
+	if ep.Instances != 0 {
+		add("instances", "set it per variant when the endpoint lists variants")
+	}
+	if ep.InstanceConcurrency < 0 {
+		add("instanceConcurrency", "must not be negative (got %d)", ep.InstanceConcurrency)
+	}
+	seen := map[string]int{}
+	total := 0.0
+	for i, v := range ep.Variants {
+		vp := fmt.Sprintf("%s.variants[%d]", path, i)
+		if !validName(v.Name) {
+			out = append(out, Problem{vp + ".name", fmt.Sprintf("%q is not a valid name: use letters, digits, '-', '_' and '.', at most %d characters", v.Name, MaxNameLen)})
+		} else if prev, dup := seen[v.Name]; dup {
+			out = append(out, Problem{vp + ".name", fmt.Sprintf("variant %q is already defined at variants[%d]", v.Name, prev)})
+		}
+		seen[v.Name] = i
+		if math.IsNaN(v.Weight) || math.IsInf(v.Weight, 0) || v.Weight < 0 {
+			out = append(out, Problem{vp + ".weight", fmt.Sprintf("must be a number of at least 0 (got %g)", v.Weight)})
+		} else {
+			total += v.Weight
+		}
+		out = append(out, capacityProblems(vp, ep.Type, v.MaxConcurrency, v.Instances, v.InstanceConcurrency)...)
+	}
+	if len(ep.Variants) > 1 && total == 0 {
+		add("variants", "the weights of the variants are all zero: no variant could be selected")
+	}
+	return out
+}
+
+func capacityProblems(path string, t model.EndpointType, maxConc, instances, instConc int) []Problem {
+	var out []Problem
+	add := func(f, format string, args ...any) {
+		out = append(out, Problem{path + "." + f, fmt.Sprintf(format, args...)})
+	}
+	if maxConc < 0 {
+		add("maxConcurrency", "must not be negative (got %d)", maxConc)
+	}
+	if instances < 0 {
+		add("instances", "must not be negative (got %d)", instances)
+	}
+	if instConc < 0 {
+		add("instanceConcurrency", "must not be negative (got %d)", instConc)
+	}
+	switch t {
+	case model.EndpointServerless:
+		if maxConc == 0 {
+			add("maxConcurrency", "required for a serverless endpoint (its capacity)")
+		}
+		if instances != 0 {
+			add("instances", "only an instance-backed endpoint has instances")
+		}
+	case model.EndpointInstanceBacked:
+		if maxConc != 0 {
+			add("maxConcurrency", "an instance-backed endpoint's capacity is instances × instanceConcurrency")
+		}
+	case model.EndpointHTTP:
+		if instances != 0 {
+			add("instances", "only an instance-backed endpoint has instances")
+		}
+	}
+	return out
+}

@@ -1,0 +1,285 @@
+package spec
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/allot-sched/allot/internal/engine/admit"
+	"github.com/allot-sched/allot/internal/model"
+)
+
+// Throttling is the `throttling:` block: the settings of seed 000 under its
+// names, each of which an environment variable of the seed's name can
+// override (ApplyEnv). Omitted fields take the seed's defaults.
+type Throttling struct {
+	// ThrottlingEnabled (SCHEDULER_THROTTLING_ENABLED, default true).
+	ThrottlingEnabled *bool `yaml:"throttlingEnabled,omitempty" json:"throttlingEnabled,omitempty"`
+	// CapacityTargetPercentage (CAPACITY_TARGET_PERCENTAGE, default 1.0,
+	// 0.0-1.5).
+	CapacityTargetPercentage *float64 `yaml:"capacityTargetPercentage,omitempty" json:"capacityTargetPercentage,omitempty"`
+	// DefaultInstanceConcurrency (DEFAULT_INSTANCE_CONCURRENCY, default 2).
+	DefaultInstanceConcurrency int `yaml:"defaultInstanceConcurrency,omitempty" json:"defaultInstanceConcurrency,omitempty"`
+	// DefaultHTTPEndpointConcurrency (DEFAULT_HTTP_ENDPOINT_CONCURRENCY,
+	// default 10).
+	DefaultHTTPEndpointConcurrency int `yaml:"defaultHttpEndpointConcurrency,omitempty" json:"defaultHttpEndpointConcurrency,omitempty"`
+	// TileWorkersPerInstance (TILE_WORKERS_PER_INSTANCE, default 4).
+	TileWorkersPerInstance int `yaml:"tileWorkersPerInstance,omitempty" json:"tileWorkersPerInstance,omitempty"`
+	// StarvationWait (SCHEDULER_STARVATION_WAIT, default 5m; 0 disables)
+	// is Allot's anti-starvation rule.
+	StarvationWait *Duration `yaml:"starvationWait,omitempty" json:"starvationWait,omitempty"`
+	// AdmissionsPerCycle caps the jobs admitted per cycle (0: no cap).
+	AdmissionsPerCycle int `yaml:"admissionsPerCycle,omitempty" json:"admissionsPerCycle,omitempty"`
+}
+
+// Settings resolves t against the seed's defaults.
+func (t Throttling) Settings() admit.Settings {
+	s := admit.Defaults()
+	if t.ThrottlingEnabled != nil {
+		s.Enabled = *t.ThrottlingEnabled
+	}
+	if t.CapacityTargetPercentage != nil {
+		s.CapacityTargetPercentage = *t.CapacityTargetPercentage
+	}
+	if t.DefaultInstanceConcurrency != 0 {
+		s.DefaultInstanceConcurrency = t.DefaultInstanceConcurrency
+	}
+	if t.DefaultHTTPEndpointConcurrency != 0 {
+		s.DefaultHTTPEndpointConcurrency = t.DefaultHTTPEndpointConcurrency
+	}
+	if t.TileWorkersPerInstance != 0 {
+		s.TileWorkersPerInstance = t.TileWorkersPerInstance
+	}
+	if t.StarvationWait != nil {
+		s.StarvationWait = time.Duration(*t.StarvationWait)
+	}
+	s.AdmissionsPerCycle = t.AdmissionsPerCycle
+	return s
+}
+
+// Endpoint is an entry of the `endpoints:` block.
+type Endpoint struct {
+	Name string `yaml:"name" json:"name"`
+	// Type is serverless, instance-backed or http.
+	Type string `yaml:"type" json:"type"`
+	// MaxConcurrency is a serverless endpoint's capacity, or overrides an
+	// HTTP endpoint's default.
+	MaxConcurrency int `yaml:"maxConcurrency,omitempty" json:"maxConcurrency,omitempty"`
+	// Instances × InstanceConcurrency is an instance-backed endpoint's
+	// capacity; InstanceConcurrency is the osml:instance-concurrency tag of
+	// the seed, default throttling.defaultInstanceConcurrency.
+	Instances           int       `yaml:"instances,omitempty" json:"instances,omitempty"`
+	InstanceConcurrency int       `yaml:"instanceConcurrency,omitempty" json:"instanceConcurrency,omitempty"`
+	Variants            []Variant `yaml:"variants,omitempty" json:"variants,omitempty"`
+}
+
+// Variant is a production variant of an endpoint.
+type Variant struct {
+	Name string `yaml:"name" json:"name"`
+	// Weight is the variant's CurrentWeight; default 1.
+	Weight              *float64 `yaml:"weight,omitempty" json:"weight,omitempty"`
+	MaxConcurrency      int      `yaml:"maxConcurrency,omitempty" json:"maxConcurrency,omitempty"`
+	Instances           int      `yaml:"instances,omitempty" json:"instances,omitempty"`
+	InstanceConcurrency int      `yaml:"instanceConcurrency,omitempty" json:"instanceConcurrency,omitempty"`
+}
+
+// Model converts e to the engine's endpoint.
+func (e Endpoint) Model() model.Endpoint {
+	out := model.Endpoint{Name: e.Name, Type: model.EndpointType(e.Type), MaxConcurrency: e.MaxConcurrency,
+		Instances: e.Instances, InstanceConcurrency: e.InstanceConcurrency}
+	for _, v := range e.Variants {
+		w := 1.0
+		if v.Weight != nil {
+			w = *v.Weight
+		}
+		out.Variants = append(out.Variants, model.Variant{Name: v.Name, Weight: w, MaxConcurrency: v.MaxConcurrency,
+			Instances: v.Instances, InstanceConcurrency: v.InstanceConcurrency})
+	}
+	return out
+}
+
+// admission checks the throttling and endpoints blocks into c and returns
+// the engine's admission configuration.
+func (s Scheduling) admission(c *errs) admit.Config {
+	cfg := admit.Config{Settings: s.Throttling.Settings()}
+	for _, e := range s.Endpoints {
+		cfg.Endpoints = append(cfg.Endpoints, e.Model())
+	}
+	for _, p := range cfg.Problems() {
+		c.add(p.Field, "%s", p.Msg)
+	}
+	return cfg
+}
+
+// CheckJobEndpoint reports a job that names an endpoint or variant the
+// configuration does not define; path prefixes the field ("jobs[3]"). The
+// engine refuses such a job too; this check names the field and line of a
+// document.
+func (s Scheduling) CheckJobEndpoint(path string, j model.Job) error {
+	var c errs
+	p := func(f string) string { return join(path, f) }
+	switch {
+	case j.Endpoint == "" && j.Variant != "":
+		c.add(p("variant"), "a variant needs an endpoint")
+	case j.Endpoint != "":
+		var ep *Endpoint
+		for i := range s.Endpoints {
+			if s.Endpoints[i].Name == j.Endpoint {
+				ep = &s.Endpoints[i]
+			}
+		}
+		if ep == nil {
+			c.add(p("endpoint"), "no endpoint %q is defined%s", j.Endpoint, known(len(s.Endpoints), func(i int) string { return s.Endpoints[i].Name }))
+			break
+		}
+		if j.Variant == "" {
+			break
+		}
+		for _, v := range ep.Variants {
+			if v.Name == j.Variant {
+				return nil
+			}
+		}
+		c.add(p("variant"), "endpoint %q has no variant %q%s", j.Endpoint, j.Variant, known(len(ep.Variants), func(i int) string { return ep.Variants[i].Name }))
+	}
+	return c.err()
+}
+
+func known(n int, name func(int) string) string {
+	if n == 0 {
+		return ""
+	}
+	names := make([]string, n)
+	for i := range names {
+		names[i] = name(i)
+	}
+	return " (known: " + strings.Join(names, ", ") + ")"
+}
+
+// Environment variables of the seed that ApplyEnv reads, and Allot's own
+// SCHEDULER_STARVATION_WAIT.
+const (
+	EnvThrottlingEnabled              = "SCHEDULER_THROTTLING_ENABLED"
+	EnvCapacityTargetPercentage       = "CAPACITY_TARGET_PERCENTAGE"
+	EnvDefaultInstanceConcurrency     = "DEFAULT_INSTANCE_CONCURRENCY"
+	EnvDefaultHTTPEndpointConcurrency = "DEFAULT_HTTP_ENDPOINT_CONCURRENCY"
+	EnvTileWorkersPerInstance         = "TILE_WORKERS_PER_INSTANCE"
+	EnvStarvationWait                 = "SCHEDULER_STARVATION_WAIT"
+)
+
+// ApplyEnv overlays the throttling environment variables onto s: a variable
+// that is set wins over the configuration file, as in the seed, where these
+// variables are the configuration. lookup is os.LookupEnv in the server.
+// Every bad value is reported, naming its variable.
+func (s *Scheduling) ApplyEnv(lookup func(string) (string, bool)) error {
+	var c errs
+	get := func(name string) (string, bool) {
+		v, ok := lookup(name)
+		return strings.TrimSpace(v), ok && strings.TrimSpace(v) != ""
+	}
+	t := &s.Throttling
+	if v, ok := get(EnvThrottlingEnabled); ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			c.add(EnvThrottlingEnabled, "%q is not true or false", v)
+		} else {
+			t.ThrottlingEnabled = &b
+		}
+	}
+	if v, ok := get(EnvCapacityTargetPercentage); ok {
+		f, err := strconv.ParseFloat(v, 64)
+		switch {
+		case err != nil || math.IsNaN(f):
+			c.add(EnvCapacityTargetPercentage, "%q is not a number", v)
+		case f < 0 || f > admit.MaxCapacityTargetPercentage:
+			c.add(EnvCapacityTargetPercentage, "must be between 0.0 and %.1f (got %s)", admit.MaxCapacityTargetPercentage, v)
+		default:
+			t.CapacityTargetPercentage = &f
+		}
+	}
+	for _, iv := range []struct {
+		name string
+		dst  *int
+	}{
+		{EnvDefaultInstanceConcurrency, &t.DefaultInstanceConcurrency},
+		{EnvDefaultHTTPEndpointConcurrency, &t.DefaultHTTPEndpointConcurrency},
+		{EnvTileWorkersPerInstance, &t.TileWorkersPerInstance},
+	} {
+		if v, ok := get(iv.name); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				c.add(iv.name, "%q is not a whole number of at least 1", v)
+				continue
+			}
+			*iv.dst = n
+		}
+	}
+	if v, ok := get(EnvStarvationWait); ok {
+		d, err := ParseDuration(v)
+		if err != nil || d < 0 {
+			c.add(EnvStarvationWait, "%q is not a duration (like 5m, or 0 to disable)", v)
+		} else {
+			t.StarvationWait = &d
+		}
+	}
+	return c.err()
+}
+
+// checkImage checks the fields that estimate a job's load and its inputs.
+func checkImage(c *errs, p func(string) string, j Job) {
+	if j.Regions < 0 {
+		c.add(p("regions"), "must not be negative")
+	}
+	if j.Image != nil {
+		if j.Image.Width < 1 {
+			c.add(p("image.width"), "must be at least 1 pixel")
+		}
+		if j.Image.Height < 1 {
+			c.add(p("image.height"), "must be at least 1 pixel")
+		}
+	}
+	if j.RegionSize < 0 {
+		c.add(p("regionSize"), "must not be negative")
+	}
+	if j.TileSize < 0 {
+		c.add(p("tileSize"), "must not be negative")
+	}
+	r, ts, o := j.geometry()
+	switch {
+	case o < 0:
+		c.add(p("tileOverlap"), "must not be negative")
+	case o >= ts:
+		c.add(p("tileOverlap"), "must be smaller than the tile size %d", ts)
+	case ts > r:
+		c.add(p("tileSize"), "must not exceed the region size %d", r)
+	}
+	for i, in := range j.Inputs {
+		if strings.TrimSpace(in) == "" {
+			c.add(p(fmt.Sprintf("inputs[%d]", i)), "must not be empty")
+		}
+	}
+	if len(j.Inputs) > MaxInputs {
+		c.add(p("inputs"), "has %d entries, more than %d", len(j.Inputs), MaxInputs)
+	}
+}
+
+// MaxInputs bounds the inputs one job declares.
+const MaxInputs = 1_000
+
+// geometry returns the job's region size, tile size and tile overlap with
+// the defaults of the seed's system filled in.
+func (j Job) geometry() (region, tile, overlap int) {
+	region, tile, overlap = j.RegionSize, j.TileSize, admit.DefaultTileOverlap
+	if region == 0 {
+		region = admit.DefaultRegionSize
+	}
+	if tile == 0 {
+		tile = admit.DefaultTileSize
+	}
+	if j.TileOverlap != nil {
+		overlap = *j.TileOverlap
+	}
+	return region, tile, overlap
+}
