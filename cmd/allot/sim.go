@@ -19,7 +19,8 @@ import (
 func newSimCmd() *cobra.Command {
 	var (
 		file, trace, output, plot, groupBy, policyKind string
-		horizon, sample, cycleEvery                    time.Duration
+		density, densityPlot                           string
+		horizon, sample, cycleEvery, densityBucket     time.Duration
 		workers, limit                                 int
 		swf                                            sim.SWFOptions
 		azure, azureEndpoints, azureAssign             string
@@ -43,6 +44,7 @@ table shows peak concurrency against target and the admission waits. The queues,
 policies, endpoints and workers come from -f when given; otherwise one queue with
 --policy on --workers one-slot workers.`,
 		Example: `  allot sim -f examples/fairshare-weights.yaml --plot slots.svg
+  allot sim -f examples/placement-elastic.yaml --density density.json --density-plot density.svg
   allot sim --trace NASA-iPSC-1993-3.1-cln.swf.gz --workers 128
   allot sim --trace LCG-2005-1.swf.gz --policy fairshare --share-field user -o json
   allot sim -f examples/endpoints-azure.yaml --azure AzureLLMInferenceTrace_conv.csv --throttling=false`,
@@ -95,6 +97,12 @@ policies, endpoints and workers come from -f when given; otherwise one queue wit
 					trace, info.Jobs, info.Tasks, info.Skipped, len(in.Workers))
 			}
 			opt := sim.Options{Horizon: horizon, SampleEvery: sample, GroupBy: groupBy, CycleEvery: cycleEvery}
+			if density != "" || densityPlot != "" {
+				if densityBucket <= 0 {
+					return fmt.Errorf("--density-bucket: must be above 0 (got %s)", densityBucket)
+				}
+				opt.DensityBucket = densityBucket
+			}
 			if isTerminal(cmd.ErrOrStderr()) {
 				opt.Progress = func(done, total int) {
 					fmt.Fprintf(cmd.ErrOrStderr(), "\rsimulating: %d/%d jobs ended", done, total)
@@ -112,6 +120,20 @@ policies, endpoints and workers come from -f when given; otherwise one queue wit
 					return err
 				}
 			}
+			if density != "" {
+				if err := writeFile(density, res.Density.WriteJSON); err != nil {
+					return err
+				}
+			}
+			if densityPlot != "" {
+				title := "Task and worker density"
+				if file != "" {
+					title += " — " + file
+				}
+				if err := writeFile(densityPlot, func(w io.Writer) error { return res.Density.WriteSVG(w, title) }); err != nil {
+					return err
+				}
+			}
 			if output == "json" {
 				return res.WriteJSON(cmd.OutOrStdout())
 			}
@@ -123,6 +145,9 @@ policies, endpoints and workers come from -f when given; otherwise one queue wit
 	f.StringVar(&trace, "trace", "", "Standard Workload Format trace to replay (.swf or .swf.gz)")
 	f.StringVarP(&output, "output", "o", "text", "output format: text or json")
 	f.StringVar(&plot, "plot", "", "write slots per group over time to this SVG file")
+	f.StringVar(&density, "density", "", "write the task/worker density series (tasks submitted and started, active and enabled workers per bucket) to this JSON file")
+	f.StringVar(&densityPlot, "density-plot", "", "draw the task/worker density series to this SVG file")
+	f.DurationVar(&densityBucket, "density-bucket", 60*time.Second, "bucket size of the density series")
 	f.StringVar(&groupBy, "group-by", "", "key of per-group metrics: group (the policy's), share, requestor or queue")
 	f.DurationVar(&horizon, "horizon", 0, "stop after this much virtual time (0: until every job ended)")
 	f.DurationVar(&sample, "sample", 0, "sampling interval of the time series (0: automatic)")

@@ -200,6 +200,8 @@ func (c *Controller) round(ctx context.Context, batch []*request, ticked bool) e
 	}
 	for _, j := range t.finished {
 		delete(c.jobs, j)
+		// Its end is durable now; the engine need not remember it.
+		_ = c.eng.Apply(engine.ForgetJob{Job: j})
 	}
 	c.deliver(t)
 	for _, r := range batch {

@@ -66,7 +66,7 @@ func (e *Engine) allocate(q *queue, now time.Time, d *Decisions) {
 			continue
 		}
 		t := e.tasks[st.Task]
-		if t.state != model.TaskRunning || t.job.q != q {
+		if t == nil || t.state != model.TaskRunning || t.job.q != q {
 			continue
 		}
 		worker := t.worker.Spec.Name

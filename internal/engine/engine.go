@@ -190,6 +190,8 @@ func (e *Engine) Apply(ev Event) error {
 			h.SetHistory(ev.History, e.advance(ev.At))
 		}
 		return nil
+	case ForgetJob:
+		return e.forget(ev.Job)
 	case SetJobPriority:
 		j, ok := e.jobs[ev.Job]
 		if !ok {
@@ -708,5 +710,23 @@ func (e *Engine) removeWorker(ev RemoveWorker, now time.Time) error {
 		e.ended = append(e.ended, TaskEnd{Job: t.job.spec.ID, Task: t.spec.Name, Worker: ev.Name, State: model.TaskReady, Reason: r})
 	}
 	e.fleet.Remove(w)
+	return nil
+}
+
+// forget drops an ended job from the lookups, so that a server's engine
+// holds only live jobs however long it runs. Task ids are not reused: a
+// forgotten task leaves a nil entry behind.
+func (e *Engine) forget(id string) error {
+	j, ok := e.jobs[id]
+	if !ok {
+		return fmt.Errorf("%w %q", ErrUnknownJob, id)
+	}
+	if !j.done {
+		return fmt.Errorf("job %q: %w: only an ended job can be forgotten", id, ErrInvalid)
+	}
+	delete(e.jobs, j.spec.ID)
+	for _, t := range j.tasks {
+		e.tasks[t.id] = nil
+	}
 	return nil
 }

@@ -124,3 +124,13 @@ type SetHistory struct {
 }
 
 func (SetHistory) event() {}
+
+// ForgetJob drops an ended job from the engine's state once the caller has
+// recorded its end (the server, after its commit; the simulator, at once), so
+// a long-running engine holds only live jobs. Until then TaskState and
+// TaskReason still answer for the job's tasks.
+type ForgetJob struct {
+	Job string
+}
+
+func (ForgetJob) event() {}

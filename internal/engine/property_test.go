@@ -63,7 +63,7 @@ func newPropSim(t *rapid.T) *propSim {
 			{Name: "default", Policy: policy.Config{Kind: "fifo"}},
 			{Name: "zone-a", Priority: rapid.IntRange(-1, 1).Draw(t, "zoneAPriority"), Pool: propPools["zone-a"], Policy: policy.Config{Kind: "fifo"}},
 		},
-		Placement: PlacementConfig{Strategy: rapid.SampledFrom([]string{"first-fit", "min-satisfying"}).Draw(t, "strategy")},
+		Placement: PlacementConfig{Strategy: rapid.SampledFrom([]string{"first-fit", "min-satisfying", "best"}).Draw(t, "strategy")},
 	}
 	e, err := New(cfg)
 	if err != nil {

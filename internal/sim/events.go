@@ -11,6 +11,8 @@ const (
 	evArrive
 	// evFinish ends the current attempt of task idx, unless gen is stale.
 	evFinish
+	// evElastic runs the elastic coordinator.
+	evElastic
 )
 
 // event is one entry of the event queue. Times are nanoseconds after

@@ -39,6 +39,13 @@ type Result struct {
 	Series      Series          `json:"series"`
 	Unfinished  []Unfinished    `json:"unfinished"`
 	Timeline    []TimelineEntry `json:"timeline"`
+	// Cost is what the enabled workers cost; disabled ones are left out.
+	Cost CostResult `json:"cost"`
+	// Elastic is what the elastic coordinator did, when it ran.
+	Elastic *ElasticResult `json:"elastic,omitempty"`
+	// Density is the task/worker density series, when
+	// Options.DensityBucket asked for it.
+	Density *Density `json:"density,omitempty"`
 	// Endpoints has one entry per endpoint variant jobs used, by name.
 	Endpoints []EndpointResult `json:"endpoints,omitempty"`
 }
@@ -100,6 +107,11 @@ type Counts struct {
 	// Cycles and Events count engine cycles and processed queue events.
 	Cycles int `json:"cycles"`
 	Events int `json:"events"`
+	// Merged counts starts that rode in a merged batch (no slot of their
+	// own); Deferred counts the times a ready task waited for its sticky
+	// worker (sticky_worker_busy).
+	Merged   int `json:"merged,omitempty"`
+	Deferred int `json:"deferred,omitempty"`
 }
 
 // GroupResult is one group's metrics.
@@ -298,6 +310,7 @@ func (r *runner) result() *Result {
 	}
 	r.sample(res, order)
 	r.unfinishedJobs(res)
+	r.fleetResult(res)
 	r.endpointResults(res)
 	return res
 }

@@ -44,6 +44,19 @@ func (r *Result) WriteText(w io.Writer) error {
 		r.Wait.Count, fmtSeconds(r.Wait.P50), fmtSeconds(r.Wait.P95), fmtSeconds(r.Wait.P99), fmtSeconds(r.Wait.Mean), fmtSeconds(r.Wait.Max))
 	fmt.Fprintf(bw, "Counts:      %d starts, %d stops, %d retries, %d failed tasks (%d by a failed dependency); jobs: %d succeeded, %d failed, %d unfinished; %d cycles\n",
 		c.Starts, c.Stops, c.Retries, c.FailedTasks, c.DependencyFailures, c.JobsSucceeded, c.JobsFailed, len(r.Unfinished), c.Cycles)
+	if c.Merged > 0 || c.Deferred > 0 {
+		fmt.Fprintf(bw, "Placement:   %d starts merged into batches, %d deferrals for a sticky worker\n", c.Merged, c.Deferred)
+	}
+	fmt.Fprintf(bw, "Cost:        %.2f for %.1f enabled worker-hours (%.1f disabled worker-hours left out)\n",
+		r.Cost.Cost, r.Cost.WorkerHours, r.Cost.DisabledWorkerHours)
+	if el := r.Elastic; el != nil {
+		fmt.Fprintf(bw, "Elastic:     %d polls every %s, %d disables, %d enables; %d workers disabled at the end",
+			el.Polls, fmtSeconds(el.PollIntervalSeconds), el.Disables, el.Enables, len(el.DisabledAtEnd))
+		if len(el.DisabledAtEnd) > 0 {
+			fmt.Fprintf(bw, " (%s)", truncList(el.DisabledAtEnd, 5))
+		}
+		fmt.Fprintln(bw)
+	}
 	if c.JobsDeadLettered > 0 {
 		fmt.Fprintf(bw, "Dead letters: %d jobs refused at arrival for an inaccessible input\n", c.JobsDeadLettered)
 	}
@@ -131,6 +144,14 @@ func timelineText(e TimelineEntry) string {
 		b.WriteString(e.Detail)
 	}
 	return b.String()
+}
+
+// truncList shows the first n names of list, and how many more.
+func truncList(list []string, n int) string {
+	if len(list) <= n {
+		return strings.Join(list, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(list[:n], ", "), len(list)-n)
 }
 
 func pct(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) }

@@ -70,6 +70,9 @@ type Options struct {
 	// TimelineLines caps the timeline kept for the text output; 0 means 40,
 	// a negative value keeps none.
 	TimelineLines int
+	// DensityBucket records the task/worker density series (Result.Density)
+	// with buckets of this size; 0 records none.
+	DensityBucket time.Duration
 }
 
 // Group-by keys accepted by Options.GroupBy.
@@ -112,6 +115,10 @@ type simTask struct {
 	dur      int64
 	readyAt  int64
 	startAt  int64
+	worker   int32 // index of the worker holding its slot, -1 when none
+	// merged marks a running member of a merged batch: it rides on its
+	// head's slot, so it holds no slot and has no completion of its own.
+	merged bool
 }
 
 type simJob struct {
@@ -178,6 +185,10 @@ type runner struct {
 	changes     []change
 
 	eps      map[string]*epAcc // by endpoint and variant
+	// fl follows the workers (busy, enabled, cost) and runs the elastic
+	// coordinator.
+	fl *fleetTrack
+
 	counts   Counts
 	timeline []TimelineEntry
 	tlMax    int
@@ -240,6 +251,9 @@ func newRunner(in Input, opt Options) (*runner, error) {
 		}
 	}
 	r.nwork = len(in.Workers)
+	if r.fl, err = newFleetTrack(in, opt); err != nil {
+		return nil, err
+	}
 	queues := make([]string, 0, len(in.History))
 	for q := range in.History {
 		queues = append(queues, q)
@@ -274,7 +288,7 @@ func newRunner(in Input, opt Options) (*runner, error) {
 		sj.id, sj.group, sj.first, sj.n = j.ID, g, int32(len(r.tasks)), int32(len(j.Tasks))
 		for _, t := range j.Tasks {
 			r.tasks = append(r.tasks, simTask{name: t.Name, job: int32(i), fails: int32(max(0, t.Fails)),
-				dur: int64(max(0, t.Duration)), unmet: int32(len(t.Needs))})
+				dur: int64(max(0, t.Duration)), unmet: int32(len(t.Needs)), worker: -1})
 		}
 		r.linkNeeds(sj, j)
 	}
@@ -300,6 +314,7 @@ func newRunner(in Input, opt Options) (*runner, error) {
 	if err := r.restore(); err != nil {
 		return nil, err
 	}
+	r.schedulePoll()
 	return r, nil
 }
 
@@ -348,6 +363,10 @@ func (r *runner) restore() error {
 		r.setWaitingOff(t)
 		done := max(0, int64(rr.Started.Sub(r.in.Start))+t.dur)
 		r.run1(ti, 0, done)
+		if _, w, ok := r.eng.TaskState(rr.Job, rr.Task); ok {
+			t.worker = r.fl.worker(w)
+			r.fl.occupy(t.worker, 0)
+		}
 	}
 	return nil
 }
@@ -433,6 +452,8 @@ func (r *runner) run() error {
 				err = r.arrive(ev.idx)
 			case evFinish:
 				err = r.finish(ev.idx, ev.gen)
+			case evElastic:
+				err = r.elasticPoll()
 			}
 			if err != nil {
 				return err
@@ -451,7 +472,8 @@ func (r *runner) run() error {
 			r.tickPending = true
 		}
 		r.logChanges()
-		if r.realPending == 0 && r.running == 0 && !r.dirty {
+		r.schedulePoll()
+		if r.realPending == 0 && r.running == 0 && !r.dirty && !(r.unfinished > 0 && r.fl.mayHelp()) {
 			if r.unfinished > 0 {
 				r.how = "stalled"
 			}
@@ -502,6 +524,9 @@ func (r *runner) arrive(ji int32) error {
 	g.jobs++
 	g.tasks += int(sj.n)
 	r.counts.Tasks += int(sj.n)
+	if r.fl.dens != nil {
+		r.fl.dens.submitted(r.now, int(sj.n))
+	}
 	for ti := sj.first; ti < sj.first+sj.n; ti++ {
 		if r.tasks[ti].unmet == 0 {
 			r.setWaiting(ti)
@@ -536,13 +561,56 @@ func (r *runner) finish(ti int32, gen uint32) error {
 		return nil
 	}
 	t.state = tsDone
+	r.succeeded(t)
+	return nil
+}
+
+// succeeded makes the tasks that needed t and wait for nothing else ready.
+func (r *runner) succeeded(t *simTask) {
 	for _, c := range t.children {
 		ct := &r.tasks[c]
 		if ct.unmet--; ct.unmet == 0 && ct.state == tsBlocked {
 			r.setWaiting(c)
 		}
 	}
-	return nil
+}
+
+// batchKey names a merged batch: its job and head task.
+type batchKey struct {
+	job  int32
+	head string
+}
+
+// batchDurations returns, per merged batch among starts, the longest
+// duration of its members: the batch runs until its longest member is
+// done, and the head's completion ends them all.
+func (r *runner) batchDurations(starts []engine.Start) map[batchKey]int64 {
+	var out map[batchKey]int64
+	for _, s := range starts {
+		if s.Batch == "" || s.Batch == s.Task {
+			continue
+		}
+		ji, ok := r.jobIdx[s.Job]
+		if !ok {
+			continue
+		}
+		ti, ok := r.lookup(ji, s.Task)
+		if !ok {
+			continue
+		}
+		if out == nil {
+			out = map[batchKey]int64{}
+		}
+		k := batchKey{ji, s.Batch}
+		out[k] = max(out[k], r.tasks[ti].dur)
+	}
+	return out
+}
+
+// unmerge ends the ride of a batch member; it held no slot.
+func (r *runner) unmerge(t *simTask) {
+	t.merged = false
+	t.state = tsReported
 }
 
 // cycle runs the engine and mirrors its decisions.
@@ -558,9 +626,11 @@ func (r *runner) cycle() {
 	for _, s := range d.Stops {
 		r.stopped(s)
 	}
+	batches := r.batchDurations(d.Starts)
 	for _, s := range d.Starts {
-		r.started(s)
+		r.started(s, batches)
 	}
+	r.counts.Deferred += len(d.Deferred)
 	for _, j := range d.JobsDone {
 		r.jobDone(j)
 	}
@@ -577,7 +647,9 @@ func (r *runner) ended(e engine.TaskEnd) {
 	}
 	t := &r.tasks[ti]
 	g := r.groups[r.jobs[ji].group]
-	if t.state == tsRunning { // a cancel or a lost worker
+	if t.merged { // a batch member ended with its head
+		r.unmerge(t)
+	} else if t.state == tsRunning { // a cancel or a lost worker
 		r.stopRunning(ti)
 		r.cancelCompletion(t)
 	}
@@ -594,6 +666,9 @@ func (r *runner) ended(e engine.TaskEnd) {
 		r.setWaiting(ti)
 	case e.State.Terminal():
 		t.state = tsDone
+		if e.State == model.TaskSucceeded { // a batch member: its head's report ended it
+			r.succeeded(t)
+		}
 		if e.State == model.TaskFailed {
 			g.failed++
 			r.counts.FailedTasks++
@@ -626,8 +701,12 @@ func (r *runner) stopped(s engine.Stop) {
 	if t.state != tsRunning {
 		return // a cancel, already ended through Decisions.Ended
 	}
-	r.stopRunning(ti)
-	r.cancelCompletion(t)
+	if t.merged {
+		r.unmerge(t)
+	} else {
+		r.stopRunning(ti)
+		r.cancelCompletion(t)
+	}
 	if s.Reason.Code == model.ReasonCancelled {
 		t.state = tsDone
 		return
@@ -635,7 +714,7 @@ func (r *runner) stopped(s engine.Stop) {
 	r.setWaiting(ti)
 }
 
-func (r *runner) started(s engine.Start) {
+func (r *runner) started(s engine.Start, batches map[batchKey]int64) {
 	ji, ok := r.jobIdx[s.Job]
 	if !ok {
 		return
@@ -654,7 +733,22 @@ func (r *runner) started(s engine.Start) {
 	g.starts++
 	r.counts.Starts++
 	r.note("start", s.Job, s.Task, s.Worker, "")
-	r.run1(ti, r.now, r.now+t.dur)
+	if r.fl.dens != nil {
+		r.fl.dens.started(r.now)
+	}
+	if s.Batch != "" && s.Batch != s.Task {
+		// A member rides on its head's slot and ends with it.
+		t.state, t.merged, t.startAt = tsRunning, true, r.now
+		r.counts.Merged++
+		return
+	}
+	dur := t.dur
+	if s.Batch != "" {
+		dur = max(dur, batches[batchKey{ji, s.Batch}])
+	}
+	r.run1(ti, r.now, r.now+dur)
+	t.worker = r.fl.worker(s.Worker)
+	r.fl.occupy(t.worker, r.now)
 }
 
 // run1 marks task ti running since start, completing at done.
@@ -682,6 +776,8 @@ func (r *runner) jobDone(e engine.JobEnd) {
 	}
 	sj.ended = true
 	sj.byName = nil
+	// Keep the engine's state to live jobs, as the server does.
+	_ = r.eng.Apply(engine.ForgetJob{Job: e.Job})
 	r.unfinished--
 	r.jobsDone++
 	g := r.groups[sj.group]
@@ -710,6 +806,8 @@ func (r *runner) stopRunning(ti int32) {
 	r.running--
 	r.touch(r.jobs[t.job].group)
 	t.state = tsReported
+	r.fl.release(t.worker, r.now)
+	t.worker = -1
 }
 
 // cancelCompletion makes the queued completion of a stopped task stale.

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/allot-sched/allot/internal/engine"
-	"github.com/allot-sched/allot/internal/engine/place"
 	"github.com/allot-sched/allot/internal/engine/policy"
 	"github.com/allot-sched/allot/internal/model"
 )
@@ -33,11 +32,6 @@ type Queue struct {
 	Policy policy.Config     `yaml:"policy,omitempty" json:"policy,omitempty"`
 }
 
-// Placement configures how tasks find workers.
-type Placement struct {
-	Strategy string `yaml:"strategy,omitempty" json:"strategy,omitempty"`
-}
-
 // DefaultQueue is the queue a configuration without queues gets.
 const DefaultQueue = "default"
 
@@ -45,9 +39,11 @@ const DefaultQueue = "default"
 // configuration without queues gets one fifo queue named "default".
 func (s Scheduling) EngineConfig() (engine.Config, error) {
 	var c errs
-	cfg := engine.Config{Seed: s.Seed, Placement: engine.PlacementConfig{Strategy: s.Placement.Strategy}}
-	if _, err := place.ParseStrategy(s.Placement.Strategy); err != nil {
-		c.add("placement.strategy", "%v", err)
+	cfg := engine.Config{Seed: s.Seed}
+	if pc, err := s.Placement.Config(); err != nil {
+		c.list = append(c.list, err.(Errors)...)
+	} else {
+		cfg.Placement = pc
 	}
 	queues := s.Queues
 	if len(queues) == 0 {

@@ -68,6 +68,11 @@ type Task struct {
 	MaxAttempts int       `yaml:"maxAttempts,omitempty" json:"maxAttempts,omitempty"`
 	Model       string    `yaml:"model,omitempty" json:"model,omitempty"`
 	Dataset     string    `yaml:"dataset,omitempty" json:"dataset,omitempty"`
+	// StickTo names a task this one needs whose checkpoint or adapter it
+	// loads: with stage stickiness on, the task runs where that one ran.
+	// When empty, a ${tasks.P.result.F} reference whose F names a
+	// checkpoint or adapter sets it (docs/placement.md).
+	StickTo string `yaml:"stickTo,omitempty" json:"stickTo,omitempty"`
 	// Run is a shell script, run with `sh -c`. A server job sets Run or
 	// Command; a scenario task sets neither.
 	Run string `yaml:"run,omitempty" json:"run,omitempty"`
@@ -155,6 +160,10 @@ func (j Job) Expand(path string, submitted time.Time) (Expanded, error) {
 		out.RegionSize, out.TileSize, out.TileOverlap = j.geometry()
 	}
 	var running []RunningTask
+	counts := map[string]int{} // entry name → count, for stickTo
+	for _, t := range j.Tasks {
+		counts[t.Name] = t.Count
+	}
 	members := map[string][]string{}   // entry name → expanded task names
 	where := map[string]string{}       // entry or task name → path, for duplicates
 	kept := make([]bool, len(j.Tasks)) // entries expanded into tasks (not refused)
@@ -207,10 +216,11 @@ func (j Job) Expand(path string, submitted time.Time) (Expanded, error) {
 		names := expandNames(t.Name, t.Count)
 		members[t.Name] = names
 		kept[i] = true
+		stick, stage := stickTo(&c, tp, t, counts), stageOf(t.Name, t.Count)
 		for k, name := range names {
 			out.Tasks = append(out.Tasks, model.Task{Name: name, Resources: t.Resources.Model(),
 				Duration: time.Duration(t.Duration), Category: model.Category(t.Category), MaxAttempts: t.MaxAttempts,
-				Model: t.Model, Dataset: t.Dataset, Fails: t.Fails})
+				Model: t.Model, Dataset: t.Dataset, Fails: t.Fails, Stage: stage, StickTo: stick})
 			if k < t.Running {
 				running = append(running, RunningTask{Name: name, For: time.Duration(t.RunningFor)})
 			}

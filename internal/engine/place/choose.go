@@ -213,7 +213,8 @@ func (f *Fleet) pool(s *Shape) int {
 // classes that can run it, looking at a window of at most bestWindow free
 // workers per class (see bestWindow). Classes are visited by descending
 // base score, and the walk stops at the first class whose base score plus
-// the largest jitter cannot beat the best found.
+// the largest jitter cannot beat the best found. Ties go to the lower
+// registration index.
 func (f *Fleet) bestScore(r *Request, k int) *Worker {
 	var best *Worker
 	bestScore := 0.0
@@ -224,18 +225,23 @@ func (f *Fleet) bestScore(r *Request, k int) *Worker {
 		if c.free.n == 0 || !f.feasible(r.Shape, c) {
 			continue
 		}
+		// One-slot workers in the free set are idle, so in a feasible
+		// class they fit: they are scored from the class's hash slice and
+		// only the winner is loaded.
+		oneSlot := c.slots == 1
 		it := c.walkFrom(r.Hash, nil)
 		for seen := 0; seen < bestWindow; {
-			w := it.next()
-			if w == nil {
+			p := it.next()
+			if p < 0 {
 				break
 			}
-			if !fitsNow(w, r.Shape.Req) {
+			if !oneSlot && !fitsNow(c.members[p], r.Shape.Req) {
 				continue
 			}
 			seen++
-			if sc := f.score(k, r.Hash, w); best == nil || sc > bestScore || sc == bestScore && w.Idx < best.Idx {
-				best, bestScore = w, sc
+			sc := c.base[k] + f.cfg.jitter*jitterOf(r.Hash, c.hashes[p])
+			if best == nil || sc > bestScore || sc == bestScore && c.members[p].Idx < best.Idx {
+				best, bestScore = c.members[p], sc
 			}
 		}
 	}
@@ -261,10 +267,11 @@ func (f *Fleet) bestReuse(r *Request, k int) *Worker {
 			}
 			it := c.walkFrom(r.Hash, holders)
 			for seen := 0; seen < bestWindow; {
-				w := it.next()
-				if w == nil {
+				p := it.next()
+				if p < 0 {
 					break
 				}
+				w := c.members[p]
 				if !f.fresh(w, name, r.Now) {
 					continue
 				}
@@ -465,7 +472,8 @@ func (c *class) walkFrom(task uint64, filter *freeSet) walk {
 	return walk{c: c, filter: filter, start: start, pos: start}
 }
 
-func (it *walk) next() *Worker {
+// next returns the next member position, or -1 when the walk is over.
+func (it *walk) next() int {
 	n := len(it.c.members)
 	for {
 		end := n
@@ -474,10 +482,10 @@ func (it *walk) next() *Worker {
 		}
 		if p := nextAnd(&it.c.free, it.filter, it.pos, end); p >= 0 {
 			it.pos = p + 1
-			return it.c.members[p]
+			return p
 		}
 		if it.wrapped {
-			return nil
+			return -1
 		}
 		it.wrapped, it.pos = true, 0
 	}

@@ -54,15 +54,18 @@ func (w *Worker) FreeSlots() int { return w.Spec.Slots - w.Running }
 func (w *Worker) Takes() bool { return !w.gone && w.Spec.State == model.WorkerReady }
 
 type class struct {
-	idx       int
-	capacity  model.Resources
-	labels    model.Labels
-	slots     int
-	cost      float64
-	members   []*Worker // every worker ever in the class, registration order
-	free      freeSet   // members that take work, have a free slot and are not bound
-	freeSlots int       // free slots of ready workers
-	slotsUp   int       // all slots of ready workers
+	idx      int
+	capacity model.Resources
+	labels   model.Labels
+	slots    int
+	cost     float64
+	members  []*Worker // every worker ever in the class, registration order
+	// hashes[p] is members[p].hash: the best strategy scores a window of
+	// free members from this dense slice without loading the workers.
+	hashes    []uint64
+	free      freeSet // members that take work, have a free slot and are not bound
+	freeSlots int     // free slots of ready workers
+	slotsUp   int     // all slots of ready workers
 	workers   int
 	draining  int
 	disabled  int
@@ -213,6 +216,7 @@ func (f *Fleet) Add(spec model.Worker) (*Worker, error) {
 	w := &Worker{Idx: len(f.workers), Spec: spec, class: c, pos: len(c.members), hash: hashString(spec.Name, 0)}
 	w.Spec.Cached = nil
 	c.members = append(c.members, w)
+	c.hashes = append(c.hashes, w.hash)
 	c.free.grow(len(c.members))
 	f.workers = append(f.workers, w)
 	f.byName[spec.Name] = w

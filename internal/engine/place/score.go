@@ -122,12 +122,13 @@ func mix(x uint64) uint64 {
 // unit maps a hash to [0, 1).
 func unit(x uint64) float64 { return float64(x>>11) / (1 << 53) }
 
-// jitterOf is h(task, worker) ∈ [0, 1).
-func jitterOf(task uint64, w *Worker) float64 { return unit(mix(task ^ w.hash)) }
+// jitterOf is h(task, worker) ∈ [0, 1) for a worker whose name hashes to
+// worker.
+func jitterOf(task, worker uint64) float64 { return unit(mix(task ^ worker)) }
 
 // score is s(task, w) for category slot k.
 func (f *Fleet) score(k int, task uint64, w *Worker) float64 {
-	return w.class.base[k] + f.cfg.jitter*jitterOf(task, w)
+	return w.class.base[k] + f.cfg.jitter*jitterOf(task, w.hash)
 }
 
 // Score returns the score a task of category slot k with hash task would

@@ -1,0 +1,192 @@
+package spec
+
+import (
+	"math"
+	"regexp"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/allot-sched/allot/internal/engine/elastic"
+	"github.com/allot-sched/allot/internal/engine/place"
+)
+
+// Placement is the `placement:` block: how tasks find workers (seed 002).
+// docs/placement.md explains each setting; docs/scenario.md lists them.
+type Placement struct {
+	// Mode is the dispatcher mode: adaptive (default), static-worker,
+	// fixed-pipeline or round-robin.
+	Mode string `yaml:"mode,omitempty" json:"mode,omitempty"`
+	// Strategy selects among candidates: best (the adaptive mode's
+	// default), first-fit (the other modes' default) or min-satisfying.
+	Strategy string `yaml:"strategy,omitempty" json:"strategy,omitempty"`
+	// EnableContextReuse prefers workers with a fresh cache hint of the
+	// task's model or dataset (default true).
+	EnableContextReuse *bool `yaml:"enableContextReuse,omitempty" json:"enableContextReuse,omitempty"`
+	// CacheTTL is how long a cache hint stays fresh (default 1h).
+	CacheTTL *Duration `yaml:"cacheTTL,omitempty" json:"cacheTTL,omitempty"`
+	// Lambda weighs throughput against cost per task category.
+	Lambda Lambda `yaml:"lambda,omitempty" json:"lambda,omitempty"`
+	// Jitter scales the deterministic tie-breaking term (default 0.001).
+	Jitter *float64 `yaml:"jitter,omitempty" json:"jitter,omitempty"`
+	// EnableStageStickiness pins a task to the worker that ran the task
+	// whose checkpoint or adapter it loads (default false).
+	EnableStageStickiness bool `yaml:"enableStageStickiness,omitempty" json:"enableStageStickiness,omitempty"`
+	// MergeMax bounds a merged batch (default 4; 1 turns merging off).
+	MergeMax *int `yaml:"mergeMax,omitempty" json:"mergeMax,omitempty"`
+	// Elastic configures the elastic coordinator.
+	Elastic Elastic `yaml:"elastic,omitempty" json:"elastic,omitempty"`
+}
+
+// Lambda holds λ per task category, each in [0, 1].
+type Lambda struct {
+	Inference *float64 `yaml:"inference,omitempty" json:"inference,omitempty"`
+	Training  *float64 `yaml:"training,omitempty" json:"training,omitempty"`
+	Other     *float64 `yaml:"other,omitempty" json:"other,omitempty"`
+}
+
+// Elastic is the `placement.elastic:` block: the six settings of seed 002
+// and the switch. Unset settings take the seed's defaults.
+type Elastic struct {
+	Enabled                 bool     `yaml:"enabled,omitempty" json:"enabled,omitempty"`
+	IdleSeconds             *float64 `yaml:"idleSeconds,omitempty" json:"idleSeconds,omitempty"`
+	QueueMaxForDisable      *int     `yaml:"queueMaxForDisable,omitempty" json:"queueMaxForDisable,omitempty"`
+	QueueThresholdForEnable *int     `yaml:"queueThresholdForEnable,omitempty" json:"queueThresholdForEnable,omitempty"`
+	MinActiveWorkers        *int     `yaml:"minActiveWorkers,omitempty" json:"minActiveWorkers,omitempty"`
+	PollIntervalSeconds     *float64 `yaml:"pollIntervalSeconds,omitempty" json:"pollIntervalSeconds,omitempty"`
+	ToggleCooldownSeconds   *float64 `yaml:"toggleCooldownSeconds,omitempty" json:"toggleCooldownSeconds,omitempty"`
+}
+
+// Config checks p and turns it into the engine's placement configuration,
+// with the defaults of seed 002 filled in. Errors carry field paths under
+// "placement".
+func (p Placement) Config() (place.Config, error) {
+	var c errs
+	cfg := place.Config{Mode: p.Mode, Strategy: p.Strategy, ContextReuse: p.EnableContextReuse, Jitter: p.Jitter,
+		StageStickiness: p.EnableStageStickiness,
+		Lambda:          place.Lambda{Inference: p.Lambda.Inference, Training: p.Lambda.Training, Other: p.Lambda.Other}}
+	if cfg.Strategy == "" {
+		// The adaptive mode ranks by score; the baselines take the first
+		// compatible worker, as the seed's do.
+		cfg.Strategy = place.FirstFit.String()
+		if p.Mode == "" || p.Mode == place.Adaptive.String() {
+			cfg.Strategy = place.Best.String()
+		}
+	}
+	if p.CacheTTL != nil {
+		if *p.CacheTTL == 0 {
+			c.add("placement.cacheTTL", "must be above 0; to ignore cache hints, set enableContextReuse: false")
+		}
+		cfg.CacheTTL = time.Duration(*p.CacheTTL)
+	}
+	if p.MergeMax != nil {
+		if *p.MergeMax < 1 {
+			c.add("placement.mergeMax", "must be at least 1 (got %d); 1 turns merging off", *p.MergeMax)
+		} else {
+			cfg.MergeMax = *p.MergeMax
+		}
+	}
+	el, ok := p.Elastic.config(&c)
+	cfg.Elastic = el
+	if ok {
+		if err := cfg.Validate(); err != nil {
+			for _, e := range unjoin(err) {
+				c.addErr("placement", e)
+			}
+		}
+	}
+	if err := c.err(); err != nil {
+		return place.Config{}, err
+	}
+	return cfg, nil
+}
+
+// config turns the block into the coordinator's settings; ok is false when
+// a value could not be converted (the error is recorded in c).
+func (e Elastic) config(c *errs) (elastic.Config, bool) {
+	cfg := elastic.DefaultConfig()
+	cfg.Enabled = e.Enabled
+	ok := true
+	seconds := func(field string, v *float64, dst *time.Duration) {
+		if v == nil {
+			return
+		}
+		if !(*v >= 0) || math.IsInf(*v, 0) || *v > 1e9 {
+			c.add("placement.elastic."+field, "must be a number of seconds of at least 0 (got %g)", *v)
+			ok = false
+			return
+		}
+		*dst = time.Duration(*v * float64(time.Second))
+	}
+	seconds("idleSeconds", e.IdleSeconds, &cfg.IdleAfter)
+	seconds("pollIntervalSeconds", e.PollIntervalSeconds, &cfg.PollInterval)
+	seconds("toggleCooldownSeconds", e.ToggleCooldownSeconds, &cfg.ToggleCooldown)
+	for _, n := range []struct {
+		v   *int
+		dst *int
+	}{{e.QueueMaxForDisable, &cfg.QueueMaxForDisable}, {e.QueueThresholdForEnable, &cfg.QueueThresholdForEnable},
+		{e.MinActiveWorkers, &cfg.MinActiveWorkers}} {
+		if n.v != nil {
+			*n.dst = *n.v
+		}
+	}
+	return cfg, ok
+}
+
+// unjoin splits an errors.Join error into its parts.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// stickyFieldRE matches the result fields that carry weights a later stage
+// loads: a checkpoint or an adapter (seed 002's stage stickiness).
+var stickyFieldRE = regexp.MustCompile(`(?i)checkpoint|adapter`)
+
+// stickTo resolves a task's stickTo: the explicit field, or else the first
+// task whose checkpoint or adapter result the task references
+// (${tasks.P.result.checkpoint...} in run, command or env, in that order).
+// It checks that the parent is a single task the task needs; problems are
+// recorded under tp.
+func stickTo(c *errs, tp string, t Task, counts map[string]int) string {
+	if t.StickTo != "" {
+		switch {
+		case !slices.Contains(t.Needs, t.StickTo):
+			c.add(tp+".stickTo", "%q is not among the task's needs", t.StickTo)
+			return ""
+		case counts[t.StickTo] > 1:
+			c.add(tp+".stickTo", "%q stands for %d tasks; a task can only stick to one", t.StickTo, counts[t.StickTo])
+			return ""
+		}
+		return t.StickTo
+	}
+	texts := append([]string{t.Run}, t.Command...)
+	keys := make([]string, 0, len(t.Env))
+	for k := range t.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		texts = append(texts, t.Env[k])
+	}
+	for _, s := range texts {
+		for _, m := range refRE.FindAllStringSubmatch(s, -1) {
+			parent := m[1]
+			if stickyFieldRE.MatchString(m[2]) && slices.Contains(t.Needs, parent) && counts[parent] <= 1 {
+				return parent
+			}
+		}
+	}
+	return ""
+}
+
+// stageOf returns the stage a task of entry name gets: empty when the
+// entry is not expanded (the task's own name is its stage).
+func stageOf(entry string, count int) string {
+	if count <= 1 {
+		return ""
+	}
+	return entry
+}
