@@ -13,6 +13,8 @@ const (
 	MaxTasksPerJob = 100_000
 	MaxNeeds       = 1_000
 	MaxLabels      = 64
+	// MaxLabelValueLen bounds a label value.
+	MaxLabelValueLen = 256
 	// MaxNeedEdges bounds the dependencies of a job once counts are
 	// expanded: an entry of 1,000 tasks that needs an entry of 1,000 tasks
 	// is a million edges, each of which the scheduler keeps and walks.
@@ -32,8 +34,11 @@ type Job struct {
 	Variant   string            `yaml:"variant,omitempty" json:"variant,omitempty"`
 	Load      int               `yaml:"load,omitempty" json:"load,omitempty"`
 	Selector  map[string]string `yaml:"selector,omitempty" json:"selector,omitempty"`
-	MaxSlots  int               `yaml:"maxSlots,omitempty" json:"maxSlots,omitempty"`
-	Tasks     []Task            `yaml:"tasks" json:"tasks"`
+	// Labels are the job's own key/value metadata (team, pipeline, ...),
+	// shown by the API; they do not affect scheduling.
+	Labels   map[string]string `yaml:"labels,omitempty" json:"labels,omitempty"`
+	MaxSlots int               `yaml:"maxSlots,omitempty" json:"maxSlots,omitempty"`
+	Tasks    []Task            `yaml:"tasks" json:"tasks"`
 
 	// Regions, or Image with RegionSize, TileSize and TileOverlap, estimate
 	// the job's load on its endpoint when Load is not given
@@ -147,6 +152,14 @@ func (j Job) Expand(path string, submitted time.Time) (Expanded, error) {
 	checkImage(&c, p, j)
 	if len(j.Selector) > MaxLabels {
 		c.add(p("selector"), "has %d entries, more than %d", len(j.Selector), MaxLabels)
+	}
+	if len(j.Labels) > MaxLabels {
+		c.add(p("labels"), "has %d entries, more than %d", len(j.Labels), MaxLabels)
+	}
+	for _, k := range sortedKeys(j.Labels) {
+		if v := j.Labels[k]; k == "" || len(k) > MaxNameLen || len(v) > MaxLabelValueLen {
+			c.add(p("labels"), "label %.40q: keys are 1-%d characters, values at most %d", k, MaxNameLen, MaxLabelValueLen)
+		}
 	}
 	if len(j.Tasks) == 0 {
 		c.add(p("tasks"), "a job needs at least one task")
