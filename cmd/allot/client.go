@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -82,7 +84,7 @@ func (f *clientFlags) print(w io.Writer, v any, table func(io.Writer) error) err
 
 func addClientCommands(root *cobra.Command) {
 	f := &clientFlags{}
-	cmds := []*cobra.Command{newSubmitCmd(f), newGetCmd(f), newListCmd(f), newCancelCmd(f), newLogsCmd(f),
+	cmds := []*cobra.Command{newSubmitCmd(f), newGetCmd(f), newListCmd(f), newCancelCmd(f), newPriorityCmd(f), newLogsCmd(f),
 		newEventsCmd(f), newWorkersCmd(f), newQueuesCmd(f), newTokensCmd(f)}
 	for _, c := range cmds {
 		f.register(c)
@@ -299,6 +301,37 @@ func newCancelCmd(f *clientFlags) *cobra.Command {
 	}
 }
 
+func newPriorityCmd(f *clientFlags) *cobra.Command {
+	var urgent bool
+	cmd := &cobra.Command{
+		Use:   "priority JOB LEVEL",
+		Short: "Change a job's priority at run time (--urgent for urgent priority)",
+		Example: `  allot priority nightly 7
+  allot priority hotfix 9 --urgent`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := f.client()
+			if err != nil {
+				return err
+			}
+			level, err := strconv.Atoi(args[1])
+			if err != nil {
+				return fmt.Errorf("LEVEL: %q is not an integer", args[1])
+			}
+			job, err := c.SetPriority(cmd.Context(), args[0], level, urgent)
+			if err != nil {
+				return err
+			}
+			return f.print(cmd.OutOrStdout(), job, func(w io.Writer) error {
+				_, err := fmt.Fprintf(w, "job %s now has priority %d (urgent: %v)\n", job.ID, job.Priority, job.Urgent)
+				return err
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&urgent, "urgent", false, "urgent priority (the priority policy may preempt for it)")
+	return cmd
+}
+
 func newLogsCmd(f *clientFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "logs JOB [TASK]",
@@ -480,9 +513,22 @@ func newQueuesCmd(f *clientFlags) *cobra.Command {
 				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 				fmt.Fprintln(tw, "QUEUE\tPRIORITY\tRUNNING\tWAITING\tPOLICY")
 				for _, q := range qs {
-					fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\n", q.Name, q.Priority, q.Running, q.Waiting, string(q.Policy))
+					var pol bytes.Buffer
+					if json.Compact(&pol, q.Policy) != nil {
+						pol.Write(q.Policy)
+					}
+					fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\n", q.Name, q.Priority, q.Running, q.Waiting, pol.String())
 				}
-				return tw.Flush()
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+				for _, q := range qs {
+					if q.Status != nil {
+						fmt.Fprintf(w, "\n%s:\n", q.Name)
+						printStatus(w, q.Status)
+					}
+				}
+				return nil
 			})
 		},
 	}
@@ -516,4 +562,35 @@ func newQueuesCmd(f *clientFlags) *cobra.Command {
 		},
 	})
 	return cmd
+}
+
+// printStatus prints a policy's report (a list of records, one per group)
+// as a table with one column per field.
+func printStatus(w io.Writer, status any) {
+	raw, _ := json.Marshal(status)
+	var rows []map[string]any
+	if json.Unmarshal(raw, &rows) != nil || len(rows) == 0 {
+		fmt.Fprintf(w, "  %s\n", raw)
+		return
+	}
+	var cols []string
+	for k := range rows[0] {
+		cols = append(cols, k)
+	}
+	sort.Strings(cols)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  "+strings.ToUpper(strings.Join(cols, "\t")))
+	for _, r := range rows {
+		vals := make([]string, len(cols))
+		for i, c := range cols {
+			switch v := r[c].(type) {
+			case float64:
+				vals[i] = strconv.FormatFloat(v, 'g', 4, 64)
+			default:
+				vals[i] = fmt.Sprint(v)
+			}
+		}
+		fmt.Fprintln(tw, "  "+strings.Join(vals, "\t"))
+	}
+	_ = tw.Flush()
 }

@@ -112,6 +112,15 @@ type Queue struct {
 	Policy   json.RawMessage   `json:"policy"`
 	Running  int               `json:"running"`
 	Waiting  int               `json:"waiting"`
+	// Status is what the policy reports about its groups: for fairshare,
+	// each share's usage, weight factor and entitled fraction.
+	Status any `json:"status,omitempty"`
+}
+
+// PriorityChange is the body of POST /v1/jobs/{id}/priority.
+type PriorityChange struct {
+	Priority int  `json:"priority"`
+	Urgent   bool `json:"urgent,omitempty"`
 }
 
 // Register is the body a worker sends to POST /v1/workers.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/engine"
+	"github.com/allot-sched/allot/internal/engine/policy"
 	"github.com/allot-sched/allot/internal/model"
 	"github.com/allot-sched/allot/internal/spec"
 	"github.com/allot-sched/allot/internal/store"
@@ -36,9 +37,12 @@ func (c *Controller) Submit(ctx context.Context, js spec.Job) (api.Job, error) {
 	return v.(api.Job), nil
 }
 
-// CheckJob validates a job spec against the configuration, without the loop.
+// CheckJob validates a job spec against the configuration, without the
+// loop: the spec itself, its queue, what the queue's policy requires (a
+// priority within the levels, a valid SLA group) and its endpoint.
 func (c *Controller) CheckJob(js spec.Job) error {
-	if _, err := js.Expand("", time.Time{}); err != nil {
+	ex, err := js.Expand("", time.Time{})
+	if err != nil {
 		return err
 	}
 	if err := js.CheckRunnable(""); err != nil {
@@ -47,12 +51,68 @@ func (c *Controller) CheckJob(js spec.Job) error {
 	if js.Queue == "" {
 		js.Queue = c.defaultQueue()
 	}
+	ex.Job.Queue = js.Queue
+	pc, ok := c.queuePolicy(js.Queue)
+	if !ok {
+		return spec.Errors{{Path: "queue", Msg: fmt.Sprintf("no queue %q (queues: %s)", js.Queue, strings.Join(c.queueNames(), ", "))}}
+	}
+	if err := policy.CheckJob(pc, &ex.Job); err != nil {
+		return fieldError(err)
+	}
+	return c.cfg.Scheduling.CheckJobEndpoint("", ex.Job)
+}
+
+// queuePolicy returns the current policy of a queue; SetPolicy changes it
+// from the loop while API goroutines read it here.
+func (c *Controller) queuePolicy(queue string) (policy.Config, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	for _, q := range c.engCfg.Queues {
-		if q.Name == js.Queue {
-			return nil
+		if q.Name == queue {
+			return q.Policy, true
 		}
 	}
-	return spec.Errors{{Path: "queue", Msg: fmt.Sprintf("no queue %q (queues: %s)", js.Queue, strings.Join(c.queueNames(), ", "))}}
+	return policy.Config{}, false
+}
+
+// fieldError turns a "field: message" error into a field error.
+func fieldError(err error) error {
+	msg := err.Error()
+	if i := strings.Index(msg, ": "); i > 0 && !strings.Contains(msg[:i], " ") {
+		return spec.Errors{{Path: msg[:i], Msg: msg[i+2:]}}
+	}
+	return spec.Errors{{Msg: msg}}
+}
+
+// SetPriority changes a job's priority (and urgency) at run time; the next
+// cycle orders it by the new value.
+func (c *Controller) SetPriority(ctx context.Context, id string, priority int, urgent bool) (api.Job, error) {
+	_, err := c.do(ctx, func(t *txn) (any, error) {
+		lj, ok := c.jobs[id]
+		if !ok {
+			return nil, c.missingOrEnded(ctx, id)
+		}
+		probe := lj.model
+		probe.Priority, probe.Urgent = priority, urgent
+		pc, _ := c.queuePolicy(lj.rec.Queue)
+		if err := policy.CheckJob(pc, &probe); err != nil {
+			return nil, fieldError(err)
+		}
+		if err := c.eng.Apply(engine.SetJobPriority{Job: id, Priority: priority, Urgent: urgent}); err != nil {
+			return nil, err
+		}
+		lj.model.Priority, lj.model.Urgent = priority, urgent
+		lj.spec.Priority, lj.spec.Urgent = priority, urgent
+		lj.rec.Priority, lj.rec.Urgent = priority, urgent
+		t.touchJob(&lj.rec)
+		t.event(EventPriorityChanged, id, "", "", model.Reason{}, map[string]any{"priority": priority, "urgent": urgent})
+		t.changed = true
+		return nil, nil
+	})
+	if err != nil {
+		return api.Job{}, err
+	}
+	return c.Job(ctx, id)
 }
 
 func (c *Controller) queueNames() []string {

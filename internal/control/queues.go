@@ -19,6 +19,9 @@ func (c *Controller) Queues(ctx context.Context) ([]api.Queue, error) {
 		for _, q := range c.engCfg.Queues {
 			raw, _ := json.Marshal(q.Policy)
 			aq := api.Queue{Name: q.Name, Priority: q.Priority, Pool: q.Pool, Policy: raw}
+			if st, ok := c.eng.PolicyReport(q.Name); ok {
+				aq.Status = st
+			}
 			for _, lj := range c.jobs {
 				if lj.rec.Queue != q.Name {
 					continue
@@ -64,7 +67,9 @@ func (c *Controller) SetPolicy(ctx context.Context, queue string, pc policy.Conf
 		if err := c.eng.Apply(engine.SetPolicy{Queue: queue, Policy: pc, At: t.now}); err != nil {
 			return nil, err
 		}
+		c.mu.Lock()
 		c.engCfg.Queues[idx].Policy = pc
+		c.mu.Unlock()
 		raw, _ := json.Marshal(pc)
 		t.kv(policyKey(queue), raw)
 		t.event(EventPolicyChanged, "", "", "", model.Reason{Code: pc.Kind}, json.RawMessage(raw))

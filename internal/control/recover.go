@@ -78,6 +78,8 @@ func (c *Controller) recover(ctx context.Context) error {
 		if err := json.Unmarshal(j.Spec, &js); err != nil {
 			return fmt.Errorf("stored job %q: %w", j.ID, err)
 		}
+		// Priority may have changed at run time; the record has the latest.
+		js.Priority, js.Urgent = j.Priority, j.Urgent
 		lj, err := newLiveJob(js, j.Submitted)
 		if err != nil {
 			return fmt.Errorf("stored job %q: %w", j.ID, err)

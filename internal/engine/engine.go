@@ -730,3 +730,18 @@ func (e *Engine) forget(id string) error {
 	}
 	return nil
 }
+
+// PolicyReport returns what a queue's policy reports about its groups (for
+// fairshare: each share's usage, weight factor and entitled fraction), or
+// ok=false when the policy reports nothing.
+func (e *Engine) PolicyReport(queue string) (any, bool) {
+	q, ok := e.queueBy[queue]
+	if !ok {
+		return nil, false
+	}
+	r, ok := q.pol.(policy.Reporter)
+	if !ok {
+		return nil, false
+	}
+	return r.Report(e.now), true
+}

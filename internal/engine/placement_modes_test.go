@@ -274,7 +274,6 @@ func TestMergedBatchRetriesAndRequeues(t *testing.T) {
 	if len(d.Starts) != 2 || d.Starts[0].Worker != d.Starts[1].Worker {
 		t.Fatalf("starts %v", startsOf(d))
 	}
-	w := d.Starts[0].Worker
 	mustApply(t, e, finishFail("j", "infer-0"))
 	d = e.Cycle(t0)
 	if got := endedOf(d); !same(got, []string{"j/infer-0:ready:retry", "j/infer-1:ready:retry"}) {
@@ -284,7 +283,7 @@ func TestMergedBatchRetriesAndRequeues(t *testing.T) {
 		t.Fatalf("retry starts %v", startsOf(d))
 	}
 	// A lost worker requeues the whole batch.
-	w = d.Starts[0].Worker
+	w := d.Starts[0].Worker
 	mustApply(t, e, RemoveWorker{Name: w, At: t0})
 	d = e.Cycle(t0)
 	if got := endedOf(d); !same(got, []string{"j/infer-0:ready:worker_lost", "j/infer-1:ready:worker_lost"}) {

@@ -184,7 +184,7 @@ type runner struct {
 	dirtyGroups []int32
 	changes     []change
 
-	eps      map[string]*epAcc // by endpoint and variant
+	eps map[string]*epAcc // by endpoint and variant
 	// fl follows the workers (busy, enabled, cost) and runs the elastic
 	// coordinator.
 	fl *fleetTrack

@@ -19,12 +19,17 @@ import (
 // newServer runs the API on a real controller and SQLite store.
 func newServer(t *testing.T, maxBody int64) *httptest.Server {
 	t.Helper()
+	return newServerWith(t, maxBody, spec.Scheduling{Queues: []spec.Queue{{Name: "batch"}, {Name: "gpu"}}})
+}
+
+// newServerWith runs the API on a real controller with the given queues.
+func newServerWith(t *testing.T, maxBody int64, cfg spec.Scheduling) *httptest.Server {
+	t.Helper()
 	st, err := sqlite.Open(filepath.Join(t.TempDir(), "allot.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	cfg := spec.Scheduling{Queues: []spec.Queue{{Name: "batch"}, {Name: "gpu"}}}
 	ctrl, err := control.New(ctx, control.Config{Scheduling: cfg}, st)
 	if err != nil {
 		t.Fatal(err)

@@ -80,6 +80,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /v1/jobs", s.listJobs)
 	s.mux.HandleFunc("GET /v1/jobs/{id}", s.getJob)
 	s.mux.HandleFunc("POST /v1/jobs/{id}/cancel", s.cancel)
+	s.mux.HandleFunc("POST /v1/jobs/{id}/priority", s.setPriority)
 	s.mux.HandleFunc("GET /v1/jobs/{id}/logs", s.logs)
 	s.mux.HandleFunc("GET /v1/events", s.events)
 	s.mux.HandleFunc("GET /v1/workers", s.workers)
@@ -249,6 +250,22 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	job, err := s.ctrl.Cancel(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, 200, job)
+}
+
+func (s *Server) setPriority(w http.ResponseWriter, r *http.Request) {
+	if !s.allow(w, r, auth.CancelJobs) || !s.visible(w, r, r.PathValue("id")) {
+		return
+	}
+	var req api.PriorityChange
+	if !s.decodeJSON(w, r, &req) {
+		return
+	}
+	job, err := s.ctrl.SetPriority(r.Context(), r.PathValue("id"), req.Priority, req.Urgent)
 	if err != nil {
 		s.fail(w, err)
 		return

@@ -14,7 +14,7 @@ import (
 // The modes are mutually exclusive; the non-adaptive ones are the seed's
 // baselines, kept so that runs can compare the adaptive dispatcher against
 // them.
-type Mode int
+type Mode uint8
 
 const (
 	// Adaptive ranks the feasible free workers by context reuse, then by the
@@ -53,7 +53,7 @@ func ParseMode(name string) (Mode, error) {
 
 // String returns the configuration name of m.
 func (m Mode) String() string {
-	if m >= 0 && int(m) < len(modeNames) {
+	if int(m) < len(modeNames) {
 		return modeNames[m]
 	}
 	return fmt.Sprintf("mode(%d)", int(m))

@@ -3,7 +3,7 @@ package place
 import "fmt"
 
 // Strategy chooses among the workers that can run a task now.
-type Strategy int
+type Strategy uint8
 
 const (
 	// FirstFit takes the first worker in registration order.
@@ -36,7 +36,7 @@ func ParseStrategy(name string) (Strategy, error) {
 
 // String returns the configuration name of s.
 func (s Strategy) String() string {
-	if s >= 0 && int(s) < len(strategyNames) {
+	if int(s) < len(strategyNames) {
 		return strategyNames[s]
 	}
 	return fmt.Sprintf("strategy(%d)", int(s))

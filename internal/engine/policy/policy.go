@@ -190,3 +190,22 @@ type History struct {
 type HistoryTaker interface {
 	SetHistory(h History, now time.Time)
 }
+
+// Reporter is a policy that can tell users where each group stands (usage,
+// weight, entitlement). The answer is JSON-serialisable.
+type Reporter interface {
+	Report(now time.Time) any
+}
+
+// CheckJob checks a job against the policy settings of cfg: a priority
+// outside the configured levels, or an SLA group the sla policy does not
+// define, is refused at submission.
+func CheckJob(cfg Config, j *model.Job) error {
+	switch cfg.Kind {
+	case "priority":
+		return cfg.Priority.CheckJob(j)
+	case "sla":
+		return cfg.SLA.CheckJob(j)
+	}
+	return nil
+}

@@ -596,3 +596,7 @@ func (p *Policy) Status(now time.Time) []ShareStatus {
 	}
 	return out
 }
+
+// Report implements policy.Reporter: each share's usage, weight and
+// entitled fraction.
+func (p *Policy) Report(now time.Time) any { return p.Status(now) }
