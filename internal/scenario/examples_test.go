@@ -20,6 +20,8 @@ func TestExamplesPlan(t *testing.T) {
 		{"priority-aggregation.yaml", map[string]int{"six": 60, "four-a": 20, "four-b": 20}},
 		{"sla-groups.yaml", map[string]int{"ja": 22, "jb": 33, "jc": 54}},
 		{"fifo.yaml", map[string]int{"all": 5}},
+		{"../testdata/plan/seed004-example1.yaml", map[string]int{"c0": 94, "c1": 0, "c2": 150, "c3": 46, "c4": 0, "c5": 0}},
+		{"../testdata/plan/seed004-example2.yaml", map[string]int{"c0": 10, "c1": 157, "c3": 50, "c4": 73}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.file, func(t *testing.T) {
