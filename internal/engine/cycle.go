@@ -194,6 +194,7 @@ func (e *Engine) nextPlaceable(g *group, parked *[]*job, d *Decisions) (*task, p
 		t := j.ready.items[0]
 		var req place.Request
 		e.request(&req, t)
+		e.withAffinity(&req, t)
 		ch, r := e.fleet.Choose(&req)
 		if ch.Worker == nil {
 			if r.Code == model.ReasonStickyWorkerBusy {
@@ -223,6 +224,7 @@ func (e *Engine) start(t *task, ch place.Choice, now time.Time, d *Decisions) {
 	j.g.waiting--
 	e.occupy(t, w, now)
 	e.placed(t, w)
+	e.ranOn(j, w)
 	t.batch = nil
 	j.g.starts++
 	d.Starts = append(d.Starts, Start{Job: j.id, Task: t.spec.Name, Worker: w.Spec.Name, Attempt: t.attempt, Placement: ch.Info})
@@ -244,6 +246,7 @@ func (e *Engine) compact() {
 	kept := 0 // e.active[:kept] are the jobs kept so far
 	for i, j := range e.active {
 		if j.done {
+			e.forgetAffinity(j)
 			continue
 		}
 		if kept != i { // only move jobs once an ended one left a gap

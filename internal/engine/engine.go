@@ -80,6 +80,9 @@ type Engine struct {
 	endedSinceCompact int
 	// adm is the admission stage: endpoints, throttling, dead letters.
 	adm admission
+	// affinity holds, per job, the workers that ran its tasks, under
+	// policies that ask for intrinsic affinity (affinity.go).
+	affinity map[*job]*place.Affinity
 }
 
 // New builds an engine from cfg.
@@ -354,6 +357,7 @@ func (e *Engine) admit(j *job) {
 
 func (e *Engine) makeReady(t *task) {
 	t.state = model.TaskReady
+	t.readyAt = e.now
 	j := t.job
 	j.ready.push(t)
 	j.g.waiting++

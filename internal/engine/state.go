@@ -32,6 +32,9 @@ type task struct {
 	// pins a child there); batch is the merged batch t heads or rides in.
 	lastWorker *place.Worker
 	batch      *batch
+	// readyAt is when the task last became ready: the affinity wait
+	// counts from it.
+	readyAt time.Time
 }
 
 // job is the engine's record of one job.

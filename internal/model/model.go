@@ -302,6 +302,10 @@ const (
 	// ReasonInputInaccessible dead-letters a job whose declared input
 	// could not be read (invalid URL, missing credentials, corrupt file).
 	ReasonInputInaccessible = "input_inaccessible"
+	// ReasonAffinityWait says a task passes over free workers that never
+	// ran its job, for at most the policy's affinity wait, hoping one that
+	// did (and holds the job's data) frees up.
+	ReasonAffinityWait = "affinity_wait"
 )
 
 // Because formats a Reason.

@@ -27,6 +27,12 @@ type Request struct {
 	// none; StickTo names that parent for messages.
 	Sticky  *Worker
 	StickTo string
+	// Affinity is the set of workers that ran the job's tasks (intrinsic
+	// affinity, seed 001), nil when the policy does not ask for it; a free
+	// one is preferred before the strategy. Until AffinityUntil the task
+	// rather waits than takes a worker outside the set.
+	Affinity      *Affinity
+	AffinityUntil time.Time
 	// Now is the time hints are judged fresh at.
 	Now time.Time
 }
@@ -45,10 +51,11 @@ const (
 	ViaPipeline                 // the task type's worker (fixed-pipeline mode)
 	ViaRoundRobin               // the next free worker in turn
 	ViaMerged                   // rode along in a merged batch
+	ViaAffinity                 // a worker that ran the job's tasks (intrinsic affinity)
 )
 
 var viaNames = [...]string{ViaScore: "score", ViaReuse: "reuse", ViaFirstFit: "first-fit", ViaMinSatisfying: "min-satisfying",
-	ViaSticky: "sticky", ViaBound: "bound", ViaPipeline: "pipeline", ViaRoundRobin: "round-robin", ViaMerged: "merged"}
+	ViaSticky: "sticky", ViaBound: "bound", ViaPipeline: "pipeline", ViaRoundRobin: "round-robin", ViaMerged: "merged", ViaAffinity: "affinity"}
 
 // String returns the name of v, as logs and JSON show it.
 func (v Via) String() string {
@@ -159,6 +166,9 @@ func (f *Fleet) general(r *Request, k int, info Info) (Choice, model.Reason) {
 	s := r.Shape
 	if s.failEpoch == f.epoch {
 		return Choice{}, s.failed
+	}
+	if ch, why, done := f.affinityFirst(r, k, info); done {
+		return ch, why
 	}
 	var best *Worker
 	var via Via

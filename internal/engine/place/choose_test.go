@@ -168,6 +168,24 @@ func TestJitterRotatesTiesAcrossIdenticalWorkers(t *testing.T) {
 	}
 }
 
+func TestJitterWindowSpreadsOverALargeClass(t *testing.T) {
+	// More identical workers than the window: the hash-picked start of the
+	// window still spreads tasks over the whole class.
+	var ws []model.Worker
+	for i := 0; i < 100; i++ {
+		ws = append(ws, cpuWorker(fmt.Sprintf("w%03d", i), 4000, 1))
+	}
+	f := fleetWith(t, best(), ws...)
+	used := map[string]bool{}
+	for i := 0; i < 1000; i++ {
+		w, _ := choose(t, f, req(f, "job", fmt.Sprint("t", i), model.Resources{}))
+		used[w.Spec.Name] = true
+	}
+	if len(used) < 95 {
+		t.Fatalf("1000 tasks used %d of 100 identical workers", len(used))
+	}
+}
+
 func TestJitterNeverOverridesARealScoreDifference(t *testing.T) {
 	// Two classes whose scores differ by far more than the jitter: every
 	// task goes to the better one while it has a free worker.

@@ -191,6 +191,15 @@ type HistoryTaker interface {
 	SetHistory(h History, now time.Time)
 }
 
+// AffinityPolicy is a policy that wants intrinsic affinity (seed 001): the
+// engine remembers, per job, the workers that ran its tasks, and placement
+// prefers a free one of them. A policy cannot see workers, so it only says
+// whether it wants this and how long a task may pass over free workers
+// without affinity (wait, 0 for not at all) since it became ready.
+type AffinityPolicy interface {
+	Affinity() (enabled bool, wait time.Duration)
+}
+
 // Reporter is a policy that can tell users where each group stands (usage,
 // weight, entitlement). The answer is JSON-serialisable.
 type Reporter interface {

@@ -72,6 +72,20 @@ type PriorityConfig struct {
 	// victims are chosen (victims minimise priority + running/threshold).
 	// Default 30m.
 	PreemptThreshold time.Duration `yaml:"preemptThreshold,omitempty" json:"preemptThreshold,omitempty"`
+	// Affinity turns intrinsic affinity on: a worker that ran a job's tasks
+	// is preferred for the job, because it holds the job's data. nil means
+	// on; the Time algorithm never uses it (seed 001).
+	Affinity *bool `yaml:"affinity,omitempty" json:"affinity,omitempty"`
+	// AffinityWait is how long a ready task passes over free workers
+	// without affinity, hoping one with affinity frees up. Default 0.
+	AffinityWait time.Duration `yaml:"affinityWait,omitempty" json:"affinityWait,omitempty"`
+}
+
+// AffinityOn reports whether intrinsic affinity applies: on unless turned
+// off, and only with the Usage algorithm.
+func (c *PriorityConfig) AffinityOn() bool {
+	d := c.WithDefaults()
+	return d.Algorithm == AlgorithmUsage && (d.Affinity == nil || *d.Affinity)
 }
 
 // WithDefaults returns c with every unset field at its default. A nil c is
@@ -158,6 +172,9 @@ func (c *PriorityConfig) Validate() error {
 	}
 	if c.PreemptThreshold < 0 {
 		return fmt.Errorf("priority.preemptThreshold: must not be negative (got %s)", c.PreemptThreshold)
+	}
+	if c.AffinityWait < 0 {
+		return fmt.Errorf("priority.affinityWait: must not be negative (got %s)", c.AffinityWait)
 	}
 	return nil
 }
