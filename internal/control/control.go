@@ -105,6 +105,16 @@ type request struct {
 // New builds a controller on st and rebuilds the engine from it.
 func New(ctx context.Context, cfg Config, st store.Store) (*Controller, error) {
 	cfg.defaults()
+	// A lease carries one attempt per assignment, so the server does not
+	// merge tasks into batches (a simulator feature for now): merging is
+	// off unless configured, and a configured batch size is refused.
+	switch m := cfg.Scheduling.Placement.MergeMax; {
+	case m == nil:
+		one := 1
+		cfg.Scheduling.Placement.MergeMax = &one
+	case *m > 1:
+		return nil, spec.Errors{{Path: "placement.mergeMax", Msg: "the server runs each task as its own attempt; task merging is available in allot plan and allot sim only (use 1)"}}
+	}
 	engCfg, err := cfg.Scheduling.EngineConfig()
 	if err != nil {
 		return nil, err

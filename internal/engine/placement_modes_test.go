@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/allot-sched/allot/internal/engine/place"
+	"github.com/allot-sched/allot/internal/engine/policy"
 	"github.com/allot-sched/allot/internal/model"
 )
 
@@ -329,6 +330,34 @@ func TestMergingNeedsOneStageAndModel(t *testing.T) {
 }
 
 func TestPreemptingABatchHeadStopsItsMembers(t *testing.T) {
+	q := QueueConfig{Name: "default", Policy: policy.Config{Kind: "priority", Priority: &policy.PriorityConfig{PreemptablePercent: 100}}}
+	e := engineWith(t, Config{Queues: []QueueConfig{q}}, newWorker("w1").add())
+	mustApply(t, e, batchJob("batch", 3, "m").prio(5).submit())
+	if d := e.Cycle(t0); len(d.Starts) != 3 {
+		t.Fatalf("starts %v", startsOf(d))
+	}
+	urgent := newJob("urgent").prio(5).task("u")
+	urgent.j.Urgent = true
+	mustApply(t, e, urgent.submit())
+	d := e.Cycle(t0.Add(time.Minute))
+	var stopped []string
+	for _, st := range d.Stops {
+		stopped = append(stopped, st.Task+":"+st.Reason.Code)
+	}
+	if want := []string{"infer-0:preempted", "infer-1:preempted", "infer-2:preempted"}; !same(stopped, want) {
+		t.Fatalf("stops %v, want %v", stopped, want)
+	}
+	if got := startsOf(d); !same(got, []string{"urgent/u@w1"}) {
+		t.Fatalf("starts %v", got)
+	}
+	for _, task := range []string{"infer-0", "infer-1", "infer-2"} {
+		if st := stateOf(t, e, "batch", task); st != model.TaskReady {
+			t.Fatalf("%s is %s after the preemption, want ready", task, st)
+		}
+	}
+}
+
+func TestCancellingABatchStopsEveryMember(t *testing.T) {
 	e := engineWith(t, Config{}, newWorker("w1").add())
 	mustApply(t, e, batchJob("j", 3, "m").submit())
 	if d := e.Cycle(t0); len(d.Starts) != 3 {

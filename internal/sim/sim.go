@@ -483,7 +483,7 @@ func (r *runner) run() error {
 	r.end = r.now
 	if r.how == "horizon" {
 		for i := range r.tasks {
-			if t := &r.tasks[i]; t.state == tsRunning {
+			if t := &r.tasks[i]; t.state == tsRunning && !t.merged { // members hold no slot
 				r.groups[r.jobs[t.job].group].busy.add(r.end - t.startAt)
 			}
 		}
