@@ -239,6 +239,10 @@ func (c *Controller) do(ctx context.Context, fn func(t *txn) (any, error)) (any,
 	select {
 	case <-r.done:
 		return r.val, r.err
+	case <-ctx.Done():
+		// The loop still runs the request; only its answer is dropped, so a
+		// stalled loop cannot hang callers (readiness answers 503).
+		return nil, ctx.Err()
 	case <-c.done:
 		// The loop answers every request it took before it ended; one that
 		// arrived after its last drain gets no round.

@@ -176,7 +176,10 @@ func (c *Controller) deliver(t *txn) {
 	defer c.mu.Unlock()
 	for name, box := range t.newBoxes {
 		if old, ok := c.boxes[name]; ok {
-			box.assign, box.stops = old.assign, old.stops
+			// Stops still apply to the worker's processes; undelivered
+			// assignments do not: reconcile requeued exactly those,
+			// since the worker never received them.
+			box.stops = old.stops
 			wake(old) // a poll waiting on the old box looks in the new one
 		}
 		c.boxes[name] = box

@@ -116,6 +116,8 @@ func (c *Controller) SetPriority(ctx context.Context, id string, priority int, u
 }
 
 func (c *Controller) queueNames() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	var out []string
 	for _, q := range c.engCfg.Queues {
 		out = append(out, q.Name)

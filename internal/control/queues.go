@@ -16,27 +16,31 @@ import (
 func (c *Controller) Queues(ctx context.Context) ([]api.Queue, error) {
 	v, err := c.do(ctx, func(t *txn) (any, error) {
 		out := make([]api.Queue, 0, len(c.engCfg.Queues))
-		for _, q := range c.engCfg.Queues {
+		byName := make(map[string]int, len(c.engCfg.Queues))
+		for i, q := range c.engCfg.Queues {
 			raw, _ := json.Marshal(q.Policy)
 			aq := api.Queue{Name: q.Name, Priority: q.Priority, Pool: q.Pool, Policy: raw}
 			if st, ok := c.eng.PolicyReport(q.Name); ok {
 				aq.Status = st
 			}
-			for _, lj := range c.jobs {
-				if lj.rec.Queue != q.Name {
-					continue
-				}
-				for name := range lj.tasks {
-					s, _, _ := c.eng.TaskState(lj.rec.ID, name)
-					switch {
-					case s == model.TaskRunning:
-						aq.Running++
-					case !s.Terminal():
-						aq.Waiting++
-					}
+			out = append(out, aq)
+			byName[q.Name] = i
+		}
+		// One pass over the live jobs counts every queue's tasks.
+		for _, lj := range c.jobs {
+			i, ok := byName[lj.rec.Queue]
+			if !ok {
+				continue
+			}
+			for name := range lj.tasks {
+				s, _, _ := c.eng.TaskState(lj.rec.ID, name)
+				switch {
+				case s == model.TaskRunning:
+					out[i].Running++
+				case !s.Terminal():
+					out[i].Waiting++
 				}
 			}
-			out = append(out, aq)
 		}
 		return out, nil
 	})

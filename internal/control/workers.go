@@ -314,11 +314,6 @@ func (c *Controller) report(t *txn, worker string, r api.Report) {
 	if rec == nil || rec.State != string(model.TaskRunning) || rec.Worker != worker || rec.Attempt != r.Attempt.Attempt {
 		return
 	}
-	code := r.ExitCode
-	rec.ExitCode, rec.Output = &code, r.Output
-	if len(r.Result) > 0 {
-		rec.Result = r.Result
-	}
 	outcome, msg := model.Succeeded, ""
 	if r.Stopped {
 		// The server did not stop this attempt (it would no longer be
@@ -334,7 +329,12 @@ func (c *Controller) report(t *txn, worker string, r api.Report) {
 		}
 	}
 	if err := c.eng.Apply(engine.FinishTask{Job: r.Job, Task: r.Task, Outcome: outcome, At: t.now, Message: msg}); err != nil {
-		return
+		return // the engine no longer runs this attempt (cancelled or requeued in this round)
+	}
+	code := r.ExitCode
+	rec.ExitCode, rec.Output = &code, r.Output
+	if len(r.Result) > 0 {
+		rec.Result = r.Result
 	}
 	t.changed = true
 	rec.Ended = t.now
