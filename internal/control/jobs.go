@@ -57,7 +57,7 @@ func (c *Controller) CheckJob(js spec.Job) error {
 		return spec.Errors{{Path: "queue", Msg: fmt.Sprintf("no queue %q (queues: %s)", js.Queue, strings.Join(c.queueNames(), ", "))}}
 	}
 	if err := policy.CheckJob(pc, &ex.Job); err != nil {
-		return fieldError(err)
+		return spec.Errors{spec.FieldErrorOf("", err)}
 	}
 	return c.cfg.Scheduling.CheckJobEndpoint("", ex.Job)
 }
@@ -75,15 +75,6 @@ func (c *Controller) queuePolicy(queue string) (policy.Config, bool) {
 	return policy.Config{}, false
 }
 
-// fieldError turns a "field: message" error into a field error.
-func fieldError(err error) error {
-	msg := err.Error()
-	if i := strings.Index(msg, ": "); i > 0 && !strings.Contains(msg[:i], " ") {
-		return spec.Errors{{Path: msg[:i], Msg: msg[i+2:]}}
-	}
-	return spec.Errors{{Msg: msg}}
-}
-
 // SetPriority changes a job's priority (and urgency) at run time; the next
 // cycle orders it by the new value.
 func (c *Controller) SetPriority(ctx context.Context, id string, priority int, urgent bool) (api.Job, error) {
@@ -96,7 +87,7 @@ func (c *Controller) SetPriority(ctx context.Context, id string, priority int, u
 		probe.Priority, probe.Urgent = priority, urgent
 		pc, _ := c.queuePolicy(lj.rec.Queue)
 		if err := policy.CheckJob(pc, &probe); err != nil {
-			return nil, fieldError(err)
+			return nil, spec.Errors{spec.FieldErrorOf("", err)}
 		}
 		if err := c.eng.Apply(engine.SetJobPriority{Job: id, Priority: priority, Urgent: urgent}); err != nil {
 			return nil, err

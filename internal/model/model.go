@@ -312,3 +312,23 @@ const (
 func Because(code, format string, args ...any) Reason {
 	return Reason{Code: code, Message: fmt.Sprintf(format, args...)}
 }
+
+// MaxNameLen bounds the names of queues, jobs, tasks, workers, endpoints and
+// variants.
+const MaxNameLen = 128
+
+// ValidName reports whether s is a usable name: 1 to MaxNameLen letters,
+// digits, '-', '_' or '.', so names are safe in URLs, file names and logs.
+func ValidName(s string) bool {
+	if s == "" || len(s) > MaxNameLen {
+		return false
+	}
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+		default:
+			return false
+		}
+	}
+	return true
+}

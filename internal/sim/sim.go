@@ -590,11 +590,7 @@ func (r *runner) batchDurations(starts []engine.Start) map[batchKey]int64 {
 		if s.Batch == "" || s.Batch == s.Task {
 			continue
 		}
-		ji, ok := r.jobIdx[s.Job]
-		if !ok {
-			continue
-		}
-		ti, ok := r.lookup(ji, s.Task)
+		ji, ti, ok := r.task(s.Job, s.Task)
 		if !ok {
 			continue
 		}
@@ -637,11 +633,7 @@ func (r *runner) cycle() {
 }
 
 func (r *runner) ended(e engine.TaskEnd) {
-	ji, ok := r.jobIdx[e.Job]
-	if !ok {
-		return
-	}
-	ti, ok := r.lookup(ji, e.Task)
+	ji, ti, ok := r.task(e.Job, e.Task)
 	if !ok {
 		return
 	}
@@ -681,11 +673,7 @@ func (r *runner) ended(e engine.TaskEnd) {
 }
 
 func (r *runner) stopped(s engine.Stop) {
-	ji, ok := r.jobIdx[s.Job]
-	if !ok {
-		return
-	}
-	ti, ok := r.lookup(ji, s.Task)
+	ji, ti, ok := r.task(s.Job, s.Task)
 	if !ok {
 		return
 	}
@@ -715,11 +703,7 @@ func (r *runner) stopped(s engine.Stop) {
 }
 
 func (r *runner) started(s engine.Start, batches map[batchKey]int64) {
-	ji, ok := r.jobIdx[s.Job]
-	if !ok {
-		return
-	}
-	ti, ok := r.lookup(ji, s.Task)
+	ji, ti, ok := r.task(s.Job, s.Task)
 	if !ok {
 		return
 	}
@@ -855,6 +839,15 @@ func (r *runner) logChanges() {
 
 // lookup finds a task of job ji by name: a scan for small jobs, a map built
 // once for large ones.
+// task finds a task of the run by job id and task name.
+func (r *runner) task(job, name string) (ji, ti int32, ok bool) {
+	if ji, ok = r.jobIdx[job]; !ok {
+		return 0, 0, false
+	}
+	ti, ok = r.lookup(ji, name)
+	return ji, ti, ok
+}
+
 func (r *runner) lookup(ji int32, name string) (int32, bool) {
 	sj := &r.jobs[ji]
 	if sj.n <= 16 {

@@ -53,21 +53,24 @@ func (c *errs) add(path, format string, args ...any) {
 	c.list = append(c.list, &FieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
 }
 
-// addErr records err under path; an error that already names a field path
-// (as policy validation does, "classload.classes[1].percent: ...") is joined
-// under the prefix.
+// addErr records err under prefix (see FieldErrorOf).
 func (c *errs) addErr(prefix string, err error) {
+	c.list = append(c.list, FieldErrorOf(prefix, err))
+}
+
+// FieldErrorOf turns err into a field error under prefix. An error that
+// already names a field path, as policy validation does
+// ("classload.classes[1].percent: ..."), keeps it, joined under the prefix.
+func FieldErrorOf(prefix string, err error) *FieldError {
 	var fe *FieldError
 	if errors.As(err, &fe) {
-		c.list = append(c.list, &FieldError{Path: join(prefix, fe.Path), Line: fe.Line, Msg: fe.Msg})
-		return
+		return &FieldError{Path: join(prefix, fe.Path), Line: fe.Line, Msg: fe.Msg}
 	}
 	msg := err.Error()
 	if i := strings.Index(msg, ": "); i > 0 && !strings.Contains(msg[:i], " ") {
-		c.list = append(c.list, &FieldError{Path: join(prefix, msg[:i]), Msg: msg[i+2:]})
-		return
+		return &FieldError{Path: join(prefix, msg[:i]), Msg: msg[i+2:]}
 	}
-	c.list = append(c.list, &FieldError{Path: prefix, Msg: msg})
+	return &FieldError{Path: prefix, Msg: msg}
 }
 
 func (c *errs) err() error {

@@ -152,22 +152,10 @@ func (s Settings) problems() []Problem {
 	return out
 }
 
-// MaxNameLen bounds endpoint and variant names.
-const MaxNameLen = 128
+// MaxNameLen bounds names; see model.ValidName.
+const MaxNameLen = model.MaxNameLen
 
-func validName(s string) bool {
-	if s == "" || len(s) > MaxNameLen {
-		return false
-	}
-	for _, r := range s {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
-		default:
-			return false
-		}
-	}
-	return true
-}
+func validName(s string) bool { return model.ValidName(s) }
 
 func endpointProblems(path string, ep model.Endpoint) []Problem {
 	var out []Problem
