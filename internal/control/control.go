@@ -93,6 +93,7 @@ type Controller struct {
 	mu       sync.Mutex
 	boxes    map[string]*mailbox
 	notifyCh chan struct{} // closed and replaced after each commit with events
+	snap     *Snapshot     // the last published snapshot
 }
 
 type request struct {

@@ -19,13 +19,14 @@ const maxCyclesPerRound = 4
 
 // cycle runs the engine and records its decisions in the round.
 func (c *Controller) cycle(t *txn) {
+	var d *engine.Decisions
 	for range maxCyclesPerRound {
-		d := c.eng.Cycle(t.now)
-		again := c.record(t, d)
-		if !again {
-			return
+		d = c.eng.Cycle(t.now)
+		if !c.record(t, d) {
+			break
 		}
 	}
+	c.publish(t.now, d)
 }
 
 // record turns decisions into record updates, events and worker orders. It

@@ -1,0 +1,105 @@
+package control
+
+import (
+	"sort"
+	"time"
+
+	"github.com/allot-sched/allot/internal/engine"
+	"github.com/allot-sched/allot/internal/engine/admit"
+)
+
+// Snapshot is what the scheduling loop last decided, published after every
+// round that ran a cycle. Readers that poll often (the dashboard, the
+// metrics scrape, the endpoints listing) take it without a loop round, so
+// looking at the scheduler does not slow it down. It is never modified
+// after it is published.
+type Snapshot struct {
+	At time.Time `json:"at"`
+	// Groups summarises every active group of every queue after the last
+	// cycle: running and waiting tasks, and the policy's target.
+	Groups []engine.GroupSummary `json:"groups"`
+	// Pending gives, per job, why its waiting tasks are not running.
+	Pending []engine.Pending `json:"pending"`
+	// Endpoints are the scheduling metrics of every endpoint and variant.
+	Endpoints []admit.EndpointStats `json:"endpoints"`
+	// Workers counts the registered workers by state (ready, draining,
+	// disabled, lost).
+	Workers map[string]int `json:"workers"`
+	// ReadyTasks is the length of the ready queue over all queues.
+	ReadyTasks int `json:"readyTasks"`
+	// History holds one sample of the groups' running slots against their
+	// targets per HistoryEvery, the newest last, at most HistoryLen.
+	History []HistoryPoint `json:"history"`
+}
+
+// HistoryPoint is the groups' running slots and targets at one time.
+type HistoryPoint struct {
+	At     time.Time    `json:"at"`
+	Groups []GroupPoint `json:"groups"`
+}
+
+// GroupPoint is one group's running slots and target in a HistoryPoint.
+type GroupPoint struct {
+	Queue   string `json:"queue"`
+	Group   string `json:"group"`
+	Running int    `json:"running"`
+	Waiting int    `json:"waiting"`
+	// Target is the policy's target slot count, -1 when it sets none.
+	Target int `json:"target"`
+}
+
+// HistoryEvery and HistoryLen bound the snapshot's history: one sample
+// every 5 s for an hour.
+const (
+	HistoryEvery = 5 * time.Second
+	HistoryLen   = 720
+)
+
+// Snapshot returns the last published snapshot; before the first cycle it
+// is empty but for its time.
+func (c *Controller) Snapshot() *Snapshot {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.snap == nil {
+		return &Snapshot{At: c.cfg.Clock().UTC(), Workers: map[string]int{}}
+	}
+	return c.snap
+}
+
+// publish builds the snapshot from the round's last cycle. It runs on the
+// loop, which owns the engine and the worker records.
+func (c *Controller) publish(now time.Time, d *engine.Decisions) {
+	s := &Snapshot{At: now, Groups: d.Groups, Pending: d.Pending, Endpoints: c.eng.EndpointStats(),
+		Workers: make(map[string]int, 4), ReadyTasks: c.eng.ReadyTasks()}
+	if s.Groups == nil {
+		s.Groups = []engine.GroupSummary{}
+	}
+	for _, lw := range c.workers {
+		s.Workers[lw.rec.State]++
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var hist []HistoryPoint
+	if c.snap != nil {
+		hist = c.snap.History
+	}
+	if n := len(hist); n == 0 || now.Sub(hist[n-1].At) >= HistoryEvery {
+		p := HistoryPoint{At: now, Groups: make([]GroupPoint, len(d.Groups))}
+		for i, g := range d.Groups {
+			p.Groups[i] = GroupPoint{Queue: g.Queue, Group: g.Group, Running: g.Running, Waiting: g.Waiting, Target: g.Target}
+		}
+		sort.Slice(p.Groups, func(i, j int) bool {
+			a, b := p.Groups[i], p.Groups[j]
+			if a.Queue != b.Queue {
+				return a.Queue < b.Queue
+			}
+			return a.Group < b.Group
+		})
+		// A new slice each time: readers hold the old one.
+		start := max(0, len(hist)+1-HistoryLen)
+		next := make([]HistoryPoint, 0, len(hist)-start+1)
+		hist = append(append(next, hist[start:]...), p)
+	}
+	s.History = hist
+	c.snap = s
+}
