@@ -447,11 +447,45 @@ func TestJobFilterEscapesValues(t *testing.T) {
 	}
 }
 
-func TestErrorMessageListsOnlyDetailsItDoesNotAlreadySay(t *testing.T) {
-	e := decodeError(400, []byte(`{"error":{"code":"invalid","message":"must not be empty","field":"tasks[0].run",
-		"details":[{"field":"tasks[0].run","message":"must not be empty"},{"field":"id","line":2,"message":"bad name"}]}}`))
-	want := "tasks[0].run: must not be empty (invalid, HTTP 400)\n  line 2: id: bad name"
-	if got := e.Error(); got != want {
-		t.Errorf("Error() = %q, want %q", got, want)
+// TestErrorTextNamesEachProblemOnce checks what the CLI prints for an error
+// answer: the field once, every detail once, whatever the server repeated.
+func TestErrorTextNamesEachProblemOnce(t *testing.T) {
+	cases := []struct {
+		name string
+		e    api.Error
+		want string
+	}{
+		{
+			name: "a whole message is not prefixed again",
+			e: api.Error{Code: "invalid", Field: "tasks[0].resources.cpu", Line: 5,
+				Message: `line 5: tasks[0].resources.cpu: "-1" is not a CPU quantity`,
+				Details: []*spec.FieldError{{Path: "tasks[0].resources.cpu", Line: 5, Msg: `"-1" is not a CPU quantity`}}},
+			want: `line 5: tasks[0].resources.cpu: "-1" is not a CPU quantity (invalid, HTTP 400)`,
+		},
+		{
+			name: "a bare message gets its field",
+			e:    api.Error{Code: "invalid", Field: "state", Message: "unknown state"},
+			want: "state: unknown state (invalid, HTTP 400)",
+		},
+		{
+			name: "details the message lacks follow it",
+			e: api.Error{Code: "invalid", Field: "a", Message: "a: bad",
+				Details: []*spec.FieldError{{Path: "a", Msg: "bad"}, {Path: "b", Msg: "worse"}}},
+			want: "a: bad (invalid, HTTP 400)\n  b: worse",
+		},
+		{
+			name: "a detail equal to the field and message is not repeated",
+			e: api.Error{Code: "invalid", Field: "tasks[0].run", Message: "must not be empty",
+				Details: []*spec.FieldError{{Path: "tasks[0].run", Msg: "must not be empty"}, {Path: "id", Line: 2, Msg: "bad name"}}},
+			want: "tasks[0].run: must not be empty (invalid, HTTP 400)\n  line 2: id: bad name",
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := &Error{Status: 400, apiError: tc.e}
+			if got := err.Error(); got != tc.want {
+				t.Fatalf("got  %q\nwant %q", got, tc.want)
+			}
+		})
 	}
 }

@@ -25,7 +25,9 @@ type Error struct {
 
 func (e *Error) Error() string {
 	var b strings.Builder
-	if e.Field != "" {
+	// The server's message is usually whole ("line 5: tasks[0].cpu: ...");
+	// the field goes in front only when the message does not name it.
+	if e.Field != "" && !strings.Contains(e.Message, e.Field+": ") {
 		b.WriteString(e.Field)
 		b.WriteString(": ")
 	}
@@ -34,13 +36,10 @@ func (e *Error) Error() string {
 	} else {
 		b.WriteString(http.StatusText(e.Status))
 	}
+	head := b.String()
 	fmt.Fprintf(&b, " (%s, HTTP %d)", e.Code, e.Status)
-	head := e.Message
-	if e.Field != "" {
-		head = e.Field + ": " + e.Message
-	}
 	for _, d := range e.Details {
-		if d := d.Error(); d != head && d != e.Message {
+		if d := d.Error(); !strings.Contains(head, d) {
 			b.WriteString("\n  ")
 			b.WriteString(d)
 		}
