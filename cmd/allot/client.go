@@ -122,6 +122,14 @@ func newSubmitCmd(f *clientFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if job.State == api.AdmissionDeadLettered {
+				// Stored, but it takes no capacity until its inputs are
+				// fixed and it is redriven: not a success for a script.
+				if err := f.print(cmd.OutOrStdout(), job, func(w io.Writer) error { return jobTable(w, job) }); err != nil {
+					return err
+				}
+				return fmt.Errorf("job %s is dead-lettered; fix its inputs, then run `allot redrive %s`", job.ID, job.ID)
+			}
 			if !wait {
 				return f.print(cmd.OutOrStdout(), job, func(w io.Writer) error {
 					_, err := fmt.Fprintf(w, "submitted %s to queue %s (%d tasks)\n", job.ID, job.Queue, total(job.Counts))
@@ -227,7 +235,19 @@ func jobTable(w io.Writer, j api.Job) error {
 	if j.Share != "" {
 		fmt.Fprintf(w, "  share %s", j.Share)
 	}
-	fmt.Fprintf(w, "  submitted %s\n\n", j.Submitted.Format(time.RFC3339))
+	fmt.Fprintf(w, "  submitted %s\n", j.Submitted.Format(time.RFC3339))
+	if a := j.Admission; a != nil {
+		fmt.Fprintf(w, "endpoint %s", a.Endpoint)
+		if a.Variant != "" {
+			fmt.Fprintf(w, "  variant %s", a.Variant)
+		}
+		fmt.Fprintf(w, "  load %d (%s)  admission %s", a.Load, a.LoadSource, a.State)
+		if a.Reason != nil {
+			fmt.Fprintf(w, ": %s", a.Reason.Message)
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "TASK\tSTATE\tATTEMPT\tWORKER\tEXIT\tREASON")
 	for _, t := range j.Tasks {
@@ -447,7 +467,7 @@ func newWorkersCmd(f *clientFlags) *cobra.Command {
 				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 				fmt.Fprintln(tw, "WORKER\tSTATE\tRUNNING\tSLOTS\tCPU\tMEMORY\tGPUS\tLABELS\tLAST SEEN")
 				for _, wk := range ws {
-					fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%g\t%dMi\t%d\t%s\t%s\n", wk.Name, wk.State, wk.Running, wk.Slots,
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%g\t%dMi\t%d\t%s\t%s\n", wk.Name, workerStateText(wk), wk.Running, wk.Slots,
 						float64(wk.Resources.CPU)/1000, int64(wk.Resources.Memory), wk.Resources.GPUs, labels(wk.Labels), wk.LastSeen.Format(time.RFC3339))
 				}
 				return tw.Flush()
@@ -479,6 +499,7 @@ func newWorkersCmd(f *clientFlags) *cobra.Command {
 			},
 		})
 	}
+	cmd.AddCommand(newWorkersElasticCmd(f))
 	return cmd
 }
 

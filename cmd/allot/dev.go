@@ -24,6 +24,7 @@ func newDevCmd() *cobra.Command {
 	var listen, dataDir, configFile string
 	var workers, slots int
 	var withAuth bool
+	var logs logFlags
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run a server, local workers and an embedded store: everything for a first try",
@@ -59,9 +60,11 @@ worker token of their own.`,
 			cfg.Server.DataDir = dataDir
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			log := newLogger()
+			log, err := logs.logger(cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
 			var srv *runningServer
-			var err error
 			if withAuth {
 				srv, err = startServerWith(ctx, cfg, log, serverOptions{auth: true})
 			} else {
@@ -93,6 +96,7 @@ worker token of their own.`,
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "Allot is running at %s (data in %s)\n", srv.URL, dataDir)
+			fmt.Fprintf(out, "Dashboard: %s/\n", srv.URL)
 			fmt.Fprintf(out, "%d local workers with %d slots each: dev-1 … dev-%d\n\n", workers, slots, workers)
 			if withAuth {
 				file := filepath.Join(dataDir, auth.AdminTokenFile)
@@ -113,6 +117,7 @@ worker token of their own.`,
 	cmd.Flags().IntVar(&workers, "workers", 2, "local workers to start")
 	cmd.Flags().IntVar(&slots, "slots", 2, "slots of each local worker")
 	cmd.Flags().BoolVar(&withAuth, "auth", false, "require bearer tokens, as allot server does (the admin token is written to DATA_DIR/admin.token)")
+	logs.add(cmd)
 	return cmd
 }
 

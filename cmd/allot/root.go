@@ -22,5 +22,7 @@ which worker, and which running task must make room.
 	}
 	root.AddCommand(newPlanCmd(), newSimCmd(), newServerCmd(), newDevCmd(), newWorkerCmd(), newBenchCmd())
 	addClientCommands(root)
+	root.AddCommand(newExplainCmd())
+	addEndpointCommands(root)
 	return root
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	"github.com/allot-sched/allot/internal/api/rest"
 	"github.com/allot-sched/allot/internal/auth"
 	"github.com/allot-sched/allot/internal/control"
+	"github.com/allot-sched/allot/internal/metrics"
 	"github.com/allot-sched/allot/internal/spec"
 	"github.com/allot-sched/allot/internal/store/sqlite"
 )
@@ -31,6 +33,7 @@ func newServerCmd() *cobra.Command {
 	var heartbeatTimeout time.Duration
 	var noAuth bool
 	var tlsCert, tlsKey string
+	var logs logFlags
 	cmd := &cobra.Command{
 		Use:   "server",
 		Short: "Run the control plane: the API, the scheduling loop and the embedded store",
@@ -54,6 +57,9 @@ allot tokens create. --tls-cert and --tls-key serve the API over HTTPS.`,
 					return fmt.Errorf("%s:\n%w", configFile, err)
 				}
 			}
+			if err := applyServerEnv(&cfg, os.LookupEnv); err != nil {
+				return err
+			}
 			if cmd.Flags().Changed("listen") || cfg.Server.Listen == "" {
 				cfg.Server.Listen = listen
 			}
@@ -71,7 +77,10 @@ allot tokens create. --tls-cert and --tls-key serve the API over HTTPS.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			log := newLogger()
+			log, err := logs.logger(cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
 			if noAuth {
 				log.Warn("authentication is off (--no-auth): anyone who reaches the API may do anything", "listen", cfg.Server.Listen)
 			}
@@ -80,6 +89,7 @@ allot tokens create. --tls-cert and --tls-key serve the API over HTTPS.`,
 				return err
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "allot server listening on %s (data in %s)\n", srv.URL, cfg.Server.DataDir)
+			fmt.Fprintf(cmd.ErrOrStderr(), "dashboard: %s/\n", srv.URL)
 			return srv.Wait()
 		},
 	}
@@ -90,7 +100,40 @@ allot tokens create. --tls-cert and --tls-key serve the API over HTTPS.`,
 	cmd.Flags().BoolVar(&noAuth, "no-auth", false, "serve the API without authentication: every caller is an admin (trusted networks only)")
 	cmd.Flags().StringVar(&tlsCert, "tls-cert", "", "certificate file (PEM) to serve HTTPS with; needs --tls-key")
 	cmd.Flags().StringVar(&tlsKey, "tls-key", "", "private key file (PEM) of --tls-cert")
+	logs.add(cmd)
 	return cmd
+}
+
+// logFlags are --log-format and --log-level of the commands that run a
+// server: text for people, JSON for log pipelines that index request_id
+// and job.
+type logFlags struct{ format, level string }
+
+func (f *logFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.format, "log-format", "text", "log format: text or json")
+	cmd.Flags().StringVar(&f.level, "log-level", "", "log level: debug, info, warn or error (default info; debug when ALLOT_DEBUG is set)")
+}
+
+// logger builds the logger the flags ask for, writing to w.
+func (f *logFlags) logger(w io.Writer) (*slog.Logger, error) {
+	opts := &slog.HandlerOptions{Level: slog.LevelInfo}
+	if os.Getenv("ALLOT_DEBUG") != "" {
+		opts.Level = slog.LevelDebug
+	}
+	if f.level != "" {
+		var l slog.Level
+		if err := l.UnmarshalText([]byte(f.level)); err != nil {
+			return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", f.level)
+		}
+		opts.Level = l
+	}
+	switch f.format {
+	case "", "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", f.format)
 }
 
 func newLogger() *slog.Logger {
@@ -150,8 +193,9 @@ func startServerWith(ctx context.Context, cfg spec.ServerConfig, log *slog.Logge
 		}
 		authn = auth.NewAuthenticator(st, nil, 0)
 	}
+	mx := metrics.New()
 	ctrl, err := control.New(ctx, control.Config{Scheduling: cfg.Scheduling, CycleEvery: time.Duration(cfg.Server.CycleEvery),
-		StopGrace: time.Duration(cfg.Server.StopGrace), HeartbeatTimeout: time.Duration(cfg.Server.HeartbeatTimeout), Logger: log}, st)
+		StopGrace: time.Duration(cfg.Server.StopGrace), HeartbeatTimeout: time.Duration(cfg.Server.HeartbeatTimeout), Logger: log, Observer: mx}, st)
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -161,7 +205,9 @@ func startServerWith(ctx context.Context, cfg spec.ServerConfig, log *slog.Logge
 		st.Close()
 		return nil, err
 	}
-	api := rest.New(ctrl, rest.Options{MaxBodyBytes: int64(cfg.Server.MaxBodyBytes) << 20, Logger: log, Auth: authn})
+	mx.Watch(ctrl)
+	api := rest.New(ctrl, rest.Options{MaxBodyBytes: int64(cfg.Server.MaxBodyBytes) << 20, Logger: log, Auth: authn,
+		Metrics: mx.Handler(), Requests: mx})
 	hs := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second, TLSConfig: tlsConfig}
 	hs.RegisterOnShutdown(ctrl.ReleaseWaiters)
 	scheme := "http"

@@ -21,6 +21,7 @@ func newWorkerCmd() *cobra.Command {
 		labels                 []string
 		cost                   float64
 		caFile                 string
+		cache                  []string
 	)
 	cmd := &cobra.Command{
 		Use:   "worker --server URL",
@@ -51,6 +52,9 @@ running tasks (SIGTERM, then SIGKILL after --grace) and reports them.`,
 				}
 			}
 			if cfg.Labels, err = parseLabels(labels); err != nil {
+				return err
+			}
+			if cfg.Cache, err = parseCacheHints(cache); err != nil {
 				return err
 			}
 			if cmd.Flags().Changed("cost-per-hour") {
@@ -87,6 +91,7 @@ running tasks (SIGTERM, then SIGKILL after --grace) and reports them.`,
 	f.StringArrayVar(&labels, "label", nil, "label KEY=VALUE that queue pools select on (repeatable)")
 	f.Float64Var(&cost, "cost-per-hour", spec.DefaultCostPerHour, "cost of this worker per hour, for cost-aware placement")
 	f.StringSliceVar(&cfg.Cached, "cached", nil, "models or datasets already on this machine (comma-separated, repeatable)")
+	f.StringArrayVar(&cache, "cache", nil, "a model or dataset this machine holds, as model=NAME or dataset=NAME (repeatable); kept fresh by heartbeats")
 	f.StringVar(&cfg.WorkDir, "workdir", "", "working directory of tasks that name none (default: a fresh temporary directory per attempt)")
 	f.DurationVar(&cfg.Grace, "grace", agent.DefaultGrace, "time between SIGTERM and SIGKILL on timeouts and shutdown")
 	f.IntVar(&cfg.OutputTailBytes, "output-tail", agent.DefaultOutputTailBytes, "bytes of each task's output kept and reported")

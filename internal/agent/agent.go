@@ -59,6 +59,13 @@ type Config struct {
 	Slots       int      // attempts at once; default 1
 	CostPerHour *float64 // nil: the server's default (1)
 	Cached      []string // models and datasets already on the machine
+	// Cache lists models and datasets the machine holds, with their kind,
+	// as cache hints. The agent sends them at registration and with its
+	// heartbeats, which keeps them fresh while it runs (the server applies
+	// an unchanged list once per quarter of its cache TTL). What a task
+	// that names a model or dataset ran successfully here is recorded by
+	// the server from the agent's report.
+	Cache []api.CacheHint
 	// WorkDir is the working directory of tasks that name none, and the
 	// base of relative ones; empty gives each attempt a fresh temporary
 	// directory, removed when it ends.
@@ -175,7 +182,7 @@ func New(cfg Config) (*Agent, error) {
 		c:   c,
 		log: log,
 		reg: api.Register{Name: cfg.Name, Resources: cfg.Resources, Labels: cfg.Labels, Slots: cfg.Slots,
-			CostPerHour: cfg.CostPerHour, Cached: cfg.Cached},
+			CostPerHour: cfg.CostPerHour, Cached: cfg.Cached, Cache: cfg.Cache},
 		run:      runner{workDir: cfg.WorkDir, tailBytes: cfg.OutputTailBytes, grace: cfg.Grace, log: log},
 		attempts: map[api.Attempt]*attempt{},
 	}
@@ -322,7 +329,7 @@ func (a *Agent) heartbeats(ctx context.Context) {
 		}
 		gen := a.generation()
 		rctx, cancel := context.WithTimeout(ctx, requestTimeout)
-		err := a.c.Heartbeat(rctx, a.reg.Name)
+		err := a.c.HeartbeatCache(rctx, a.reg.Name, a.cfg.Cache)
 		cancel()
 		switch {
 		case err == nil:

@@ -59,3 +59,29 @@ func TestLeaseRequestsListWhatTheWorkerHolds(t *testing.T) {
 		t.Errorf("the first lease request listed %v, want an empty list (not none)", first)
 	}
 }
+
+func TestCacheHintsGoWithTheRegistrationAndEveryHeartbeat(t *testing.T) {
+	fs, url := newFakeServer(t)
+	cfg := testConfig(url)
+	cfg.Cache = []api.CacheHint{{Kind: "model", Name: "llama-8b"}, {Kind: "dataset", Name: "squad"}}
+	ag := start(t, cfg)
+	waitFor(t, "three heartbeats with hints", func() bool {
+		fs.mu.Lock()
+		defer fs.mu.Unlock()
+		return len(fs.hbCache) >= 3
+	})
+	if err := ag.stop(); err != nil {
+		t.Fatal(err)
+	}
+	regs, _, _ := fs.snapshot()
+	if len(regs) != 1 || !reflect.DeepEqual(regs[0].Cache, cfg.Cache) {
+		t.Errorf("registrations %+v, want the hints", regs)
+	}
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	for i, hb := range fs.hbCache {
+		if !reflect.DeepEqual(hb, cfg.Cache) {
+			t.Errorf("heartbeat %d carried %+v, want %+v", i, hb, cfg.Cache)
+		}
+	}
+}

@@ -78,7 +78,8 @@ type fakeServer struct {
 	reportCalls   [][]api.Report               // every batch received, delivered or not
 	delivered     []api.Report
 	heartbeats    int
-	leaseHolds    [][]api.Attempt // the Running list of every lease request
+	hbCache       [][]api.CacheHint // the cache hints of every heartbeat with a body
+	leaseHolds    [][]api.Attempt   // the Running list of every lease request
 }
 
 func newFakeServer(t *testing.T) (*fakeServer, string) {
@@ -216,6 +217,14 @@ func (fs *fakeServer) heartbeat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	fs.heartbeats++
+	if r.ContentLength != 0 {
+		var hb api.Heartbeat
+		if err := decode(r, &hb); err != nil {
+			fail(w, 400, api.CodeInvalid, err.Error())
+			return
+		}
+		fs.hbCache = append(fs.hbCache, hb.Cache)
+	}
 	w.WriteHeader(204)
 }
 

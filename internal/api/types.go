@@ -53,6 +53,9 @@ type Job struct {
 	Counts    map[string]int `json:"counts"` // tasks per state
 	Tasks     []Task         `json:"tasks,omitempty"`
 	Spec      *spec.Job      `json:"spec,omitempty"`
+	// Admission is set for a job with an endpoint or a dead-lettered job
+	// (docs/endpoints.md).
+	Admission *Admission `json:"admission,omitempty"`
 }
 
 // Task is a task as the API shows it.
@@ -102,6 +105,11 @@ type Worker struct {
 	Running     int               `json:"running"`
 	CostPerHour float64           `json:"costPerHour"`
 	LastSeen    time.Time         `json:"lastSeen"`
+	// DisabledBy says who disabled a disabled worker: "elastic" (the
+	// elastic coordinator) or "manual" (an operator).
+	DisabledBy string `json:"disabledBy,omitempty"`
+	// Cache lists the worker's fresh cache hints (context reuse).
+	Cache []CacheHint `json:"cache,omitempty"`
 }
 
 // Queue is a queue and its policy as the API shows them.
@@ -131,6 +139,9 @@ type Register struct {
 	Slots       int               `json:"slots,omitempty"`
 	CostPerHour *float64          `json:"costPerHour,omitempty"`
 	Cached      []string          `json:"cached,omitempty"`
+	// Cache lists models and datasets the worker holds, with their kind
+	// and when it last used each (cache hints for context reuse).
+	Cache []CacheHint `json:"cache,omitempty"`
 	// Running lists the attempts the worker still runs, when it registers
 	// again after a restart of the server or of its own connection.
 	Running []Attempt `json:"running,omitempty"`

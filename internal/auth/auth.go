@@ -83,6 +83,9 @@ const (
 	ChangeWorkers  Action = "change worker states"
 	ChangePolicies Action = "change queue policies"
 	ManageTokens   Action = "manage tokens"
+	// ReadMetrics is scraping GET /metrics: any token may, so that a
+	// Prometheus server can use the least powerful one (a worker token).
+	ReadMetrics Action = "read metrics"
 )
 
 // allowed lists the roles that may do each action at all; scope checks
@@ -98,6 +101,7 @@ var allowed = map[Action][]Role{
 	ChangeWorkers:  {Admin},
 	ChangePolicies: {Admin},
 	ManageTokens:   {Admin},
+	ReadMetrics:    {Admin, Submitter, Worker},
 }
 
 // ErrForbidden matches every *Denied (errors.Is).

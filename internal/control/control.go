@@ -39,6 +39,8 @@ type Config struct {
 	// Clock reads the time; tests inject a fake.
 	Clock  func() time.Time
 	Logger *slog.Logger
+	// Observer, when set, is told about every cycle and commit (metrics).
+	Observer Observer
 }
 
 func (c *Config) defaults() {
@@ -94,6 +96,8 @@ type Controller struct {
 	boxes    map[string]*mailbox
 	notifyCh chan struct{} // closed and replaced after each commit with events
 	snap     *Snapshot     // the last published snapshot
+
+	pl *placementState // cache hints, elastic loop, density (placement.go)
 }
 
 type request struct {
@@ -130,6 +134,9 @@ func New(ctx context.Context, cfg Config, st store.Store) (*Controller, error) {
 		boxes:   map[string]*mailbox{}, notifyCh: make(chan struct{})}
 	if err := c.recover(ctx); err != nil {
 		return nil, fmt.Errorf("rebuilding the engine from the store: %w", err)
+	}
+	if err := c.initPlacement(ctx); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -197,14 +204,16 @@ func (c *Controller) round(ctx context.Context, batch []*request, ticked bool) e
 	}
 	if ticked {
 		c.checkLost(t)
+		c.pollElastic(t)
 	}
 	if t.changed || ticked {
 		c.cycle(t)
 	}
 	t.flush()
+	c.noteDensity(t)
 	if !t.batch.Empty() {
 		start := time.Now()
-		if err := c.st.Commit(ctx, t.batch); err != nil {
+		if err := c.commit(ctx, t.batch); err != nil {
 			return fmt.Errorf("commit: %w", err)
 		}
 		c.cfg.Logger.Debug("commit", "tasks", len(t.batch.Tasks), "events", len(t.batch.Events), "took", time.Since(start))

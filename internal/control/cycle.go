@@ -21,7 +21,7 @@ const maxCyclesPerRound = 4
 func (c *Controller) cycle(t *txn) {
 	var d *engine.Decisions
 	for range maxCyclesPerRound {
-		d = c.eng.Cycle(t.now)
+		d = c.timedCycle(t.now)
 		if !c.record(t, d) {
 			break
 		}
@@ -32,6 +32,7 @@ func (c *Controller) cycle(t *txn) {
 // record turns decisions into record updates, events and worker orders. It
 // reports whether the engine saw new events meanwhile (another cycle helps).
 func (c *Controller) record(t *txn, d *engine.Decisions) (again bool) {
+	c.recordAdmission(t, d) // admission events (endpoints.go)
 	for _, s := range d.Stops {
 		_, rec := c.task(s.Job, s.Task)
 		if rec == nil {
@@ -87,7 +88,7 @@ func (c *Controller) record(t *txn, d *engine.Decisions) (again bool) {
 			lj.rec.State = "running"
 			t.touchJob(&lj.rec)
 		}
-		t.event(EventTaskStarted, s.Job, s.Task, s.Worker, model.Reason{}, attemptData(s.Attempt))
+		t.event(EventTaskStarted, s.Job, s.Task, s.Worker, model.Reason{}, c.startData(s))
 		a, err := c.assignment(lj, s)
 		if err != nil {
 			// The task cannot run as written: fail this attempt now.
@@ -108,6 +109,7 @@ func (c *Controller) record(t *txn, d *engine.Decisions) (again bool) {
 		t.event(EventJobEnded, je.Job, "", "", model.Reason{Code: string(je.State)}, nil)
 		t.finished = append(t.finished, je.Job)
 	}
+	c.recordDeferred(t, d)
 	return again
 }
 

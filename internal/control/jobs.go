@@ -30,7 +30,11 @@ func (c *Controller) Submit(ctx context.Context, js spec.Job) (api.Job, error) {
 	if err := c.CheckJob(js); err != nil {
 		return api.Job{}, err
 	}
-	v, err := c.do(ctx, func(t *txn) (any, error) { return c.submit(ctx, t, js) })
+	why, err := c.inputsProblem(ctx, js) // I/O, outside the loop; a failure dead-letters the job
+	if err != nil {
+		return api.Job{}, err
+	}
+	v, err := c.do(ctx, func(t *txn) (any, error) { return c.submit(ctx, t, js, why) })
 	if err != nil {
 		return api.Job{}, err
 	}
@@ -59,7 +63,7 @@ func (c *Controller) CheckJob(js spec.Job) error {
 	if err := policy.CheckJob(pc, &ex.Job); err != nil {
 		return spec.Errors{spec.FieldErrorOf("", err)}
 	}
-	return c.cfg.Scheduling.CheckJobEndpoint("", ex.Job)
+	return c.checkJobEndpoint(ex.Job)
 }
 
 // queuePolicy returns the current policy of a queue; SetPolicy changes it
@@ -124,7 +128,7 @@ func (c *Controller) defaultQueue() string {
 	return spec.DefaultQueue
 }
 
-func (c *Controller) submit(ctx context.Context, t *txn, js spec.Job) (any, error) {
+func (c *Controller) submit(ctx context.Context, t *txn, js spec.Job, inaccessible string) (any, error) {
 	if js.Queue == "" {
 		js.Queue = c.defaultQueue()
 	}
@@ -143,10 +147,14 @@ func (c *Controller) submit(ctx context.Context, t *txn, js spec.Job) (any, erro
 	if err != nil {
 		return nil, err
 	}
+	if inaccessible != "" {
+		return c.deadLetterNew(t, lj, inaccessible)
+	}
 	if err := c.eng.Apply(engine.SubmitJob{Job: lj.model}); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	c.jobs[js.ID] = lj
+	c.admissionSubmitted(t, lj)
 	t.changed = true
 	if t.created == nil {
 		t.created = map[*store.Job]bool{}
@@ -252,7 +260,7 @@ func (c *Controller) Job(ctx context.Context, id string) (api.Job, error) {
 	if err != nil {
 		return api.Job{}, err
 	}
-	return storedView(j, tasks), nil
+	return c.withDeadLetter(ctx, storedView(j, tasks), j), nil
 }
 
 // view renders a live job; with tasks, each pending task gets the engine's
@@ -261,6 +269,7 @@ func (c *Controller) view(lj *liveJob, withTasks bool) api.Job {
 	out := jobHeader(lj.rec)
 	spec := lj.spec
 	out.Spec = &spec
+	out.Admission = c.admissionView(lj.rec.ID)
 	for _, mt := range lj.model.Tasks {
 		rec := lj.tasks[mt.Name]
 		state := rec.State

@@ -63,6 +63,7 @@ func (c *Controller) lose(t *txn, name string) {
 	lw.recovered = time.Time{}
 	t.batch.Workers = append(t.batch.Workers, lw.rec)
 	t.event(EventWorkerLost, "", "", name, r, nil)
+	c.forgetPlacement(name)
 	t.changed = true
 }
 

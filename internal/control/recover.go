@@ -40,6 +40,10 @@ func (c *Controller) recover(ctx context.Context) error {
 			return fmt.Errorf("stored policy of queue %q: %w", q.Name, err)
 		}
 	}
+	ra, err := c.recoverAdmission(ctx, now) // endpoints and throttling changed at run time (endpoints.go)
+	if err != nil {
+		return err
+	}
 	workers, err := c.st.Workers(ctx)
 	if err != nil {
 		return err
@@ -78,6 +82,12 @@ func (c *Controller) recover(ctx context.Context) error {
 		if err := json.Unmarshal(j.Spec, &js); err != nil {
 			return fmt.Errorf("stored job %q: %w", j.ID, err)
 		}
+		if dead, err := ra.deadLetter(j, js); dead || err != nil {
+			if err != nil {
+				return fmt.Errorf("stored job %q: %w", j.ID, err)
+			}
+			continue
+		}
 		// Priority may have changed at run time; the record has the latest.
 		js.Priority, js.Urgent = j.Priority, j.Urgent
 		lj, err := newLiveJob(js, j.Submitted)
@@ -85,6 +95,9 @@ func (c *Controller) recover(ctx context.Context) error {
 			return fmt.Errorf("stored job %q: %w", j.ID, err)
 		}
 		lj.rec = j
+		if err := ra.prepare(lj); err != nil {
+			return fmt.Errorf("stored job %q: %w", j.ID, err)
+		}
 		if err := c.eng.Apply(engine.SubmitJob{Job: lj.model}); err != nil {
 			return fmt.Errorf("stored job %q: %w", j.ID, err)
 		}
@@ -110,7 +123,7 @@ func (c *Controller) recover(ctx context.Context) error {
 			}
 		}
 	}
-	return nil
+	return ra.finish()
 }
 
 func (c *Controller) restoreTask(rec *store.Task) error {

@@ -175,9 +175,18 @@ const (
 	EventTaskRequeued     = "task_requeued"
 	EventTaskPreempted    = "task_preempted"
 	EventTaskCancelled    = "task_cancelled"
+	EventTaskDeferred     = "task_deferred"
 	EventWorkerRegistered = "worker_registered"
 	EventWorkerLost       = "worker_lost"
 	EventWorkerState      = "worker_state"
 	EventPolicyChanged    = "policy_changed"
 	EventPriorityChanged  = "priority_changed"
+	// Admission against endpoint capacity (docs/endpoints.md).
+	EventJobAdmitted       = "job_admitted"
+	EventJobThrottled      = "job_throttled"
+	EventJobDeadLettered   = "job_dead_lettered"
+	EventJobRedriven       = "job_redriven"
+	EventEndpointChanged   = "endpoint_changed"
+	EventEndpointRemoved   = "endpoint_removed"
+	EventThrottlingChanged = "throttling_changed"
 )

@@ -33,6 +33,9 @@ func workerModel(reg api.Register, now time.Time) (model.Worker, error) {
 // someone else (or requeued when the worker was lost), and requeues the
 // ones the worker no longer has.
 func (c *Controller) Register(ctx context.Context, reg api.Register) (api.Worker, error) {
+	if err := checkHints("cache", reg.Cache); err != nil {
+		return api.Worker{}, err
+	}
 	v, err := c.do(ctx, func(t *txn) (any, error) {
 		mw, err := workerModel(reg, t.now)
 		if err != nil {
@@ -53,6 +56,7 @@ func (c *Controller) Register(ctx context.Context, reg api.Register) (api.Worker
 		}
 		switch {
 		case !known:
+			c.forgetPlacement(reg.Name)
 			if err := c.eng.Apply(engine.AddWorker{Worker: mw, At: t.now}); err != nil {
 				return nil, err
 			}
@@ -76,6 +80,7 @@ func (c *Controller) Register(ctx context.Context, reg api.Register) (api.Worker
 		}
 		t.newBoxes[reg.Name] = newMailbox(t.now)
 		c.reconcile(t, reg.Name, reg.Running)
+		c.registerCache(t, reg)
 		t.changed = true
 		return c.workerView(lw), nil
 	})
@@ -86,7 +91,7 @@ func (c *Controller) Register(ctx context.Context, reg api.Register) (api.Worker
 }
 
 func sameHardware(a, b api.Register) bool {
-	a.Running, b.Running, a.Cached, b.Cached = nil, nil, nil, nil
+	a.Running, b.Running, a.Cached, b.Cached, a.Cache, b.Cache = nil, nil, nil, nil, nil, nil
 	return reflect.DeepEqual(a, b)
 }
 
@@ -342,6 +347,7 @@ func (c *Controller) report(t *txn, worker string, r api.Report) {
 	if outcome == model.Succeeded {
 		rec.State, rec.Reason, rec.Message = string(model.TaskSucceeded), "", ""
 		t.event(EventTaskSucceeded, r.Job, r.Task, worker, model.Reason{}, attemptData(r.Attempt.Attempt))
+		c.succeededCache(t, worker, r.Job, r.Task)
 	}
 }
 
@@ -374,7 +380,8 @@ func (c *Controller) workerView(lw *liveWorker) api.Worker {
 	}
 	c.mu.Unlock()
 	return api.Worker{Name: lw.rec.Name, State: lw.rec.State, Resources: lw.reg.Resources, Labels: lw.reg.Labels,
-		Slots: slots, Running: len(c.runningOn(lw.rec.Name)), CostPerHour: cost, LastSeen: seen.UTC()}
+		Slots: slots, Running: len(c.runningOn(lw.rec.Name)), CostPerHour: cost, LastSeen: seen.UTC(),
+		DisabledBy: c.disabledBy(lw), Cache: c.cacheView(lw.rec.Name, c.cfg.Clock())}
 }
 
 // SetWorkerState drains, disables or readies a worker.
@@ -403,6 +410,7 @@ func (c *Controller) SetWorkerState(ctx context.Context, worker string, state mo
 		lw.rec.State = string(state)
 		t.batch.Workers = append(t.batch.Workers, lw.rec)
 		t.event(EventWorkerState, "", "", worker, model.Reason{Code: string(state)}, nil)
+		c.noteState(t, worker, state, api.DisabledByManual)
 		t.changed = true
 		return c.workerView(lw), nil
 	})

@@ -110,6 +110,7 @@ func (e *Engine) allocate(q *queue, now time.Time, d *Decisions) {
 		if i < len(plan.Targets) {
 			target = plan.Targets[i]
 		}
+		g.target = target
 		if g.waiting > 0 {
 			g.reasonCycle, g.poolFull = e.cycle, false
 			if r, ok := plan.Alloc.Why(i); ok {

@@ -100,6 +100,9 @@ type group struct {
 	notReachedBy string
 	starts       int
 	stops        int
+	// target is the policy's target slot count of the last cycle, -1 for
+	// none; Explain reports it.
+	target int
 }
 
 // queue is a configured queue with its policy and groups.
@@ -119,7 +122,7 @@ type queue struct {
 func (q *queue) group(key string) *group {
 	g, ok := q.groups[key]
 	if !ok {
-		g = &group{key: key, q: q}
+		g = &group{key: key, q: q, target: -1}
 		g.jobs.order = q.jobOrder
 		q.groups[key] = g
 	}

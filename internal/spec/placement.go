@@ -36,6 +36,10 @@ type Placement struct {
 	MergeMax *int `yaml:"mergeMax,omitempty" json:"mergeMax,omitempty"`
 	// Elastic configures the elastic coordinator.
 	Elastic Elastic `yaml:"elastic,omitempty" json:"elastic,omitempty"`
+	// DensityBucket is the bucket size of the server's task/worker density
+	// series (GET /v1/density; default 60s, 1s to 24h). allot sim takes
+	// --density-bucket instead.
+	DensityBucket *Duration `yaml:"densityBucket,omitempty" json:"densityBucket,omitempty"`
 }
 
 // Lambda holds λ per task category, each in [0, 1].
@@ -85,6 +89,9 @@ func (p Placement) Config() (place.Config, error) {
 		} else {
 			cfg.MergeMax = *p.MergeMax
 		}
+	}
+	if b := p.DensityBucket; b != nil && (time.Duration(*b) < time.Second || time.Duration(*b) > 24*time.Hour) {
+		c.add("placement.densityBucket", "must be between 1s and 24h (got %s)", time.Duration(*b))
 	}
 	el, ok := p.Elastic.config(&c)
 	cfg.Elastic = el

@@ -19,6 +19,11 @@ import (
 // a token.
 var openPaths = map[string]bool{"/healthz": true, "/readyz": true, "/openapi.json": true}
 
+// dashboardPattern is the route of the dashboard: every path no API route
+// matches. Its pages check tokens with the same Authenticator, but accept
+// the login cookie a browser keeps, which the API never does.
+const dashboardPattern = "/"
+
 // authenticate runs before every route: it puts the caller's principal in
 // the request context, or answers 401. With authentication off
 // (Options.Auth nil) every caller is auth.Anonymous, an admin.
@@ -26,6 +31,10 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if openPaths[r.URL.Path] {
 			next.ServeHTTP(w, r)
+			return
+		}
+		if _, pattern := s.mux.Handler(r); pattern == dashboardPattern {
+			next.ServeHTTP(w, r) // the dashboard authenticates its pages itself: a bearer header or its login cookie
 			return
 		}
 		if s.opt.Auth == nil {

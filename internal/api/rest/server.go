@@ -24,6 +24,7 @@ import (
 	"github.com/allot-sched/allot/internal/model"
 	"github.com/allot-sched/allot/internal/spec"
 	"github.com/allot-sched/allot/internal/store"
+	"github.com/allot-sched/allot/internal/web"
 )
 
 // DefaultMaxBodyBytes bounds a request body unless configured otherwise.
@@ -37,6 +38,10 @@ type Options struct {
 	// /openapi.json. Nil switches authentication off: every caller is an
 	// admin (allot dev, allot server --no-auth).
 	Auth *auth.Authenticator
+	// Metrics serves GET /metrics (internal/metrics); nil answers 404.
+	Metrics http.Handler
+	// Requests, when set, is told about every request (API metrics).
+	Requests RequestObserver
 }
 
 // Server serves the API.
@@ -62,7 +67,7 @@ func New(ctrl *control.Controller, opt Options) *Server {
 	}
 	s := &Server{ctrl: ctrl, opt: opt, mux: http.NewServeMux()}
 	s.routes()
-	s.handler = s.authenticate(s.mux)
+	s.handler = s.observe(s.authenticate(s.identify(s.mux)))
 	return s
 }
 
@@ -72,6 +77,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 func (s *Server) routes() {
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) })
 	s.mux.HandleFunc("GET /readyz", s.ready)
+	s.mux.HandleFunc("GET /metrics", s.metrics)
 	s.mux.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(openapiDoc)
@@ -82,6 +88,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /v1/jobs/{id}/cancel", s.cancel)
 	s.mux.HandleFunc("POST /v1/jobs/{id}/priority", s.setPriority)
 	s.mux.HandleFunc("GET /v1/jobs/{id}/logs", s.logs)
+	s.mux.HandleFunc("GET /v1/jobs/{id}/explain", s.explain)
 	s.mux.HandleFunc("GET /v1/events", s.events)
 	s.mux.HandleFunc("GET /v1/workers", s.workers)
 	s.mux.HandleFunc("POST /v1/workers", s.register)
@@ -89,14 +96,25 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /v1/workers/{name}/reports", s.reports)
 	s.mux.HandleFunc("POST /v1/workers/{name}/heartbeat", s.heartbeat)
 	s.mux.HandleFunc("POST /v1/workers/{name}/state", s.workerState)
+	s.mux.HandleFunc("POST /v1/workers/{name}/elastic", s.elasticToggle)
+	s.mux.HandleFunc("GET /v1/density", s.density)
 	s.mux.HandleFunc("GET /v1/queues", s.queues)
 	s.mux.HandleFunc("PUT /v1/queues/{name}/policy", s.setPolicy)
+	s.mux.HandleFunc("GET /v1/endpoints", s.endpoints)
+	s.mux.HandleFunc("PUT /v1/endpoints/{name}", s.setEndpoint)
+	s.mux.HandleFunc("DELETE /v1/endpoints/{name}", s.removeEndpoint)
+	s.mux.HandleFunc("GET /v1/throttling", s.throttling)
+	s.mux.HandleFunc("PUT /v1/throttling", s.setThrottling)
+	s.mux.HandleFunc("GET /v1/deadletters", s.deadLetters)
+	s.mux.HandleFunc("POST /v1/deadletters/{id}/redrive", s.redrive)
 	s.mux.HandleFunc("POST /v1/tokens", s.createToken)
 	s.mux.HandleFunc("GET /v1/tokens", s.listTokens)
 	s.mux.HandleFunc("DELETE /v1/tokens/{id}", s.revokeToken)
 	s.mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)})
 	})
+	// The dashboard (internal/web) answers every other path; it checks the same tokens itself (see authenticate).
+	s.mux.Handle(dashboardPattern, web.New(s.ctrl, web.Options{Auth: s.opt.Auth, Logger: s.opt.Logger}))
 }
 
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
@@ -189,7 +207,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, spec.WithLines(err, root))
 		return
 	}
-	s.opt.Logger.Info("job submitted", "job", job.ID, "queue", job.Queue, "tasks", len(job.Counts), "by", principal(r).TokenID)
+	s.logger(r).Info("job submitted", "job", job.ID, "queue", job.Queue, "tasks", len(job.Counts), "by", principal(r).TokenID)
 	writeJSON(w, http.StatusCreated, job)
 }
 
@@ -401,7 +419,7 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	s.opt.Logger.Info("worker registered", "worker", reg.Name, "running", len(reg.Running))
+	s.logger(r).Info("worker registered", "worker", reg.Name, "running", len(reg.Running))
 	writeJSON(w, 200, wk)
 }
 
@@ -443,7 +461,11 @@ func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request) {
 	if !s.check(w, principal(r).ActAs(r.PathValue("name"))) {
 		return
 	}
-	if err := s.ctrl.Heartbeat(r.PathValue("name")); err != nil {
+	hb, ok := s.heartbeatBody(w, r)
+	if !ok {
+		return
+	}
+	if err := s.ctrl.HeartbeatCache(r.Context(), r.PathValue("name"), hb); err != nil {
 		s.fail(w, err)
 		return
 	}

@@ -1,0 +1,246 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/allot-sched/allot/internal/api"
+	"github.com/allot-sched/allot/internal/engine"
+	"github.com/allot-sched/allot/internal/scenario"
+)
+
+func newExplainCmd() *cobra.Command {
+	f := &clientFlags{}
+	var file string
+	cmd := &cobra.Command{
+		Use:   "explain JOB",
+		Short: "Explain why a job is not running, and when it should start",
+		Long: `explain says why a job's waiting tasks are not running: admission (endpoint
+capacity and load), allocation (its group's running slots, target, usage and
+entitlement, its rank), placement (how many workers each filter removed, the
+closest worker and what it lacks) and dependencies; what would help; and an
+estimated start from a short simulation of the current state with the
+production engine. Identical waiting tasks are grouped.
+
+With -f, explain works offline on a scenario file: it runs one plan cycle at
+the scenario's time zero and explains JOB there. docs/explain.md describes
+every section and the estimate's assumptions.`,
+		Example: `  allot explain train-42
+  allot explain train-42 -o json
+  allot explain -f internal/engine/testdata/explain/gpu-memory.yaml train`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var x api.Explanation
+			if file != "" {
+				if f.output != "table" && f.output != "json" && f.output != "yaml" {
+					return fmt.Errorf("-o: unknown output %q (known: table, json, yaml)", f.output)
+				}
+				var err error
+				if x, err = explainScenario(file, args[0]); err != nil {
+					return err
+				}
+			} else {
+				c, err := f.client()
+				if err != nil {
+					return err
+				}
+				if x, err = c.Explain(cmd.Context(), args[0]); err != nil {
+					return err
+				}
+			}
+			return f.print(cmd.OutOrStdout(), x, func(w io.Writer) error { return writeExplanation(w, x) })
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVarP(&file, "file", "f", "", "explain JOB of this scenario file offline, after one plan cycle")
+	return cmd
+}
+
+// explainScenario explains job after one plan cycle of the scenario, and
+// estimates its start on a second engine built from the same scenario.
+func explainScenario(file, job string) (api.Explanation, error) {
+	s, err := scenario.Load(file)
+	if err != nil {
+		return api.Explanation{}, err
+	}
+	e, err := s.Engine()
+	if err != nil {
+		return api.Explanation{}, err
+	}
+	e.Cycle(s.Start)
+	x, ok := e.Explain(job)
+	if !ok {
+		return api.Explanation{}, fmt.Errorf("%s: no job %q in the scenario", file, job)
+	}
+	whatIf, err := s.Engine()
+	if err != nil {
+		return api.Explanation{}, err
+	}
+	est := engine.EstimateStart(whatIf, job, s.Start, engine.WhatIf{})
+	x.Estimate = &est
+	return x, nil
+}
+
+// writeExplanation prints an explanation as sections for people.
+func writeExplanation(w io.Writer, x api.Explanation) error {
+	p := &printer{w: w}
+	c := x.Tasks
+	p.line("job %s (queue %s): %d task(s): %s", x.Job, x.Queue, c.Total, taskCounts(c))
+	if e := x.Estimate; e != nil {
+		if e.Known {
+			p.line("estimated start: in %s (%s) — task %s on worker %s", e.Wait(), e.Start.Format(time.RFC3339), e.Task, e.Worker)
+		} else {
+			p.line("estimated start: unknown (see the estimate section)")
+		}
+	}
+	if a := x.Admission; a != nil {
+		p.section("admission")
+		where := a.Endpoint
+		if a.Variant != "" {
+			where += ", variant " + a.Variant
+		}
+		state := "admitted"
+		switch {
+		case !a.Admitted && !a.ThrottledSince.IsZero():
+			state = "throttled since " + a.ThrottledSince.Format(time.RFC3339)
+		case !a.Admitted:
+			state = "waiting for admission"
+		case a.SingleJobException:
+			state = "admitted by the single-job exception"
+		}
+		p.line("  endpoint %s: %s", where, state)
+		p.line("  capacity: %d of target %d in use (max %d), %d available; the job's load is %d (from %s)",
+			a.InUse, a.TargetCapacity, a.MaxCapacity, a.Available, a.Load, a.LoadSource)
+		res := "none"
+		if a.ReservedFor != "" {
+			res = "held by job " + a.ReservedFor
+		}
+		p.line("  jobs: %d running, %d waiting; starvation reservation: %s", a.RunningJobs, a.WaitingJobs, res)
+		if a.Reason.Code != "" {
+			p.line("  reason: %s: %s", a.Reason.Code, a.Reason.Message)
+		}
+	}
+	if a := x.Allocation; a != nil {
+		p.section("allocation")
+		target := "-"
+		if a.Target >= 0 {
+			target = fmt.Sprint(a.Target)
+		}
+		p.line("  queue %s, policy %s, group %s: %d running, %d waiting, target %s; pool %d slots, %d free",
+			a.Queue, a.Policy, a.Group, a.Running, a.Waiting, target, a.Slots, a.Free)
+		if a.Policy == "fairshare" {
+			p.line("  usage %.4g (weight factor %g); runs %.0f%% of the pool, entitled to %.0f%%",
+				a.Usage, a.WeightFactor, 100*a.RunningFraction, 100*a.Entitled)
+		}
+		if a.GroupRank > 0 {
+			var ahead []string
+			for _, g := range a.GroupsAhead {
+				s := fmt.Sprintf("%s (%d running, %d waiting, priority %d", g.Group, g.Running, g.Waiting, g.Priority)
+				if a.Policy == "fairshare" {
+					s += fmt.Sprintf(", usage %.4g", g.Usage)
+				}
+				ahead = append(ahead, s+")")
+			}
+			p.line("  group rank %d%s", a.GroupRank, aheadList(ahead))
+		}
+		var jobs []string
+		for _, j := range a.JobsAhead {
+			jobs = append(jobs, fmt.Sprintf("%s (priority %d, %d running, %d waiting)", j.Job, j.Priority, j.Running, j.Waiting))
+		}
+		p.line("  job rank %d in its group (priority %d)%s", a.JobRank, a.Priority, aheadList(jobs))
+		if a.Reason.Code != "" {
+			p.line("  group reason: %s: %s", a.Reason.Code, a.Reason.Message)
+		}
+	}
+	if len(x.Pending) > 0 {
+		p.section("pending")
+	}
+	for _, pe := range x.Pending {
+		names := strings.Join(pe.Examples, ", ")
+		if pe.Tasks > len(pe.Examples) {
+			names += ", …"
+		}
+		p.line("  %d %s task(s) (%s): %s: %s", pe.Tasks, pe.State, names, pe.Reason.Code, pe.Reason.Message)
+		if pl := pe.Placement; pl != nil {
+			need := pl.Needs.String()
+			if len(pl.Selector) > 0 {
+				need += " on " + pl.Selector.String()
+			}
+			p.line("    placement: needs %s; %d worker(s), %d fit now", need, pl.Workers, pl.FitNow)
+			for _, r := range pl.Removed {
+				p.line("      %d removed by %s: %s", r.Workers, r.Filter, r.Why)
+			}
+			if cl := pl.Closest; cl != nil {
+				var lacks []string
+				for _, l := range cl.Lacks {
+					lacks = append(lacks, fmt.Sprintf("%s (needs %s, has %s)", l.What, l.Need, l.Have))
+				}
+				p.line("      closest: %s (%s) lacks %s", cl.Worker, cl.State, strings.Join(lacks, "; "))
+			}
+		}
+		if len(pe.Dependencies) > 0 {
+			var deps []string
+			for _, d := range pe.Dependencies {
+				s := fmt.Sprintf("%s (%s", d.Task, d.State)
+				if d.Worker != "" {
+					s += " on " + d.Worker
+				}
+				deps = append(deps, s+")")
+			}
+			p.line("    waits for: %s", strings.Join(deps, ", "))
+		}
+	}
+	if x.MoreGroups > 0 {
+		p.line("  … and %d more group(s) of waiting tasks", x.MoreGroups)
+	}
+	if len(x.Help) > 0 {
+		p.section("what would help")
+		for _, h := range x.Help {
+			p.line("  - %s", h.Message)
+		}
+	}
+	if e := x.Estimate; e != nil {
+		p.section("estimate")
+		p.line("  %s (simulated %d cycle(s) and %d attempt end(s), horizon %s)", e.Note, e.Cycles, e.Ends,
+			time.Duration(e.HorizonSeconds*float64(time.Second)))
+	}
+	return p.err
+}
+
+func taskCounts(c engine.TaskCounts) string {
+	var parts []string
+	for _, k := range []struct {
+		n    int
+		name string
+	}{{c.Running, "running"}, {c.Ready, "ready"}, {c.Blocked, "blocked"}, {c.Succeeded, "succeeded"}, {c.Failed, "failed"}, {c.Cancelled, "cancelled"}} {
+		if k.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", k.n, k.name))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func aheadList(items []string) string {
+	if len(items) == 0 {
+		return ""
+	}
+	return "; ahead: " + strings.Join(items, ", ")
+}
+
+// printer writes lines and keeps the first error.
+type printer struct {
+	w   io.Writer
+	err error
+}
+
+func (p *printer) line(format string, args ...any) {
+	if p.err == nil {
+		_, p.err = fmt.Fprintf(p.w, format+"\n", args...)
+	}
+}
+
+func (p *printer) section(name string) { p.line("\n%s:", name) }

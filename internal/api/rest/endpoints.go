@@ -1,0 +1,106 @@
+package rest
+
+import (
+	"net/http"
+	"slices"
+
+	"github.com/allot-sched/allot/internal/api"
+	"github.com/allot-sched/allot/internal/auth"
+	"github.com/allot-sched/allot/internal/spec"
+)
+
+// The endpoint, throttling and dead-letter routes (seed 000;
+// docs/endpoints.md). Reading endpoints and settings is what reading queues
+// is; changing them is what changing policies is: an admin's job.
+
+func (s *Server) endpoints(w http.ResponseWriter, r *http.Request) {
+	if !s.allow(w, r, auth.ReadQueues) {
+		return
+	}
+	writeJSON(w, 200, s.ctrl.Endpoints())
+}
+
+func (s *Server) setEndpoint(w http.ResponseWriter, r *http.Request) {
+	if !s.allow(w, r, auth.ChangePolicies) {
+		return
+	}
+	var e spec.Endpoint
+	if !s.decodeJSON(w, r, &e) {
+		return
+	}
+	out, err := s.ctrl.SetEndpoint(r.Context(), r.PathValue("name"), e)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	s.opt.Logger.Info("endpoint set", "endpoint", out.Name, "by", principal(r).TokenID)
+	writeJSON(w, 200, out)
+}
+
+func (s *Server) removeEndpoint(w http.ResponseWriter, r *http.Request) {
+	if !s.allow(w, r, auth.ChangePolicies) {
+		return
+	}
+	if err := s.ctrl.RemoveEndpoint(r.Context(), r.PathValue("name")); err != nil {
+		s.fail(w, err)
+		return
+	}
+	s.opt.Logger.Info("endpoint removed", "endpoint", r.PathValue("name"), "by", principal(r).TokenID)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) throttling(w http.ResponseWriter, r *http.Request) {
+	if !s.allow(w, r, auth.ReadQueues) {
+		return
+	}
+	writeJSON(w, 200, s.ctrl.Throttling())
+}
+
+func (s *Server) setThrottling(w http.ResponseWriter, r *http.Request) {
+	if !s.allow(w, r, auth.ChangePolicies) {
+		return
+	}
+	var th spec.Throttling
+	if !s.decodeJSON(w, r, &th) {
+		return
+	}
+	out, err := s.ctrl.SetThrottling(r.Context(), th)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	s.opt.Logger.Info("throttling set", "enabled", *out.ThrottlingEnabled, "capacityTargetPercentage", *out.CapacityTargetPercentage, "by", principal(r).TokenID)
+	writeJSON(w, 200, out)
+}
+
+// deadLetters lists the dead letters the caller may see: a submitter sees
+// those of its queues and shares.
+func (s *Server) deadLetters(w http.ResponseWriter, r *http.Request) {
+	if !s.allow(w, r, auth.ReadJobs) {
+		return
+	}
+	list, err := s.ctrl.DeadLetters(r.Context())
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	p := principal(r)
+	list.DeadLetters = slices.DeleteFunc(list.DeadLetters, func(d api.DeadLetter) bool { return !p.Sees(d.Queue, d.Share) })
+	writeJSON(w, 200, list)
+}
+
+// redrive re-checks a dead-lettered job's inputs and submits it again;
+// whoever may cancel the job may redrive it.
+func (s *Server) redrive(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !s.allow(w, r, auth.CancelJobs) || !s.visible(w, r, id) {
+		return
+	}
+	out, err := s.ctrl.Redrive(r.Context(), id)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	s.opt.Logger.Info("dead letter redriven", "job", id, "submitted", out.Redriven, "by", principal(r).TokenID)
+	writeJSON(w, 200, out)
+}

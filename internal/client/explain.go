@@ -1,0 +1,17 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+
+	"github.com/allot-sched/allot/internal/api"
+)
+
+// Explain asks why a job's waiting tasks are not running and when the job
+// should start.
+func (c *Client) Explain(ctx context.Context, job string) (api.Explanation, error) {
+	var x api.Explanation
+	err := c.doJSON(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(job)+"/explain", nil, &x)
+	return x, err
+}

@@ -1,0 +1,266 @@
+package engine
+
+import (
+	"container/heap"
+	"fmt"
+	"time"
+
+	"github.com/allot-sched/allot/internal/model"
+)
+
+// This file answers "when will my job start": EstimateStart runs a copy of
+// the scheduler forward in virtual time with the production engine, ending
+// each running attempt at an estimated time, until the job's first waiting
+// task starts. The copy is the caller's to build (the server replays its
+// live state into a fresh engine, `allot explain -f` builds the scenario's);
+// the simulation consumes it.
+
+// WhatIf bounds and feeds the simulation of EstimateStart. Zero values take
+// the defaults below.
+type WhatIf struct {
+	// Horizon is how far ahead of the start time the simulation looks.
+	Horizon time.Duration
+	// MaxCycles bounds the scheduling cycles simulated, so an estimate on
+	// a large state stays cheap.
+	MaxCycles int
+	// Tick runs a cycle at least this often in virtual time even when no
+	// attempt ends, so time-based rules (affinity waits, starvation
+	// reservations, rebalance durations) get their chance.
+	Tick time.Duration
+	// Runtime estimates how long an attempt of a task runs (the server:
+	// the mean of the task's stage's observed runtimes in the job, else
+	// its timeout); ok=false falls back to the task's declared duration,
+	// then to DefaultRuntime.
+	Runtime func(job string, t *model.Task) (d time.Duration, ok bool)
+	// DefaultRuntime is the runtime of an attempt nothing else estimates.
+	DefaultRuntime time.Duration
+}
+
+// Defaults of WhatIf.
+const (
+	DefaultHorizon        = 24 * time.Hour
+	DefaultMaxCycles      = 2000
+	DefaultTick           = 5 * time.Minute
+	DefaultAttemptRuntime = 30 * time.Minute
+)
+
+func (w WhatIf) withDefaults() WhatIf {
+	if w.Horizon <= 0 {
+		w.Horizon = DefaultHorizon
+	}
+	if w.MaxCycles <= 0 {
+		w.MaxCycles = DefaultMaxCycles
+	}
+	if w.Tick <= 0 {
+		w.Tick = DefaultTick
+	}
+	if w.DefaultRuntime <= 0 {
+		w.DefaultRuntime = DefaultAttemptRuntime
+	}
+	return w
+}
+
+// Estimate is when a job's first waiting task is expected to start, from a
+// simulation of the current state (EstimateStart). Known is false when the
+// job does not start within the horizon or the cycle bound, or cannot start
+// at all in the current state; Note says which.
+type Estimate struct {
+	Known bool      `json:"known"`
+	Start time.Time `json:"start,omitzero"`
+	// WaitSeconds is Start minus the simulation's start time.
+	WaitSeconds float64 `json:"waitSeconds,omitempty"`
+	// Task and Worker are the first task to start, and where.
+	Task   string `json:"task,omitempty"`
+	Worker string `json:"worker,omitempty"`
+	// Cycles and Ends count the simulated cycles and attempt ends.
+	Cycles         int     `json:"cycles"`
+	Ends           int     `json:"ends"`
+	HorizonSeconds float64 `json:"horizonSeconds"`
+	Note           string  `json:"note"`
+}
+
+// Wait returns how long the job waits from the simulation's start.
+func (x Estimate) Wait() time.Duration { return time.Duration(x.WaitSeconds * float64(time.Second)) }
+
+// EstimateStart simulates e from time from until job's first waiting task
+// starts: each step runs a cycle, then moves the virtual clock to the next
+// estimated end of a running attempt (or the next tick) and reports that
+// attempt succeeded. e must be a throwaway copy of the state to estimate:
+// the simulation changes it. The assumptions: every attempt succeeds; it
+// runs for its estimated runtime (an attempt already past it ends at once);
+// no job is submitted or cancelled and no worker joins, leaves or changes
+// state meanwhile.
+func EstimateStart(e *Engine, job string, from time.Time, w WhatIf) Estimate {
+	w = w.withDefaults()
+	x := Estimate{HorizonSeconds: w.Horizon.Seconds()}
+	j, ok := e.jobs[job]
+	switch {
+	case !ok:
+		x.Note = fmt.Sprintf("job %q is not in the scheduler", job)
+		return x
+	case j.done:
+		x.Note = "the job has ended"
+		return x
+	case j.left == j.running:
+		x.Note = "no task of the job waits"
+		return x
+	}
+	from = e.advance(from)
+	s := &whatIfSim{e: e, w: w, gen: map[*task]int{}}
+	for _, jj := range e.active {
+		for _, t := range jj.tasks {
+			if t.state == model.TaskRunning {
+				rest := s.runtime(t) - from.Sub(t.started)
+				s.schedule(t, from.Add(max(rest, 0)))
+			}
+		}
+	}
+	clock := from
+	for {
+		if x.Cycles >= w.MaxCycles {
+			x.Note = fmt.Sprintf("unknown: the job did not start within %d simulated cycles (%s of virtual time)", w.MaxCycles, clock.Sub(from))
+			return x
+		}
+		d := e.Cycle(clock)
+		x.Cycles++
+		for _, st := range d.Starts {
+			if st.Job == job {
+				x.Known, x.Start, x.Task, x.Worker = true, clock, st.Task, st.Worker
+				x.WaitSeconds = clock.Sub(from).Seconds()
+				x.Note = fmt.Sprintf("starts after %s: %d attempt(s) of other tasks end first", clock.Sub(from), x.Ends)
+				if x.Ends == 0 {
+					x.Note = "starts at the next cycle"
+				}
+				return x
+			}
+			t, err := e.lookup(st.Job, st.Task)
+			if err == nil {
+				s.schedule(t, clock.Add(s.runtime(t)))
+			}
+		}
+		for _, st := range d.Stops {
+			if t, err := e.lookup(st.Job, st.Task); err == nil {
+				s.gen[t]++ // its scheduled end no longer applies
+			}
+		}
+		if j.done {
+			x.Note = "the job ended without starting another task (a dependency failed?)"
+			return x
+		}
+		next, ok := s.next()
+		if !ok && !s.timeRules(j) {
+			x.Note = "unknown: nothing running will end and nothing else changes, so the job cannot start in the current state (see the placement and help sections)"
+			return x
+		}
+		tick := clock.Add(w.Tick)
+		if !ok || next.After(tick) {
+			next = tick
+		}
+		if next.Sub(from) > w.Horizon {
+			x.Note = fmt.Sprintf("unknown within the horizon of %s", w.Horizon)
+			return x
+		}
+		clock = next
+		x.Ends += s.endUntil(clock)
+	}
+}
+
+// timeRules reports whether time alone may let j start: an endpoint job
+// waiting for admission (starvation waits) or a queue whose policy has
+// time-based rules. Conservatively true for endpoint jobs and for policies
+// other than fifo and fairshare.
+func (s *whatIfSim) timeRules(j *job) bool {
+	if j.spec.Endpoint != "" && !j.admitted {
+		return true
+	}
+	switch j.q.pol.Name() {
+	case "fifo", "fairshare":
+		return false
+	}
+	return true
+}
+
+// whatIfSim is the state of one EstimateStart run: the scheduled ends of
+// running attempts, with a generation per task so that a stopped attempt's
+// end is ignored.
+type whatIfSim struct {
+	e    *Engine
+	w    WhatIf
+	ends endHeap
+	gen  map[*task]int
+	seq  int
+}
+
+func (s *whatIfSim) runtime(t *task) time.Duration {
+	if s.w.Runtime != nil {
+		if d, ok := s.w.Runtime(t.job.id, t.spec); ok && d > 0 {
+			return d
+		}
+	}
+	if t.spec.Duration > 0 {
+		return t.spec.Duration
+	}
+	return s.w.DefaultRuntime
+}
+
+func (s *whatIfSim) schedule(t *task, at time.Time) {
+	s.gen[t]++
+	s.seq++
+	heap.Push(&s.ends, end{at: at, t: t, gen: s.gen[t], seq: s.seq})
+}
+
+// next returns the time of the next valid scheduled end.
+func (s *whatIfSim) next() (time.Time, bool) {
+	for s.ends.Len() > 0 {
+		top := s.ends.items[0]
+		if top.gen == s.gen[top.t] && top.t.state == model.TaskRunning {
+			return top.at, true
+		}
+		heap.Pop(&s.ends)
+	}
+	return time.Time{}, false
+}
+
+// endUntil reports every attempt scheduled to end by clock as succeeded,
+// in schedule order, and returns how many it ended.
+func (s *whatIfSim) endUntil(clock time.Time) int {
+	n := 0
+	for s.ends.Len() > 0 && !s.ends.items[0].at.After(clock) {
+		en := heap.Pop(&s.ends).(end)
+		t := en.t
+		if en.gen != s.gen[t] || t.state != model.TaskRunning {
+			continue
+		}
+		if err := s.e.Apply(FinishTask{Job: t.job.id, Task: t.spec.Name, Outcome: model.Succeeded, At: en.at}); err == nil {
+			n++
+		}
+	}
+	return n
+}
+
+type end struct {
+	at  time.Time
+	t   *task
+	gen int
+	seq int
+}
+
+// endHeap orders scheduled ends by time, then by when they were scheduled,
+// so equal times end in a stable order.
+type endHeap struct{ items []end }
+
+func (h *endHeap) Len() int { return len(h.items) }
+func (h *endHeap) Less(a, b int) bool {
+	if !h.items[a].at.Equal(h.items[b].at) {
+		return h.items[a].at.Before(h.items[b].at)
+	}
+	return h.items[a].seq < h.items[b].seq
+}
+func (h *endHeap) Swap(a, b int) { h.items[a], h.items[b] = h.items[b], h.items[a] }
+func (h *endHeap) Push(x any)    { h.items = append(h.items, x.(end)) }
+func (h *endHeap) Pop() any {
+	n := len(h.items) - 1
+	x := h.items[n]
+	h.items = h.items[:n]
+	return x
+}

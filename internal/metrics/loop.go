@@ -1,0 +1,201 @@
+package metrics
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/allot-sched/allot/internal/control"
+	"github.com/allot-sched/allot/internal/engine"
+	"github.com/allot-sched/allot/internal/model"
+	"github.com/allot-sched/allot/internal/store"
+)
+
+// Buckets of the histograms. An engine cycle takes microseconds to tens of
+// milliseconds (docs/performance.md); a commit is one SQLite transaction
+// with an fsync; the candidate pool runs from one worker to a fleet of
+// 10,000.
+var (
+	cycleBuckets  = []float64{25e-6, 50e-6, 100e-6, 250e-6, 500e-6, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}
+	commitBuckets = []float64{250e-6, 500e-6, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}
+	poolBuckets   = []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000}
+)
+
+// loop holds what the scheduling loop reports through control.Observer.
+// Its methods run on the loop goroutine.
+type loop struct {
+	cycles        prometheus.Counter
+	cycleDuration prometheus.Histogram
+	placements    *prometheus.CounterVec
+	pool          *prometheus.HistogramVec
+	reuseHits     *prometheus.CounterVec
+
+	events     *prometheus.CounterVec
+	starts     prometheus.Counter
+	ends       *prometheus.CounterVec
+	requeues   *prometheus.CounterVec
+	failures   *prometheus.CounterVec
+	preempts   *prometheus.CounterVec
+	submitted  prometheus.Counter
+	jobsEnded  *prometheus.CounterVec
+	commitTime prometheus.Histogram
+	commitErrs prometheus.Counter
+
+	fleetWorkers prometheus.Gauge
+	fleetSlots   prometheus.Gauge
+	fleetCost    prometheus.Gauge
+}
+
+func (l *loop) init(reg prometheus.Registerer) {
+	f := factory{reg}
+	l.cycles = f.counter("scheduling_cycles_total", "Engine scheduling cycles run (seed 000 Invocations counts the admission decisions inside them: allot_endpoint_invocations_total).")
+	l.cycleDuration = f.histogram("scheduling_cycle_duration_seconds",
+		"Time one engine cycle took to make its admission, allocation and placement decisions (seed 000 Duration).", cycleBuckets)
+	l.placements = f.counterVec("placements_total", "Tasks placed on a worker, by dispatcher mode, selection strategy and how the worker was chosen (seed 002).",
+		"mode", "strategy", "via")
+	l.pool = f.histogramVec("placement_candidate_pool_size", "Candidate pool size of each placement: free workers able to run the task (seed 002).",
+		poolBuckets, "mode")
+	l.reuseHits = f.counterVec("placement_reuse_hits_total", "Contexts (model, dataset) the chosen worker held with a fresh hint, summed over placements (seed 002 reuse hits).", "mode")
+
+	l.events = f.counterVec("events_total", "Events appended to the durable event log, by kind.", "kind")
+	l.starts = f.counter("task_starts_total", "Task attempts started (task_started events).")
+	l.ends = f.counterVec("task_ends_total", "Task attempts or tasks that ended, by outcome: succeeded, failed, retried, requeued, preempted, cancelled.", "outcome")
+	l.requeues = f.counterVec("task_requeues_total",
+		"Tasks put back in the ready queue, by reason code: retry, worker_lost, preempted, rebalanced, sticky_worker_busy, ... (seed 002 TASK_REQUEUED).", "reason")
+	l.failures = f.counterVec("task_failures_total", "Tasks that ended failed, by reason code: failed (attempts exhausted), dependency_failure, ... (seed 002 TASK_FAILED).", "reason")
+	l.preempts = f.counterVec("preemptions_total", "Running tasks stopped by the scheduler and requeued, by reason code.", "reason")
+	l.submitted = f.counter("jobs_submitted_total", "Jobs accepted.")
+	l.jobsEnded = f.counterVec("jobs_ended_total", "Jobs that reached an end state, by state: succeeded, failed, cancelled.", "state")
+	l.commitTime = f.histogram("store_commit_duration_seconds", "Time one store commit (a loop round's group commit) took.", commitBuckets)
+	l.commitErrs = f.counter("store_commit_failures_total", "Store commits that failed; each stops the scheduling loop.")
+
+	// The common label values start at zero, so that rate() and
+	// dashboards see a series before the first occurrence.
+	for _, o := range []string{"succeeded", "failed", "retried", "requeued", "preempted", "cancelled"} {
+		l.ends.WithLabelValues(o)
+	}
+	for _, r := range []string{model.ReasonRetry, model.ReasonWorkerLost, model.ReasonPreempted, model.ReasonStickyWorkerBusy} {
+		l.requeues.WithLabelValues(r)
+	}
+	for _, r := range []string{model.ReasonFailed, model.ReasonDependencyFailure} {
+		l.failures.WithLabelValues(r)
+	}
+	for _, s := range []model.TaskState{model.TaskSucceeded, model.TaskFailed, model.TaskCancelled} {
+		l.jobsEnded.WithLabelValues(string(s))
+	}
+
+	l.fleetWorkers = f.gauge("fleet_workers", "Workers that take or run tasks (ready or draining); disabled and lost workers are left out (seed 002).")
+	l.fleetSlots = f.gauge("fleet_slots", "Slots of the workers in allot_fleet_workers.")
+	l.fleetCost = f.gauge("fleet_cost_per_hour", "Cost per hour of the workers in allot_fleet_workers; disabled workers are excluded (seed 002).")
+}
+
+// Cycle counts one engine cycle: its duration, its placements and its
+// deferrals for a busy sticky worker.
+func (l *loop) Cycle(d *engine.Decisions, took time.Duration) {
+	l.cycles.Inc()
+	l.cycleDuration.Observe(took.Seconds())
+	for i := range d.Starts {
+		p := &d.Starts[i].Placement
+		mode := p.Mode.String()
+		l.placements.WithLabelValues(mode, p.Strategy.String(), p.Via.String()).Inc()
+		l.pool.WithLabelValues(mode).Observe(float64(p.Pool))
+		if p.ReuseHits > 0 {
+			l.reuseHits.WithLabelValues(mode).Add(float64(p.ReuseHits))
+		}
+	}
+	for _, df := range d.Deferred {
+		l.requeues.WithLabelValues(reasonOr(df.Reason.Code, model.ReasonStickyWorkerBusy)).Inc()
+	}
+}
+
+// Commit counts the events a commit made durable: counters follow what is
+// stored, so they agree with the event log.
+func (l *loop) Commit(events []store.Event, took time.Duration, err error) {
+	l.commitTime.Observe(took.Seconds())
+	if err != nil {
+		l.commitErrs.Inc()
+		return
+	}
+	for i := range events {
+		e := &events[i]
+		l.events.WithLabelValues(e.Kind).Inc()
+		switch e.Kind {
+		case control.EventJobSubmitted:
+			l.submitted.Inc()
+		case control.EventJobEnded:
+			l.jobsEnded.WithLabelValues(reasonOr(e.Reason, "unknown")).Inc()
+		case control.EventTaskStarted:
+			l.starts.Inc()
+		case control.EventTaskSucceeded:
+			l.ends.WithLabelValues("succeeded").Inc()
+		case control.EventTaskFailed:
+			l.ends.WithLabelValues("failed").Inc()
+			l.failures.WithLabelValues(reasonOr(e.Reason, model.ReasonFailed)).Inc()
+		case control.EventTaskRetry:
+			l.ends.WithLabelValues("retried").Inc()
+			l.requeues.WithLabelValues(reasonOr(e.Reason, model.ReasonRetry)).Inc()
+		case control.EventTaskRequeued:
+			l.ends.WithLabelValues("requeued").Inc()
+			l.requeues.WithLabelValues(reasonOr(e.Reason, "unknown")).Inc()
+		case control.EventTaskPreempted:
+			l.ends.WithLabelValues("preempted").Inc()
+			l.requeues.WithLabelValues(reasonOr(e.Reason, model.ReasonPreempted)).Inc()
+			l.preempts.WithLabelValues(reasonOr(e.Reason, model.ReasonPreempted)).Inc()
+		case control.EventTaskCancelled:
+			l.ends.WithLabelValues("cancelled").Inc()
+		}
+	}
+}
+
+// Fleet sets the gauges of the workers that count for cost.
+func (l *loop) Fleet(f control.Fleet) {
+	l.fleetWorkers.Set(float64(f.Workers))
+	l.fleetSlots.Set(float64(f.Slots))
+	l.fleetCost.Set(f.CostPerHour)
+}
+
+func reasonOr(code, fallback string) string {
+	if code == "" {
+		return fallback
+	}
+	return code
+}
+
+// factory makes metrics in the allot namespace and registers them.
+type factory struct{ reg prometheus.Registerer }
+
+func (f factory) counter(name, help string) prometheus.Counter {
+	c := prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help})
+	f.reg.MustRegister(c)
+	return c
+}
+
+func (f factory) counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help}, labels)
+	f.reg.MustRegister(c)
+	return c
+}
+
+func (f factory) gauge(name, help string) prometheus.Gauge {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help})
+	f.reg.MustRegister(g)
+	return g
+}
+
+func (f factory) gaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help}, labels)
+	f.reg.MustRegister(g)
+	return g
+}
+
+func (f factory) histogram(name, help string, buckets []float64) prometheus.Histogram {
+	h := prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: namespace, Name: name, Help: help, Buckets: buckets})
+	f.reg.MustRegister(h)
+	return h
+}
+
+func (f factory) histogramVec(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: name, Help: help, Buckets: buckets}, labels)
+	f.reg.MustRegister(h)
+	return h
+}

@@ -1,0 +1,397 @@
+package web_test
+
+import (
+	"fmt"
+	htmlpkg "html"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/allot-sched/allot/internal/api"
+	"github.com/allot-sched/allot/internal/auth"
+	"github.com/allot-sched/allot/internal/web"
+)
+
+// expectations lists, per page, text it must show, read from the control
+// plane itself (the snapshot, the worker list, the job) rather than written
+// down, so the tests check the pages against the scheduler. Table rows read
+// as their cells' text separated by single spaces (see pageText).
+func expectations(t *testing.T, f *fixture) map[string][]string {
+	t.Helper()
+	snap := f.ctrl.Snapshot()
+	want := map[string][]string{}
+
+	overview := []string{"build", "batch", "classload", "Running slots against target"}
+	targets, pendingJobs := 0, map[string]bool{}
+	for _, g := range snap.Groups {
+		tg := "—"
+		if g.Target >= 0 {
+			tg = fmt.Sprint(g.Target)
+			targets++
+		}
+		overview = append(overview, fmt.Sprintf("%s %d %s %d", g.Group, g.Running, tg, g.Waiting))
+	}
+	if targets == 0 {
+		t.Fatalf("the scenario left no group with a target: %+v", snap.Groups)
+	}
+	for _, s := range []string{"ready", "draining", "disabled"} {
+		if snap.Workers[s] == 0 {
+			t.Fatalf("the scenario left no %s worker: %v", s, snap.Workers)
+		}
+		overview = append(overview, fmt.Sprintf("%s %d", s, snap.Workers[s]))
+	}
+	waiting := 0
+	for _, p := range snap.Pending {
+		pendingJobs[p.Job] = true
+		waiting += p.Tasks
+	}
+	want["/"] = append(overview, fmt.Sprintf("%d jobs %d waiting tasks, %d in the ready queue", len(pendingJobs), waiting, snap.ReadyTasks))
+
+	var workers []api.Worker
+	f.must(200, "GET", "/v1/workers", "", &workers)
+	wl := []string{"8 CPU, 32Gi memory, 1 GPU × 24Gi", "zone=eu-1"}
+	for _, w := range workers {
+		wl = append(wl, fmt.Sprintf("%s %s %d %d", w.Name, w.State, w.Slots, w.Running))
+	}
+	want["/workers"] = wl
+
+	if len(snap.Pending) == 0 {
+		t.Fatal("the scenario left no pending job")
+	}
+	var jobs []string
+	for _, p := range snap.Pending {
+		plural := "s"
+		if p.Tasks == 1 {
+			plural = ""
+		}
+		jobs = append(jobs, p.Job+" ", fmt.Sprintf("%s %d task%s: %s", p.Reason.Code, p.Tasks, plural, p.Reason.Message))
+	}
+	want["/jobs"] = jobs
+
+	var pipeline api.Job
+	f.must(200, "GET", "/v1/jobs/pipeline", "", &pipeline)
+	dag := []string{"Queue build", "requestor team-a"}
+	for _, tk := range pipeline.Tasks {
+		row := tk.Name + " " + tk.State
+		if len(tk.Needs) > 0 {
+			row += " " + strings.Join(tk.Needs, ", ")
+		}
+		dag = append(dag, row)
+		if tk.Reason != nil {
+			dag = append(dag, tk.Reason.Code+" "+tk.Reason.Message)
+		}
+	}
+	want["/jobs/pipeline"] = dag
+
+	if len(snap.Endpoints) == 0 {
+		t.Fatal("the scenario left no endpoint stats")
+	}
+	var ep []string
+	for _, e := range snap.Endpoints {
+		ep = append(ep, fmt.Sprintf("%s %s %.0f%% (target %.0f%%) %d / %d / %d", e.Endpoint, e.Type, e.Utilization,
+			100*float64(e.TargetCapacity)/float64(e.MaxCapacity), e.Load, e.TargetCapacity, e.MaxCapacity))
+		for _, v := range e.Variants {
+			ep = append(ep, fmt.Sprintf("↳ %s weight %g %.0f%% %d / %d / %d %d %d %d %d %d", v.Variant, v.Weight, v.Utilization,
+				v.Load, v.TargetCapacity, v.MaxCapacity, v.Available, v.RunningJobs, v.Visible, v.Buffered, v.Throttles))
+		}
+	}
+	want["/endpoints"] = ep
+	return want
+}
+
+var (
+	tags  = regexp.MustCompile(`(?s)<script.*?</script>|<[^>]*>`)
+	space = regexp.MustCompile(`\s+`)
+)
+
+// pageText is what a page reads as: its text without tags, entities
+// decoded, whitespace runs made one space — as a browser's innerText with
+// its whitespace collapsed the same way.
+func pageText(html string) string {
+	return normalise(htmlpkg.UnescapeString(tags.ReplaceAllString(html, " ")))
+}
+
+func normalise(s string) string { return space.ReplaceAllString(s, " ") }
+
+func TestEveryPageShowsWhatTheControlPlaneReports(t *testing.T) {
+	f := newFixture(t, false)
+	f.scenario()
+	for path, wants := range expectations(t, f) {
+		t.Run(path, func(t *testing.T) {
+			status, body := f.call("GET", path, "")
+			if status != 200 {
+				t.Fatalf("GET %s: %d %s", path, status, body)
+			}
+			text := pageText(body)
+			for _, w := range wants {
+				if !strings.Contains(text, w) {
+					t.Errorf("GET %s lacks %q", path, w)
+				}
+			}
+			if strings.Contains(body, "ZgotmplZ") {
+				t.Errorf("GET %s: a template value was refused by html/template (ZgotmplZ)", path)
+			}
+		})
+	}
+}
+
+func TestOverviewChartDrawsRunningAndTargetPerGroup(t *testing.T) {
+	f := newFixture(t, false)
+	f.scenario()
+	snap := f.ctrl.Snapshot()
+	if len(snap.History) < 5 {
+		t.Fatalf("history has %d samples, want several", len(snap.History))
+	}
+	_, body := f.call("GET", "/", "")
+	chart := body[strings.Index(body, `<svg class="chart"`):]
+	chart = chart[:strings.Index(chart, "</svg>")]
+	for _, g := range snap.Groups {
+		key := g.Queue + "/" + g.Group
+		if !strings.Contains(chart, "<title>"+key+" running</title>") {
+			t.Errorf("no running line for %s", key)
+		}
+		if hasTarget := strings.Contains(chart, "<title>"+key+" target</title>\n    <polyline"); hasTarget != (g.Target >= 0) {
+			t.Errorf("%s: target line drawn %v, target %d", key, hasTarget, g.Target)
+		}
+	}
+	if n := strings.Count(chart, `class="series dashed"`); n == 0 {
+		t.Error("no dashed target series")
+	}
+}
+
+func TestLiveRefreshAnswersOnlyTheLivePart(t *testing.T) {
+	f := newFixture(t, false)
+	for _, path := range []string{"/", "/workers", "/jobs", "/endpoints"} {
+		req, _ := http.NewRequest("GET", f.srv.URL+path, nil)
+		req.Header.Set("HX-Request", "true")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		body := string(b)
+		if resp.StatusCode != 200 || !strings.HasPrefix(strings.TrimSpace(body), `<div id="live" hx-get="`+path+`" hx-trigger="every 5s"`) || strings.Contains(body, "<html") {
+			t.Errorf("htmx GET %s: %d, want the live part alone:\n%.300s", path, resp.StatusCode, body)
+		}
+	}
+}
+
+func TestPagesEscapeWhatUsersWrote(t *testing.T) {
+	f := newFixture(t, false)
+	const evil = `<script>alert("x")</script>`
+	f.register("node-x", 1, `{"cpu":"1"}`, map[string]string{"note": evil})
+	f.must(201, "POST", "/v1/jobs", "id: evil\nqueue: batch\nrequestor: '"+evil+"'\nshare: '"+evil+"'\ntasks:\n  - {name: t, run: 'true'}\n", nil)
+	f.advance(5_000_000_000)
+	for _, path := range []string{"/workers", "/jobs/evil", "/jobs?state=" + url.QueryEscape(evil), "/jobs/" + url.PathEscape(evil)} {
+		_, body := f.call("GET", path, "")
+		if strings.Contains(body, evil) || strings.Contains(body, "<script>alert") {
+			t.Errorf("GET %s shows user input unescaped", path)
+		}
+	}
+	_, body := f.call("GET", "/workers", "")
+	if !strings.Contains(body, htmlpkg.EscapeString(evil)) {
+		t.Errorf("GET /workers lacks the escaped label %q", htmlpkg.EscapeString(evil))
+	}
+	status, body := f.call("GET", "/jobs?state="+url.QueryEscape(evil), "")
+	if status != 400 || !strings.Contains(body, "unknown job state") {
+		t.Errorf("a bad state filter: %d, want 400 naming the state", status)
+	}
+}
+
+func TestUnknownJobAndPageAre404AndAPIRoutesKeepPriority(t *testing.T) {
+	f := newFixture(t, false)
+	cases := []struct {
+		path   string
+		status int
+		has    string
+	}{
+		{"/jobs/nope", 404, `There is no job &#34;nope&#34;.`},
+		{"/nothing", 404, "There is no page /nothing."},
+		{"/v1/nothing", 404, `"code": "not_found"`},
+		{"/v1/queues", 200, `"name": "build"`},
+		{"/healthz", 200, `"status": "ok"`},
+		{"/static/htmx.min.js", 200, "htmx"},
+		{"/static/style.css", 200, "font"},
+	}
+	for _, tc := range cases {
+		status, body := f.call("GET", tc.path, "")
+		if status != tc.status || !strings.Contains(body, tc.has) {
+			t.Errorf("GET %s: %d, want %d with %q:\n%.300s", tc.path, status, tc.status, tc.has, body)
+		}
+	}
+}
+
+func TestJobsFilterByQueueAndStateListsWhatTheAPIDoes(t *testing.T) {
+	f := newFixture(t, false)
+	f.scenario()
+	links := regexp.MustCompile(`<a href="/jobs/([^"]+)">`)
+	for _, q := range []string{"", "queue=batch", "queue=build", "state=running", "state=pending", "queue=build&state=pending"} {
+		apiPath := "/v1/jobs?" + q
+		if !strings.Contains(q, "state=") {
+			apiPath += "&state=pending,running" // the page's default
+		}
+		var list api.JobList
+		f.must(200, "GET", apiPath, "", &list)
+		var want []string
+		for _, j := range list.Jobs {
+			want = append(want, j.ID)
+		}
+		_, body := f.call("GET", "/jobs?"+q, "")
+		var got []string
+		for _, m := range links.FindAllStringSubmatch(body, -1) {
+			got = append(got, m[1])
+		}
+		if strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("/jobs?%s lists %v, the API %v", q, got, want)
+		}
+	}
+}
+
+// authTokens creates a submitter token for the batch queue and a worker
+// token besides the admin's.
+func authTokens(t *testing.T, f *fixture) (submitter, worker string) {
+	t.Helper()
+	var nt api.NewToken
+	f.must(201, "POST", "/v1/tokens", `{"name":"alice","role":"submitter","queues":["batch"],"shares":["*"]}`, &nt)
+	submitter = nt.Secret
+	f.must(201, "POST", "/v1/tokens", `{"name":"agent","role":"worker","workers":["*"]}`, &nt)
+	return submitter, nt.Secret
+}
+
+func TestWithAuthPagesNeedALoginAndTheCookieServesOnlyTheDashboard(t *testing.T) {
+	f := newFixture(t, true)
+	submitter, worker := authTokens(t, f)
+
+	// No token: a page sends the browser to the login page; the API
+	// answers 401 as before.
+	status, _ := f.callAs("", "GET", "/workers", "")
+	if status != http.StatusSeeOther {
+		t.Fatalf("GET /workers without a token: %d, want 303 to /login", status)
+	}
+	if status, _ := f.callAs("", "GET", "/v1/workers", ""); status != 401 {
+		t.Fatalf("GET /v1/workers without a token: %d, want 401", status)
+	}
+	if status, body := f.callAs("", "GET", "/login", ""); status != 200 || !strings.Contains(body, `name="token"`) {
+		t.Fatalf("GET /login: %d", status)
+	}
+	if status, _ := f.callAs("", "GET", "/static/style.css", ""); status != 200 {
+		t.Fatalf("GET /static/style.css without a token: %d, want 200", status)
+	}
+
+	cases := []struct {
+		name, token string
+		status      int
+		cookie      bool
+	}{
+		{"admin", f.admin, http.StatusSeeOther, true},
+		{"submitter", submitter, http.StatusSeeOther, true},
+		{"worker token may not read jobs", worker, http.StatusForbidden, false},
+		{"unknown token", auth.NewSecret(), http.StatusUnauthorized, false},
+		{"malformed token", "hello", http.StatusUnauthorized, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := login(t, f, tc.token, "/workers")
+			defer resp.Body.Close()
+			var c *http.Cookie
+			for _, k := range resp.Cookies() {
+				if k.Name == web.CookieName {
+					c = k
+				}
+			}
+			if resp.StatusCode != tc.status || (c != nil) != tc.cookie {
+				t.Fatalf("login: %d cookie %v, want %d cookie %v", resp.StatusCode, c, tc.status, tc.cookie)
+			}
+			if !tc.cookie {
+				return
+			}
+			if loc := resp.Header.Get("Location"); loc != "/workers" {
+				t.Errorf("login sends to %q, want /workers", loc)
+			}
+			if !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/" {
+				t.Errorf("cookie %+v: want HttpOnly, SameSite=Strict, Path=/", c)
+			}
+			if got := withCookie(t, f, "GET", "/workers", c); got != 200 {
+				t.Errorf("GET /workers with the cookie: %d, want 200", got)
+			}
+			// The API never takes the cookie: not for reads, not for writes.
+			if got := withCookie(t, f, "GET", "/v1/workers", c); got != 401 {
+				t.Errorf("GET /v1/workers with the cookie: %d, want 401", got)
+			}
+			if got := withCookie(t, f, "POST", "/v1/jobs", c); got != 401 {
+				t.Errorf("POST /v1/jobs with the cookie: %d, want 401", got)
+			}
+		})
+	}
+}
+
+func TestLoginRefusesAFormFromAnotherSiteAndRedirectsOnlyLocally(t *testing.T) {
+	f := newFixture(t, true)
+	form := url.Values{"token": {f.admin}, "next": {"//evil.example/x"}}
+	req, _ := http.NewRequest("POST", f.srv.URL+"/login", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", "https://evil.example")
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || len(resp.Cookies()) != 0 {
+		t.Fatalf("cross-site login: %d %v, want 403 and no cookie", resp.StatusCode, resp.Cookies())
+	}
+	resp = login(t, f, f.admin, "//evil.example/x")
+	resp.Body.Close()
+	if loc := resp.Header.Get("Location"); loc != "/" {
+		t.Fatalf("login with next=//evil.example/x sends to %q, want /", loc)
+	}
+}
+
+func TestSubmitterSeesOnlyItsJobs(t *testing.T) {
+	f := newFixture(t, true)
+	submitter, _ := authTokens(t, f)
+	f.must(201, "POST", "/v1/jobs", "id: mine\nqueue: batch\ntasks:\n  - {name: t, run: 'true'}\n", nil)
+	f.must(201, "POST", "/v1/jobs", "id: theirs\nqueue: build\nrequestor: team-a\ntasks:\n  - {name: t, run: 'true'}\n", nil)
+	_, body := f.callAs(submitter, "GET", "/jobs", "")
+	if !strings.Contains(body, `href="/jobs/mine"`) || strings.Contains(body, `href="/jobs/theirs"`) {
+		t.Errorf("a batch submitter's job list: want mine and not theirs")
+	}
+	if status, _ := f.callAs(submitter, "GET", "/jobs/theirs", ""); status != 404 {
+		t.Errorf("another queue's job page: %d, want 404", status)
+	}
+	if status, _ := f.callAs(submitter, "GET", "/jobs?queue=build", ""); status != 403 {
+		t.Errorf("filtering on a queue the token does not allow: %d, want 403", status)
+	}
+}
+
+func login(t *testing.T, f *fixture, token, next string) *http.Response {
+	t.Helper()
+	form := url.Values{"token": {token}, "next": {next}}
+	req, _ := http.NewRequest("POST", f.srv.URL+"/login", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", f.srv.URL)
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+func withCookie(t *testing.T, f *fixture, method, path string, c *http.Cookie) int {
+	t.Helper()
+	body := ""
+	if method == "POST" {
+		body = "id: x\nqueue: batch\ntasks: [{name: t, run: 'true'}]\n"
+	}
+	req, _ := http.NewRequest(method, f.srv.URL+path, strings.NewReader(body))
+	req.AddCookie(c)
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
