@@ -45,6 +45,10 @@ worker token of their own.`,
 					return fmt.Errorf("%s:\n%w", configFile, err)
 				}
 			}
+			// The seed's throttling variables work in dev as in server.
+			if err := applyServerEnv(&cfg, os.LookupEnv); err != nil {
+				return err
+			}
 			cfg.Server.Listen = listen
 			if !withAuth && !loopback(listen) {
 				return fmt.Errorf("--listen %s: without --auth, allot dev listens only on a loopback address (127.0.0.1, ::1, localhost); add --auth to listen there", listen)

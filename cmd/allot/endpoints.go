@@ -237,8 +237,8 @@ func throttlingLine(t spec.Throttling) string {
 	if t.StarvationWait != nil && *t.StarvationWait > 0 {
 		wait = time.Duration(*t.StarvationWait).String()
 	}
-	return fmt.Sprintf("throttling %s, capacity target %g, instance concurrency %d, http concurrency %d, tile workers %d, starvation wait %s",
-		on, pct, t.DefaultInstanceConcurrency, t.DefaultHTTPEndpointConcurrency, t.TileWorkersPerInstance, wait)
+	return fmt.Sprintf("throttling %s, capacity target %g (%g%% of max), instance concurrency %d, http concurrency %d, tile workers %d, starvation wait %s",
+		on, pct, pct*100, t.DefaultInstanceConcurrency, t.DefaultHTTPEndpointConcurrency, t.TileWorkersPerInstance, wait)
 }
 
 func newThrottlingCmd(f *clientFlags) *cobra.Command {

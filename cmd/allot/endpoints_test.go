@@ -136,7 +136,7 @@ func TestEndpointCommandsShowAndChangeEndpoints(t *testing.T) {
 			t.Errorf("row %s:\n got %q\nwant %q\n%s", k, got, w, out)
 		}
 	}
-	if !strings.HasPrefix(out, "throttling on, capacity target 1,") {
+	if !strings.HasPrefix(out, "throttling on, capacity target 1 (100% of max),") {
 		t.Errorf("no throttling line:\n%s", out)
 	}
 	out, err = runCLI(t, srv.URL, "endpoints", "-o", "json")

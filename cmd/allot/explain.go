@@ -92,7 +92,7 @@ func writeExplanation(w io.Writer, x api.Explanation) error {
 	p.line("job %s (queue %s): %d task(s): %s", x.Job, x.Queue, c.Total, taskCounts(c))
 	if e := x.Estimate; e != nil {
 		if e.Known {
-			p.line("estimated start: in %s (%s) — task %s on worker %s", e.Wait(), e.Start.Format(time.RFC3339), e.Task, e.Worker)
+			p.line("estimated start: in %s (%s) — task %s on worker %s", e.Wait().Round(time.Second), e.Start.Format(time.RFC3339), e.Task, e.Worker)
 		} else {
 			p.line("estimated start: unknown (see the estimate section)")
 		}

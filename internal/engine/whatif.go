@@ -127,7 +127,7 @@ func EstimateStart(e *Engine, job string, from time.Time, w WhatIf) Estimate {
 			if st.Job == job {
 				x.Known, x.Start, x.Task, x.Worker = true, clock, st.Task, st.Worker
 				x.WaitSeconds = clock.Sub(from).Seconds()
-				x.Note = fmt.Sprintf("starts after %s: %d attempt(s) of other tasks end first", clock.Sub(from), x.Ends)
+				x.Note = fmt.Sprintf("starts after %s: %d attempt(s) of other tasks end first", clock.Sub(from).Round(time.Second), x.Ends)
 				if x.Ends == 0 {
 					x.Note = "starts at the next cycle"
 				}
