@@ -40,11 +40,18 @@ func (f *clientFlags) register(cmd *cobra.Command) {
 	cmd.PersistentFlags().StringVarP(&f.output, "output", "o", "table", "output format: table, json or yaml")
 }
 
-func (f *clientFlags) client() (*client.Client, error) {
+// checkOutput refuses an -o the commands cannot print.
+func (f *clientFlags) checkOutput() error {
 	switch f.output {
 	case "table", "json", "yaml":
-	default:
-		return nil, fmt.Errorf("-o: unknown output %q (known: table, json, yaml)", f.output)
+		return nil
+	}
+	return fmt.Errorf("-o: unknown output %q (known: table, json, yaml)", f.output)
+}
+
+func (f *clientFlags) client() (*client.Client, error) {
+	if err := f.checkOutput(); err != nil {
+		return nil, err
 	}
 	opts := []client.Option{client.WithToken(f.token)}
 	if f.ca != "" {
@@ -80,6 +87,37 @@ func (f *clientFlags) print(w io.Writer, v any, table func(io.Writer) error) err
 		return err
 	}
 	return table(w)
+}
+
+// run is the RunE of a client command: it builds the client, then runs fn.
+func (f *clientFlags) run(fn func(cmd *cobra.Command, args []string, c *client.Client) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		c, err := f.client()
+		if err != nil {
+			return err
+		}
+		return fn(cmd, args, c)
+	}
+}
+
+// show is the RunE of a command that makes one call and prints its answer,
+// with table for -o table: most client commands.
+func show[T any](f *clientFlags, call func(cmd *cobra.Command, args []string, c *client.Client) (T, error), table func(io.Writer, T) error) func(*cobra.Command, []string) error {
+	return f.run(func(cmd *cobra.Command, args []string, c *client.Client) error {
+		v, err := call(cmd, args, c)
+		if err != nil {
+			return err
+		}
+		return f.print(cmd.OutOrStdout(), v, func(w io.Writer) error { return table(w, v) })
+	})
+}
+
+// line is a table printer that writes one line.
+func line[T any](text func(T) string) func(io.Writer, T) error {
+	return func(w io.Writer, v T) error {
+		_, err := fmt.Fprintln(w, text(v))
+		return err
+	}
 }
 
 func addClientCommands(root *cobra.Command) {
@@ -216,17 +254,9 @@ func newGetCmd(f *clientFlags) *cobra.Command {
 		Use:   "get JOB",
 		Short: "Show a job with its tasks, and why each pending task waits",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.client()
-			if err != nil {
-				return err
-			}
-			job, err := c.Job(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			return f.print(cmd.OutOrStdout(), job, func(w io.Writer) error { return jobTable(w, job) })
-		},
+		RunE: show(f, func(cmd *cobra.Command, args []string, c *client.Client) (api.Job, error) {
+			return c.Job(cmd.Context(), args[0])
+		}, jobTable),
 	}
 }
 
@@ -304,20 +334,9 @@ func newCancelCmd(f *clientFlags) *cobra.Command {
 		Use:   "cancel JOB",
 		Short: "Cancel a job: waiting tasks end, running tasks are stopped",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.client()
-			if err != nil {
-				return err
-			}
-			job, err := c.Cancel(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			return f.print(cmd.OutOrStdout(), job, func(w io.Writer) error {
-				_, err := fmt.Fprintf(w, "cancelled %s\n", job.ID)
-				return err
-			})
-		},
+		RunE: show(f, func(cmd *cobra.Command, args []string, c *client.Client) (api.Job, error) {
+			return c.Cancel(cmd.Context(), args[0])
+		}, line(func(j api.Job) string { return "cancelled " + j.ID })),
 	}
 }
 
@@ -483,20 +502,9 @@ func newWorkersCmd(f *clientFlags) *cobra.Command {
 			Use:   s.verb + " WORKER",
 			Short: s.short,
 			Args:  cobra.ExactArgs(1),
-			RunE: func(cmd *cobra.Command, args []string) error {
-				c, err := f.client()
-				if err != nil {
-					return err
-				}
-				wk, err := c.SetWorkerState(cmd.Context(), args[0], s.state)
-				if err != nil {
-					return err
-				}
-				return f.print(cmd.OutOrStdout(), wk, func(w io.Writer) error {
-					_, err := fmt.Fprintf(w, "worker %s is %s\n", wk.Name, wk.State)
-					return err
-				})
-			},
+			RunE: show(f, func(cmd *cobra.Command, args []string, c *client.Client) (api.Worker, error) {
+				return c.SetWorkerState(cmd.Context(), args[0], s.state)
+			}, line(func(wk api.Worker) string { return "worker " + wk.Name + " is " + wk.State })),
 		})
 	}
 	cmd.AddCommand(newWorkersElasticCmd(f))

@@ -2,12 +2,12 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/allot-sched/allot/internal/api"
+	"github.com/allot-sched/allot/internal/client"
 )
 
 // newWorkersElasticCmd is `allot workers elastic WORKER on|off`: a manual
@@ -23,28 +23,17 @@ so an operator and the coordinator cannot flap it between them.`,
 		Example: `  allot workers elastic gpu-3 off
   allot workers elastic gpu-3 on`,
 		Args: cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: show(f, func(cmd *cobra.Command, args []string, c *client.Client) (api.Worker, error) {
 			var enabled bool
 			switch args[1] {
 			case "on":
 				enabled = true
 			case "off":
 			default:
-				return fmt.Errorf("%q: want on or off", args[1])
+				return api.Worker{}, fmt.Errorf("%q: want on or off", args[1])
 			}
-			c, err := f.client()
-			if err != nil {
-				return err
-			}
-			wk, err := c.ToggleElastic(cmd.Context(), args[0], enabled)
-			if err != nil {
-				return err
-			}
-			return f.print(cmd.OutOrStdout(), wk, func(w io.Writer) error {
-				_, err := fmt.Fprintf(w, "worker %s is %s\n", wk.Name, workerStateText(wk))
-				return err
-			})
-		},
+			return c.ToggleElastic(cmd.Context(), args[0], enabled)
+		}, line(func(wk api.Worker) string { return "worker " + wk.Name + " is " + workerStateText(wk) })),
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/allot-sched/allot/internal/api"
+	"github.com/allot-sched/allot/internal/client"
 	"github.com/allot-sched/allot/internal/engine/admit"
 	"github.com/allot-sched/allot/internal/spec"
 )
@@ -48,17 +49,9 @@ received but not complete (buffered), and the counters of seed 000: throttles,
 invocations (admission decisions) and errors (dead letters, failed queries).
 The figures are those of the last scheduling cycle.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := f.client()
-			if err != nil {
-				return err
-			}
-			l, err := c.Endpoints(cmd.Context())
-			if err != nil {
-				return err
-			}
-			return f.print(cmd.OutOrStdout(), l, func(w io.Writer) error { return endpointTable(w, l) })
-		},
+		RunE: show(f, func(cmd *cobra.Command, _ []string, c *client.Client) (api.EndpointList, error) {
+			return c.Endpoints(cmd.Context())
+		}, endpointTable),
 	}
 	var file, variant string
 	var instances int
@@ -74,49 +67,37 @@ stored and survives a restart.`,
   allot endpoints set det --instances 3
   allot endpoints set detector --variant candidate --instances 4`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.client()
-			if err != nil {
-				return err
-			}
+		RunE: show(f, func(cmd *cobra.Command, args []string, c *client.Client) (api.Endpoint, error) {
 			var body any
 			switch {
 			case file != "" && cmd.Flags().Changed("instances"):
-				return fmt.Errorf("-f and --instances: give one of them")
+				return api.Endpoint{}, fmt.Errorf("-f and --instances: give one of them")
 			case file != "":
 				raw, err := os.ReadFile(file)
 				if err != nil {
-					return err
+					return api.Endpoint{}, err
 				}
 				if err := yaml.Unmarshal(raw, &body); err != nil {
-					return fmt.Errorf("%s: %w", file, err)
+					return api.Endpoint{}, fmt.Errorf("%s: %w", file, err)
 				}
 			case cmd.Flags().Changed("instances"):
 				l, err := c.Endpoints(cmd.Context())
 				if err != nil {
-					return err
+					return api.Endpoint{}, err
 				}
-				e, err := withInstances(l, args[0], variant, instances)
-				if err != nil {
-					return err
+				if body, err = withInstances(l, args[0], variant, instances); err != nil {
+					return api.Endpoint{}, err
 				}
-				body = e
 			default:
-				return fmt.Errorf("give the endpoint with -f FILE, or --instances N")
+				return api.Endpoint{}, fmt.Errorf("give the endpoint with -f FILE, or --instances N")
 			}
-			e, err := c.SetEndpoint(cmd.Context(), args[0], body)
-			if err != nil {
-				return err
+			return c.SetEndpoint(cmd.Context(), args[0], body)
+		}, line(func(e api.Endpoint) string {
+			if e.Stats == nil {
+				return fmt.Sprintf("endpoint %s set", e.Name)
 			}
-			return f.print(cmd.OutOrStdout(), e, func(w io.Writer) error {
-				if e.Stats == nil {
-					_, err := fmt.Fprintf(w, "endpoint %s set\n", e.Name)
-					return err
-				}
-				_, err := fmt.Fprintf(w, "endpoint %s set: max capacity %d, target %d\n", e.Name, e.Stats.MaxCapacity, e.Stats.TargetCapacity)
-				return err
-			})
-		},
+			return fmt.Sprintf("endpoint %s set: max capacity %d, target %d", e.Name, e.Stats.MaxCapacity, e.Stats.TargetCapacity)
+		})),
 	}
 	set.Flags().StringVarP(&file, "file", "f", "", "endpoint block (YAML or JSON)")
 	set.Flags().IntVar(&instances, "instances", 0, "change only the instance count")
@@ -125,17 +106,13 @@ stored and survives a restart.`,
 		Use:   "delete NAME",
 		Short: "Remove an endpoint: new jobs naming it are refused, its jobs run one at a time until they end",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.client()
-			if err != nil {
-				return err
-			}
+		RunE: f.run(func(cmd *cobra.Command, args []string, c *client.Client) error {
 			if err := c.RemoveEndpoint(cmd.Context(), args[0]); err != nil {
 				return err
 			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "endpoint %s removed\n", args[0])
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "endpoint %s removed\n", args[0])
 			return err
-		},
+		}),
 	})
 	return cmd
 }
@@ -246,20 +223,9 @@ func newThrottlingCmd(f *clientFlags) *cobra.Command {
 		Use:   "throttling",
 		Short: "Show the throttling settings; `throttling set` changes them at run time",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := f.client()
-			if err != nil {
-				return err
-			}
-			t, err := c.Throttling(cmd.Context())
-			if err != nil {
-				return err
-			}
-			return f.print(cmd.OutOrStdout(), t, func(w io.Writer) error {
-				_, err := fmt.Fprintln(w, throttlingLine(t))
-				return err
-			})
-		},
+		RunE: show(f, func(cmd *cobra.Command, _ []string, c *client.Client) (spec.Throttling, error) {
+			return c.Throttling(cmd.Context())
+		}, line(throttlingLine)),
 	}
 	var enabled bool
 	var pct float64
@@ -271,14 +237,10 @@ func newThrottlingCmd(f *clientFlags) *cobra.Command {
 		Example: `  allot throttling set --target-percentage 0.8
   allot throttling set --enabled=false`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := f.client()
-			if err != nil {
-				return err
-			}
+		RunE: show(f, func(cmd *cobra.Command, _ []string, c *client.Client) (spec.Throttling, error) {
 			t, err := c.Throttling(cmd.Context())
 			if err != nil {
-				return err
+				return t, err
 			}
 			fl := cmd.Flags()
 			if fl.Changed("enabled") {
@@ -303,15 +265,8 @@ func newThrottlingCmd(f *clientFlags) *cobra.Command {
 			if fl.Changed("admissions-per-cycle") {
 				t.AdmissionsPerCycle = perCycle
 			}
-			out, err := c.SetThrottling(cmd.Context(), t)
-			if err != nil {
-				return err
-			}
-			return f.print(cmd.OutOrStdout(), out, func(w io.Writer) error {
-				_, err := fmt.Fprintln(w, throttlingLine(out))
-				return err
-			})
-		},
+			return c.SetThrottling(cmd.Context(), t)
+		}, line(throttlingLine)),
 	}
 	fl := set.Flags()
 	fl.BoolVar(&enabled, "enabled", true, "the capacity check (SCHEDULER_THROTTLING_ENABLED)")
@@ -330,29 +285,23 @@ func newDeadLettersCmd(f *clientFlags) *cobra.Command {
 		Use:   "deadletters",
 		Short: "List jobs refused at submission because an input could not be read",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := f.client()
-			if err != nil {
-				return err
-			}
-			l, err := c.DeadLetters(cmd.Context())
-			if err != nil {
-				return err
-			}
-			return f.print(cmd.OutOrStdout(), l, func(w io.Writer) error {
-				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-				fmt.Fprintln(tw, "JOB\tQUEUE\tENDPOINT\tSINCE\tREASON")
-				for _, d := range l.DeadLetters {
-					ep := d.Endpoint
-					if ep == "" {
-						ep = "-"
-					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.Job, d.Queue, ep, d.At.Format(time.RFC3339), d.Reason.Message)
-				}
-				return tw.Flush()
-			})
-		},
+		RunE: show(f, func(cmd *cobra.Command, _ []string, c *client.Client) (api.DeadLetterList, error) {
+			return c.DeadLetters(cmd.Context())
+		}, deadLetterTable),
 	}
+}
+
+func deadLetterTable(w io.Writer, l api.DeadLetterList) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "JOB\tQUEUE\tENDPOINT\tSINCE\tREASON")
+	for _, d := range l.DeadLetters {
+		ep := d.Endpoint
+		if ep == "" {
+			ep = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.Job, d.Queue, ep, d.At.Format(time.RFC3339), d.Reason.Message)
+	}
+	return tw.Flush()
 }
 
 func newRedriveCmd(f *clientFlags) *cobra.Command {
@@ -360,11 +309,7 @@ func newRedriveCmd(f *clientFlags) *cobra.Command {
 		Use:   "redrive JOB",
 		Short: "Check a dead-lettered job's inputs again and submit it",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.client()
-			if err != nil {
-				return err
-			}
+		RunE: f.run(func(cmd *cobra.Command, args []string, c *client.Client) error {
 			r, err := c.Redrive(cmd.Context(), args[0])
 			if err != nil {
 				return err
@@ -380,6 +325,6 @@ func newRedriveCmd(f *clientFlags) *cobra.Command {
 				_, err := fmt.Fprintf(w, "job %s submitted again\n", r.Job.ID)
 				return err
 			})
-		},
+		}),
 	}
 }

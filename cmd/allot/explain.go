@@ -36,8 +36,8 @@ every section and the estimate's assumptions.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var x api.Explanation
 			if file != "" {
-				if f.output != "table" && f.output != "json" && f.output != "yaml" {
-					return fmt.Errorf("-o: unknown output %q (known: table, json, yaml)", f.output)
+				if err := f.checkOutput(); err != nil {
+					return err
 				}
 				var err error
 				if x, err = explainScenario(file, args[0]); err != nil {

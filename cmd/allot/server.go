@@ -83,6 +83,8 @@ allot tokens create. --tls-cert and --tls-key serve the API over HTTPS.`,
 			}
 			if noAuth {
 				log.Warn("authentication is off (--no-auth): anyone who reaches the API may do anything", "listen", cfg.Server.Listen)
+			} else if len(cfg.Server.Inputs.Allow) == 0 {
+				log.Warn("server.inputs.allow is not set: a submitter's job inputs make the server check any local path or URL; list the allowed directories and URL prefixes on a shared server")
 			}
 			srv, err := startServerWith(ctx, cfg, log, serverOptions{auth: !noAuth})
 			if err != nil {
@@ -195,7 +197,8 @@ func startServerWith(ctx context.Context, cfg spec.ServerConfig, log *slog.Logge
 	}
 	mx := metrics.New()
 	ctrl, err := control.New(ctx, control.Config{Scheduling: cfg.Scheduling, CycleEvery: time.Duration(cfg.Server.CycleEvery),
-		StopGrace: time.Duration(cfg.Server.StopGrace), HeartbeatTimeout: time.Duration(cfg.Server.HeartbeatTimeout), Logger: log, Observer: mx}, st)
+		StopGrace: time.Duration(cfg.Server.StopGrace), HeartbeatTimeout: time.Duration(cfg.Server.HeartbeatTimeout), InputAllow: cfg.Server.Inputs.Allow,
+		Logger: log, Observer: mx}, st)
 	if err != nil {
 		st.Close()
 		return nil, err

@@ -417,11 +417,12 @@ func (a *Agent) accept(as api.Assignment) {
 		return
 	}
 	if a.closing {
-		a.report.add(api.Report{Attempt: as.Attempt, ExitCode: -1, Error: "the worker is shutting down"})
+		for _, m := range membersOf(as) {
+			a.report.add(api.Report{Attempt: m.Attempt, ExitCode: -1, Error: "the worker is shutting down"})
+		}
 		return
 	}
-	at := newAttempt(as)
-	a.attempts[as.Attempt] = at
+	at := a.newUnitLocked(as) // one attempt, or a merged batch (batch.go)
 	a.queue = append(a.queue, at)
 	a.startQueuedLocked()
 }
@@ -432,6 +433,9 @@ func (a *Agent) startQueuedLocked() {
 		at := a.queue[0]
 		a.queue = a.queue[1:]
 		at.started = true
+		for _, m := range at.batch {
+			m.started = true // the batch holds the slot from now
+		}
 		a.busy++
 		a.wg.Go(func() { a.execute(at) })
 	}
@@ -441,22 +445,35 @@ func (a *Agent) startQueuedLocked() {
 // before the attempt leaves the running set, so a registration made in
 // between lists it as running and the server waits for the report.
 func (a *Agent) execute(at *attempt) {
-	as := at.as
-	log := a.log.With(attemptAttrs(as.Attempt)...)
-	log.Info("task started")
-	rep := a.run.run(at)
-	log.Info("task ended", "exitCode", rep.ExitCode, "error", rep.Error, "stopped", rep.Stopped)
+	if at.batch != nil {
+		a.runBatch(at.batch)
+		return
+	}
+	rep := a.runLogged(at)
 	a.report.add(rep)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	delete(a.attempts, as.Attempt)
+	delete(a.attempts, at.as.Attempt)
 	a.busy--
 	a.startQueuedLocked()
 }
 
+// runLogged runs one attempt, logging its start and end.
+func (a *Agent) runLogged(at *attempt) api.Report {
+	log := a.log.With(attemptAttrs(at.as.Attempt)...)
+	if at.batchHead != "" {
+		log = log.With("batch", at.batchHead)
+	}
+	log.Info("task started")
+	rep := a.run.run(at)
+	log.Info("task ended", "exitCode", rep.ExitCode, "error", rep.Error, "stopped", rep.Stopped)
+	return rep
+}
+
 // stop carries out a stop order. An attempt still queued here ends without
 // running; one that is not here (it already ended, its report is on the
-// way) needs nothing.
+// way) needs nothing. A member of a merged batch that has not run yet
+// keeps its place: it is reported as stopped when the batch reaches it.
 func (a *Agent) stop(s api.StopOrder) {
 	cause := "stopped by the server"
 	if s.Reason.Code != "" {
@@ -467,8 +484,10 @@ func (a *Agent) stop(s api.StopOrder) {
 	}
 	a.mu.Lock()
 	at, ok := a.attempts[s.Attempt]
-	started := ok && at.started
-	if ok && !started {
+	// A batch member is terminated even before it runs: that records the
+	// cause, and the batch reports it when its turn comes.
+	terminate := ok && (at.started || at.batchHead != "")
+	if ok && !terminate {
 		delete(a.attempts, s.Attempt)
 		for i, q := range a.queue {
 			if q == at {
@@ -482,7 +501,7 @@ func (a *Agent) stop(s api.StopOrder) {
 	switch {
 	case !ok:
 		a.log.Debug("stop order for an attempt not running here", attemptAttrs(s.Attempt)...)
-	case started:
+	case terminate:
 		grace := time.Duration(s.Grace)
 		if grace <= 0 {
 			grace = a.cfg.Grace
@@ -510,7 +529,9 @@ func (a *Agent) shutdown() {
 	}
 	a.mu.Unlock()
 	for _, at := range queued {
-		a.report.add(api.Report{Attempt: at.as.Attempt, ExitCode: -1, Error: "the worker shut down before the attempt started", Stopped: true})
+		for _, m := range unitOf(at) {
+			a.report.add(api.Report{Attempt: m.as.Attempt, ExitCode: -1, Error: "the worker shut down before the attempt started", Stopped: true})
+		}
 	}
 	if len(started) > 0 {
 		a.log.Info("shutting down: stopping running tasks", "tasks", len(started), "grace", a.cfg.Grace)

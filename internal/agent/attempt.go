@@ -35,6 +35,11 @@ type attempt struct {
 	// started is set, under Agent.mu, when the attempt leaves the local
 	// queue for a slot.
 	started bool
+	// batchHead names the head of the merged batch the attempt runs in
+	// (the head included), "" outside a batch; batch, on the head only,
+	// lists the batch's attempts in the order they run.
+	batchHead string
+	batch     []*attempt
 
 	mu      sync.Mutex
 	proc    *os.Process // nil until the process started
@@ -126,6 +131,9 @@ func (r runner) run(at *attempt) api.Report {
 	resultPath := filepath.Join(tmp, "result.json")
 	cmd.Dir = r.dir(as, tmp)
 	cmd.Env = environ(as, resultPath)
+	if at.batchHead != "" {
+		cmd.Env = append(cmd.Env, "ALLOT_BATCH="+at.batchHead)
+	}
 	ownGroup(cmd)
 
 	// The process writes into a pipe we read ourselves, rather than letting

@@ -187,6 +187,15 @@ type Assignment struct {
 	Env     map[string]string `json:"env,omitempty"`
 	WorkDir string            `json:"workdir,omitempty"`
 	Timeout spec.Duration     `json:"timeout,omitempty"`
+	// Batch, when set, makes the assignment a merged batch (tasks of one
+	// job stage sharing a model, docs/placement.md#task-merging): the
+	// worker runs these assignments one after another, in this order, in
+	// one slot, and reports each. Batch[0] is the head, whose attempt is
+	// the one above; the head's report is the batch's and comes last. The
+	// top-level run is then a script that fails with a message saying the
+	// agent is too old to run batches: an agent that ignores this field
+	// refuses the batch visibly instead of running its head alone.
+	Batch []Assignment `json:"batch,omitempty"`
 }
 
 // StopOrder tells a worker to stop an attempt: SIGTERM, then SIGKILL after

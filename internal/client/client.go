@@ -153,6 +153,13 @@ func (c *Client) doJSON(ctx context.Context, method, path string, in, out any) e
 	return c.do(ctx, r, out)
 }
 
+// callJSON is doJSON for a call that answers a T.
+func callJSON[T any](ctx context.Context, c *Client, method, path string, in any) (T, error) {
+	var out T
+	err := c.doJSON(ctx, method, path, in, &out)
+	return out, err
+}
+
 // SubmitJob submits a job spec as written by a user: YAML or JSON. An empty
 // contentType is guessed from the first character (a JSON object starts
 // with '{').

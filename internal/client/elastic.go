@@ -12,9 +12,7 @@ import (
 // (POST /v1/workers/{name}/elastic). Inside the elastic coordinator's
 // toggle cooldown the server refuses with a conflict (IsConflict).
 func (c *Client) ToggleElastic(ctx context.Context, worker string, enabled bool) (api.Worker, error) {
-	var w api.Worker
-	err := c.doJSON(ctx, http.MethodPost, "/v1/workers/"+url.PathEscape(worker)+"/elastic", api.ElasticToggle{Enabled: &enabled}, &w)
-	return w, err
+	return callJSON[api.Worker](ctx, c, http.MethodPost, "/v1/workers/"+url.PathEscape(worker)+"/elastic", api.ElasticToggle{Enabled: &enabled})
 }
 
 // HeartbeatCache tells the server the worker is alive and which models and
@@ -30,7 +28,5 @@ func (c *Client) HeartbeatCache(ctx context.Context, worker string, hints []api.
 // Density returns the server's task/worker density series (GET
 // /v1/density).
 func (c *Client) Density(ctx context.Context) (api.Density, error) {
-	var d api.Density
-	err := c.doJSON(ctx, http.MethodGet, "/v1/density", nil, &d)
-	return d, err
+	return callJSON[api.Density](ctx, c, http.MethodGet, "/v1/density", nil)
 }

@@ -12,18 +12,14 @@ import (
 // Endpoints lists the endpoints with their configuration and scheduling
 // metrics, and the throttling settings in force.
 func (c *Client) Endpoints(ctx context.Context) (api.EndpointList, error) {
-	var l api.EndpointList
-	err := c.doJSON(ctx, http.MethodGet, "/v1/endpoints", nil, &l)
-	return l, err
+	return callJSON[api.EndpointList](ctx, c, http.MethodGet, "/v1/endpoints", nil)
 }
 
 // SetEndpoint adds or replaces an endpoint at run time. endpoint is the
 // endpoint block as the configuration file writes it (a spec.Endpoint, or a
 // json.RawMessage sent as is).
 func (c *Client) SetEndpoint(ctx context.Context, name string, endpoint any) (api.Endpoint, error) {
-	var e api.Endpoint
-	err := c.doJSON(ctx, http.MethodPut, "/v1/endpoints/"+url.PathEscape(name), endpoint, &e)
-	return e, err
+	return callJSON[api.Endpoint](ctx, c, http.MethodPut, "/v1/endpoints/"+url.PathEscape(name), endpoint)
 }
 
 // RemoveEndpoint removes an endpoint at run time.
@@ -33,30 +29,22 @@ func (c *Client) RemoveEndpoint(ctx context.Context, name string) error {
 
 // Throttling returns the throttling settings in force, every field set.
 func (c *Client) Throttling(ctx context.Context) (spec.Throttling, error) {
-	var t spec.Throttling
-	err := c.doJSON(ctx, http.MethodGet, "/v1/throttling", nil, &t)
-	return t, err
+	return callJSON[spec.Throttling](ctx, c, http.MethodGet, "/v1/throttling", nil)
 }
 
 // SetThrottling replaces the throttling settings; omitted fields take the
 // defaults, so change a field of what Throttling returned.
 func (c *Client) SetThrottling(ctx context.Context, t spec.Throttling) (spec.Throttling, error) {
-	var out spec.Throttling
-	err := c.doJSON(ctx, http.MethodPut, "/v1/throttling", t, &out)
-	return out, err
+	return callJSON[spec.Throttling](ctx, c, http.MethodPut, "/v1/throttling", t)
 }
 
 // DeadLetters lists the jobs whose inputs could not be read, oldest first.
 func (c *Client) DeadLetters(ctx context.Context) (api.DeadLetterList, error) {
-	var l api.DeadLetterList
-	err := c.doJSON(ctx, http.MethodGet, "/v1/deadletters", nil, &l)
-	return l, err
+	return callJSON[api.DeadLetterList](ctx, c, http.MethodGet, "/v1/deadletters", nil)
 }
 
 // Redrive checks a dead-lettered job's inputs again and submits it, or
 // leaves it on the list with the new reason (Redriven false).
 func (c *Client) Redrive(ctx context.Context, job string) (api.Redriven, error) {
-	var r api.Redriven
-	err := c.doJSON(ctx, http.MethodPost, "/v1/deadletters/"+url.PathEscape(job)+"/redrive", nil, &r)
-	return r, err
+	return callJSON[api.Redriven](ctx, c, http.MethodPost, "/v1/deadletters/"+url.PathEscape(job)+"/redrive", nil)
 }

@@ -11,7 +11,5 @@ import (
 // Explain asks why a job's waiting tasks are not running and when the job
 // should start.
 func (c *Client) Explain(ctx context.Context, job string) (api.Explanation, error) {
-	var x api.Explanation
-	err := c.doJSON(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(job)+"/explain", nil, &x)
-	return x, err
+	return callJSON[api.Explanation](ctx, c, http.MethodGet, "/v1/jobs/"+url.PathEscape(job)+"/explain", nil)
 }

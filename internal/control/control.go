@@ -34,6 +34,9 @@ type Config struct {
 	// It also bounds how long the server waits, after a restart, for a
 	// worker it knew to come back.
 	HeartbeatTimeout time.Duration
+	// InputAllow limits the inputs jobs may declare (server.inputs.allow);
+	// empty allows every input.
+	InputAllow []string
 	// MaxBatch bounds how many requests one loop round takes.
 	MaxBatch int
 	// Clock reads the time; tests inject a fake.
@@ -77,6 +80,7 @@ type Controller struct {
 	st      store.Store
 	eng     *engine.Engine
 	engCfg  engine.Config
+	inputs  *InputChecker
 	reqs    chan *request
 	done    chan struct{}
 	closing chan struct{}
@@ -110,15 +114,11 @@ type request struct {
 // New builds a controller on st and rebuilds the engine from it.
 func New(ctx context.Context, cfg Config, st store.Store) (*Controller, error) {
 	cfg.defaults()
-	// A lease carries one attempt per assignment, so the server does not
-	// merge tasks into batches (a simulator feature for now): merging is
-	// off unless configured, and a configured batch size is refused.
-	switch m := cfg.Scheduling.Placement.MergeMax; {
-	case m == nil:
-		one := 1
-		cfg.Scheduling.Placement.MergeMax = &one
-	case *m > 1:
-		return nil, spec.Errors{{Path: "placement.mergeMax", Msg: "the server runs each task as its own attempt; task merging is available in allot plan and allot sim only (use 1)"}}
+	// placement.mergeMax applies as configured (default 4): a merged batch
+	// travels as one lease entry that the agent runs in one slot (batch.go).
+	inputs, err := NewInputChecker(cfg.InputAllow)
+	if err != nil {
+		return nil, err
 	}
 	engCfg, err := cfg.Scheduling.EngineConfig()
 	if err != nil {
@@ -128,7 +128,7 @@ func New(ctx context.Context, cfg Config, st store.Store) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Controller{cfg: cfg, st: st, eng: eng, engCfg: engCfg, reqs: make(chan *request, cfg.MaxBatch),
+	c := &Controller{cfg: cfg, st: st, eng: eng, engCfg: engCfg, inputs: inputs, reqs: make(chan *request, cfg.MaxBatch),
 		done: make(chan struct{}), closing: make(chan struct{}), jobs: map[string]*liveJob{}, workers: map[string]*liveWorker{},
 		running: map[string]map[*store.Task]struct{}{},
 		boxes:   map[string]*mailbox{}, notifyCh: make(chan struct{})}

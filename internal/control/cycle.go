@@ -60,9 +60,11 @@ func (c *Controller) record(t *txn, d *engine.Decisions) (again bool) {
 		case model.ReasonRetry:
 			kind = EventTaskRetry
 			rec.Fails++
-		case model.ReasonFailed:
+		case model.ReasonFailed, model.ReasonBatchFailure:
 			kind = EventTaskFailed
 			rec.Fails++
+		case model.ReasonBatchDone:
+			kind = EventTaskSucceeded
 		case model.ReasonDependencyFailure:
 			kind = EventTaskFailed
 		case model.ReasonCancelled:
@@ -72,7 +74,7 @@ func (c *Controller) record(t *txn, d *engine.Decisions) (again bool) {
 			rec.Ended = t.now
 		}
 		t.touchTask(rec)
-		t.event(kind, e.Job, e.Task, e.Worker, e.Reason, nil)
+		t.event(kind, e.Job, e.Task, e.Worker, e.Reason, endData(e))
 	}
 	for _, s := range d.Starts {
 		lj, rec := c.task(s.Job, s.Task)
@@ -88,7 +90,7 @@ func (c *Controller) record(t *txn, d *engine.Decisions) (again bool) {
 			lj.rec.State = "running"
 			t.touchJob(&lj.rec)
 		}
-		t.event(EventTaskStarted, s.Job, s.Task, s.Worker, model.Reason{}, c.startData(s))
+		t.event(EventTaskStarted, s.Job, s.Task, s.Worker, model.Reason{}, batchStartData(s, c.startData(s)))
 		a, err := c.assignment(lj, s)
 		if err != nil {
 			// The task cannot run as written: fail this attempt now.
@@ -97,7 +99,7 @@ func (c *Controller) record(t *txn, d *engine.Decisions) (again bool) {
 			}
 			continue
 		}
-		t.assign[s.Worker] = append(t.assign[s.Worker], a)
+		c.assign(t, rec, s, a) // a merged batch is one entry (batch.go)
 	}
 	for _, je := range d.JobsDone {
 		lj, ok := c.jobs[je.Job]

@@ -230,7 +230,7 @@ func (c *Controller) endpointsChanged(t *txn) {
 		switch {
 		case !ok:
 			diff[cm.Name] = storedEndpoint{Config: &cm}
-		case !sameEndpoint(&d, &cm):
+		case !sameJSON(&d, &cm):
 			diff[cm.Name] = storedEndpoint{Config: &cm, Value: &d}
 		}
 	}
@@ -244,10 +244,9 @@ func (c *Controller) endpointsChanged(t *txn) {
 	t.changed = true
 }
 
-func sameEndpoint(a, b *model.Endpoint) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
+// sameJSON compares two configuration values by their stored form (nil
+// pointers compare as null), which is how a restart compares them.
+func sameJSON(a, b any) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return bytes.Equal(x, y)
@@ -289,7 +288,7 @@ func (c *Controller) SetThrottling(ctx context.Context, th spec.Throttling) (spe
 // inaccessible ("" when all can be read). A request that ended meanwhile
 // is an error, not an inaccessible input.
 func (c *Controller) inputsProblem(ctx context.Context, js spec.Job) (string, error) {
-	why := checkInputs(ctx, defaultInputChecker, js.Inputs)
+	why := checkInputs(ctx, c.inputs, js.Inputs)
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
@@ -439,7 +438,7 @@ func (c *Controller) Redrive(ctx context.Context, id string) (api.Redriven, erro
 		}
 		if why != "" {
 			if err := c.eng.Apply(engine.DeadLetter{Job: d.Job, Reason: why, At: t.now}); err != nil {
-				return nil, err
+				return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 			}
 			r := c.recordDeadLetter(t, id, why)
 			t.changed = true
@@ -552,13 +551,12 @@ func (c *Controller) recoverAdmission(ctx context.Context, now time.Time) (*admi
 		if err := json.Unmarshal(raw, &st); err != nil {
 			return nil, fmt.Errorf("stored throttling settings: %w", err)
 		}
-		cfg := c.cfg.Scheduling.Throttling.Settings()
-		if x, y := mustJSON(st.Config), mustJSON(cfg); bytes.Equal(x, y) {
+		if cfg := c.cfg.Scheduling.Throttling.Settings(); sameJSON(st.Config, cfg) {
 			if err := c.eng.Apply(engine.SetThrottling{Settings: st.Value, At: now}); err != nil {
 				return nil, fmt.Errorf("stored throttling settings: %w", err)
 			}
 		} else {
-			c.cfg.Logger.Info("throttling settings changed at run time are dropped: the configuration changed since", "config", string(y))
+			c.cfg.Logger.Info("throttling settings changed at run time are dropped: the configuration changed since", "config", cfg)
 		}
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return nil, err
@@ -586,7 +584,7 @@ func (c *Controller) recoverAdmission(ctx context.Context, now time.Time) (*admi
 	slices.Sort(names)
 	for _, n := range names {
 		ch := changes[n]
-		if !sameEndpoint(ch.Config, configured[n]) {
+		if !sameJSON(ch.Config, configured[n]) {
 			c.cfg.Logger.Info("endpoint changed at run time is reset: the configuration changed since", "endpoint", n)
 			continue
 		}
@@ -599,11 +597,6 @@ func (c *Controller) recoverAdmission(ctx context.Context, now time.Time) (*admi
 		}
 	}
 	return ra, nil
-}
-
-func mustJSON(v any) []byte {
-	b, _ := json.Marshal(v)
-	return b
 }
 
 // deadLetter puts a stored dead-lettered job back on the list; it reports

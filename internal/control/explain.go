@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"time"
 
@@ -29,7 +30,7 @@ var ExplainWhatIf = engine.WhatIf{}
 func (c *Controller) Explain(ctx context.Context, id string) (api.Explanation, error) {
 	v, err := c.do(ctx, func(t *txn) (any, error) {
 		if _, ok := c.jobs[id]; !ok {
-			return nil, c.missingOrEnded(ctx, id)
+			return nil, nil // not live: the store says why, off the loop
 		}
 		x, ok := c.eng.Explain(id)
 		if !ok {
@@ -40,11 +41,26 @@ func (c *Controller) Explain(ctx context.Context, id string) (api.Explanation, e
 	if err != nil {
 		return api.Explanation{}, err
 	}
-	r := v.(explainRound)
+	r, ok := v.(explainRound)
+	if !ok {
+		return api.Explanation{}, c.missingOrEnded(ctx, id)
+	}
+	// Each estimate simulates a copy of the whole scheduling state: a
+	// burst of requests waits for a slot rather than taking every core and
+	// a copy each.
+	select {
+	case explainSlots <- struct{}{}:
+		defer func() { <-explainSlots }()
+	case <-ctx.Done():
+		return api.Explanation{}, ctx.Err()
+	}
 	est := r.replay.estimate(id)
 	r.x.Estimate = &est
 	return r.x, nil
 }
+
+// explainSlots bounds the start-time estimates simulated at once.
+var explainSlots = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2))
 
 type explainRound struct {
 	x      engine.Explanation

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/allot-sched/allot/internal/engine/admit"
+	"github.com/allot-sched/allot/internal/spec"
 )
 
 // InputChecker is the server's admit.InputChecker: the first stage of seed
@@ -34,8 +35,67 @@ import (
 type InputChecker struct {
 	// Timeout bounds one HTTP check; 0 means DefaultInputTimeout.
 	Timeout time.Duration
-	// Client makes the HTTP checks; nil means http.DefaultClient.
+	// Client makes the HTTP checks; nil means http.DefaultClient, with
+	// redirects held to Allow.
 	Client *http.Client
+	// Allow limits the inputs to these prefixes (server.inputs.allow);
+	// empty allows every input.
+	Allow []spec.InputPrefix
+}
+
+// Permitted says why an input may not be checked at all: it lies outside
+// every allowed prefix, or it is a relative path while prefixes are set.
+// Nil when it may.
+func (ic *InputChecker) Permitted(raw string) error {
+	if len(ic.Allow) == 0 {
+		return nil
+	}
+	scheme, host, p := "file", "", raw
+	if !strings.HasPrefix(raw, "/") {
+		u, err := url.Parse(raw)
+		if err != nil {
+			return fmt.Errorf("invalid URL: %w", err)
+		}
+		if u.Scheme == "" {
+			return errors.New("a relative path; inputs must be absolute (server.inputs.allow is set)")
+		}
+		scheme, host, p = strings.ToLower(u.Scheme), u.Host, u.Path
+		if scheme == "file" && host == "localhost" {
+			host = ""
+		}
+	}
+	for _, a := range ic.Allow {
+		if a.Holds(scheme, host, p) {
+			return nil
+		}
+	}
+	return errors.New("not under a prefix the server allows (server.inputs.allow)")
+}
+
+// NewInputChecker builds the checker of a server whose inputs are limited
+// to allow (entries of server.inputs.allow, already checked).
+func NewInputChecker(allow []string) (*InputChecker, error) {
+	ic := &InputChecker{}
+	for i, a := range allow {
+		p, err := spec.ParseInputPrefix(a)
+		if err != nil {
+			return nil, spec.Errors{{Path: fmt.Sprintf("server.inputs.allow[%d]", i), Msg: err.Error()}}
+		}
+		ic.Allow = append(ic.Allow, p)
+	}
+	if len(ic.Allow) > 0 {
+		// A redirect must not lead a check where the input could not go.
+		ic.Client = &http.Client{CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) >= 10 {
+				return errors.New("stopped after 10 redirects")
+			}
+			if err := ic.Permitted(req.URL.String()); err != nil {
+				return fmt.Errorf("redirected to %s: %w", req.URL.Redacted(), err)
+			}
+			return nil
+		}}
+	}
+	return ic, nil
 }
 
 // DefaultInputTimeout bounds one HTTP input check: a job's submission waits
@@ -50,11 +110,11 @@ const headerLen = 512
 
 var _ admit.InputChecker = (*InputChecker)(nil)
 
-// defaultInputChecker checks the inputs of every submission and redrive.
-var defaultInputChecker admit.InputChecker = &InputChecker{}
-
 // CheckInput implements admit.InputChecker.
 func (ic *InputChecker) CheckInput(ctx context.Context, raw string) error {
+	if err := ic.Permitted(raw); err != nil {
+		return err
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return fmt.Errorf("invalid URL: %w", err)
@@ -177,11 +237,7 @@ func probe(ctx context.Context, hc *http.Client, method string, u *url.URL) (int
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) && errors.Is(ue.Err, context.DeadlineExceeded) {
-			return 0, context.DeadlineExceeded
-		}
-		return 0, err
+		return 0, err // a *url.Error; errors.Is finds a deadline through it
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, headerLen))
 	resp.Body.Close()
@@ -199,8 +255,15 @@ func checkInputs(ctx context.Context, ic admit.InputChecker, inputs []string) st
 	sem := make(chan struct{}, inputParallelism)
 	var wg sync.WaitGroup
 	for i, in := range inputs {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			// The caller is gone (inputsProblem reports ctx's error):
+			// start no more checks.
+			wg.Wait()
+			return ""
+		}
 		wg.Add(1)
-		sem <- struct{}{}
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()

@@ -43,7 +43,8 @@ func (c *Controller) Submit(ctx context.Context, js spec.Job) (api.Job, error) {
 
 // CheckJob validates a job spec against the configuration, without the
 // loop: the spec itself, its queue, what the queue's policy requires (a
-// priority within the levels, a valid SLA group) and its endpoint.
+// priority within the levels, a valid SLA group), its endpoint, and that its
+// inputs lie where the server may look (server.inputs.allow).
 func (c *Controller) CheckJob(js spec.Job) error {
 	ex, err := js.Expand("", time.Time{})
 	if err != nil {
@@ -62,6 +63,15 @@ func (c *Controller) CheckJob(js spec.Job) error {
 	}
 	if err := policy.CheckJob(pc, &ex.Job); err != nil {
 		return spec.Errors{spec.FieldErrorOf("", err)}
+	}
+	var bad spec.Errors
+	for i, in := range js.Inputs {
+		if err := c.inputs.Permitted(in); err != nil {
+			bad = append(bad, &spec.FieldError{Path: fmt.Sprintf("inputs[%d]", i), Msg: fmt.Sprintf("%q: %v", in, err)})
+		}
+	}
+	if len(bad) > 0 {
+		return bad
 	}
 	return c.checkJobEndpoint(ex.Job)
 }

@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -17,6 +18,7 @@ import (
 	"github.com/allot-sched/allot/internal/engine/place"
 	"github.com/allot-sched/allot/internal/model"
 	"github.com/allot-sched/allot/internal/spec"
+	"github.com/allot-sched/allot/internal/store"
 )
 
 // This file is the server side of placement (seed 002) but for the elastic
@@ -273,10 +275,11 @@ func (c *Controller) noteState(t *txn, worker string, state model.WorkerState, b
 	wp := c.pl.worker(worker)
 	if state == model.WorkerDisabled {
 		wp.disabledBy = by
+		t.kv(disabledByKey(worker), []byte(by))
 	} else {
 		wp.disabledBy = ""
+		t.kv(disabledByKey(worker), nil) // nil deletes: an enabled worker needs no record
 	}
-	t.kv(disabledByKey(worker), []byte(wp.disabledBy))
 	c.pl.fleetDirty = true
 }
 
@@ -289,8 +292,11 @@ func (c *Controller) loadDisabledBy(ctx context.Context) error {
 			continue
 		}
 		b, err := c.st.KV(ctx, disabledByKey(name))
-		if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
 			continue // not recorded: the view says manual
+		}
+		if err != nil {
+			return fmt.Errorf("who disabled worker %q: %w", name, err)
 		}
 		c.pl.worker(name).disabledBy = string(b)
 	}

@@ -129,7 +129,7 @@ func (c *Controller) recover(ctx context.Context) error {
 func (c *Controller) restoreTask(rec *store.Task) error {
 	switch model.TaskState(rec.State) {
 	case model.TaskRunning:
-		if lw, ok := c.workers[rec.Worker]; ok && lw.rec.State != workerLost {
+		if lw, ok := c.workers[rec.Worker]; ok && lw.rec.State != workerLost && !inBatch(rec) { // a batch member is requeued (batch.go)
 			c.indexRunning(rec)
 			return c.eng.Apply(engine.RestoreRunning{Job: rec.Job, Task: rec.Name, Worker: rec.Worker,
 				Started: rec.Started, Attempt: rec.Attempt, Fails: rec.Fails})

@@ -28,8 +28,54 @@ type Snapshot struct {
 	// ReadyTasks is the length of the ready queue over all queues.
 	ReadyTasks int `json:"readyTasks"`
 	// History holds one sample of the groups' running slots against their
-	// targets per HistoryEvery, the newest last, at most HistoryLen.
+	// targets per HistoryEvery, the newest last, at most HistoryLen; its
+	// groups are those of GroupPoints.
 	History []HistoryPoint `json:"history"`
+	// JobQueues are the queues whose policy makes every job its own group
+	// (priority, sla).
+	JobQueues map[string]bool `json:"jobQueues,omitempty"`
+}
+
+// JobsGroup names the one group that GroupPoints folds the per-job groups of
+// a queue in JobQueues into.
+const JobsGroup = "(jobs)"
+
+// GroupPoints returns the groups sorted by queue and group, the groups of a
+// queue in JobQueues folded into one point named JobsGroup (the sum of their
+// slots, waiting tasks and targets). The history and the metrics show
+// these: one series per job would grow with the jobs run, not with the
+// configuration, in memory and in the metrics' label sets.
+func (s *Snapshot) GroupPoints() []GroupPoint {
+	out := make([]GroupPoint, 0, len(s.Groups))
+	folded := map[string]int{} // queue -> index in out
+	for _, g := range s.Groups {
+		p := GroupPoint{Queue: g.Queue, Group: g.Group, Running: g.Running, Waiting: g.Waiting, Target: g.Target}
+		if !s.JobQueues[g.Queue] {
+			out = append(out, p)
+			continue
+		}
+		i, ok := folded[g.Queue]
+		if !ok {
+			folded[g.Queue] = len(out)
+			p.Group = JobsGroup
+			out = append(out, p)
+			continue
+		}
+		f := &out[i]
+		f.Running += g.Running
+		f.Waiting += g.Waiting
+		if g.Target >= 0 {
+			f.Target = max(f.Target, 0) + g.Target
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Queue != b.Queue {
+			return a.Queue < b.Queue
+		}
+		return a.Group < b.Group
+	})
+	return out
 }
 
 // HistoryPoint is the groups' running slots and targets at one time.
@@ -77,6 +123,16 @@ func (c *Controller) publish(now time.Time, d *engine.Decisions) {
 	for _, lw := range c.workers {
 		s.Workers[lw.rec.State]++
 	}
+	for _, g := range d.Groups {
+		// A group named after a live job of its queue is that job: the
+		// queue's policy groups by job.
+		if lj, ok := c.jobs[g.Group]; ok && lj.rec.Queue == g.Queue {
+			if s.JobQueues == nil {
+				s.JobQueues = map[string]bool{}
+			}
+			s.JobQueues[g.Queue] = true
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var hist []HistoryPoint
@@ -84,17 +140,7 @@ func (c *Controller) publish(now time.Time, d *engine.Decisions) {
 		hist = c.snap.History
 	}
 	if n := len(hist); n == 0 || now.Sub(hist[n-1].At) >= HistoryEvery {
-		p := HistoryPoint{At: now, Groups: make([]GroupPoint, len(d.Groups))}
-		for i, g := range d.Groups {
-			p.Groups[i] = GroupPoint{Queue: g.Queue, Group: g.Group, Running: g.Running, Waiting: g.Waiting, Target: g.Target}
-		}
-		sort.Slice(p.Groups, func(i, j int) bool {
-			a, b := p.Groups[i], p.Groups[j]
-			if a.Queue != b.Queue {
-				return a.Queue < b.Queue
-			}
-			return a.Group < b.Group
-		})
+		p := HistoryPoint{At: now, Groups: s.GroupPoints()}
 		// A new slice each time: readers hold the old one.
 		start := max(0, len(hist)+1-HistoryLen)
 		next := make([]HistoryPoint, 0, len(hist)-start+1)

@@ -153,7 +153,7 @@ func (c *Controller) Lease(ctx context.Context, worker string, wait time.Duratio
 		box.assign, box.stops = nil, nil
 		if track {
 			for _, a := range l.Assignments {
-				box.handed = append(box.handed, a.Attempt)
+				box.handed = append(box.handed, attemptsOf(a)...) // every member of a batch
 			}
 		}
 		return l, len(l.Assignments)+len(l.Stops) > 0, box.wake, nil

@@ -3,15 +3,17 @@ package engine
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/allot-sched/allot/internal/engine/admit"
 	"github.com/allot-sched/allot/internal/engine/place"
+	"github.com/allot-sched/allot/internal/engine/policy"
 	"github.com/allot-sched/allot/internal/engine/policy/fairshare"
+	"github.com/allot-sched/allot/internal/engine/policy/priority"
 	"github.com/allot-sched/allot/internal/model"
 )
 
@@ -122,6 +124,8 @@ type AllocationExplain struct {
 	// names those before it.
 	GroupRank   int          `json:"groupRank,omitempty"`
 	GroupsAhead []GroupAhead `json:"groupsAhead,omitempty"`
+	// RankBy says what the policy orders its groups by.
+	RankBy string `json:"rankBy,omitempty"`
 	// JobRank is the job's place among its group's jobs with waiting
 	// tasks (priority, then age; fewest running for classload); JobsAhead
 	// names those before it.
@@ -130,6 +134,9 @@ type AllocationExplain struct {
 	// Reason is the group's reason of the last cycle: the policy's, or a
 	// full pool.
 	Reason model.Reason `json:"reason,omitzero"`
+	// rankHelp is the priority that would lift a suspension or rank the
+	// group first, where the policy orders groups by level (rankGroup).
+	rankHelp []Help
 }
 
 // GroupAhead is a group served before the job's.
@@ -138,8 +145,9 @@ type GroupAhead struct {
 	Running int     `json:"running"`
 	Waiting int     `json:"waiting"`
 	Usage   float64 `json:"usage,omitempty"`
-	// Priority is the group's (its oldest job's) priority.
-	Priority int `json:"priority"`
+	// Priority and Urgent are the group's (its oldest job's).
+	Priority int  `json:"priority"`
+	Urgent   bool `json:"urgent,omitempty"`
 }
 
 // JobAhead is a job of the same group served before the job.
@@ -265,7 +273,7 @@ func (e *Engine) Explain(id string) (Explanation, bool) {
 	if j.ready.Len() > 0 {
 		x.Allocation = e.explainAllocation(j)
 	}
-	groups := e.readyGroups(j)
+	groups, more := e.readyGroups(j)
 	for i := range groups {
 		g := &groups[i]
 		x.Help = append(x.Help, e.placementHelp(j, g)...)
@@ -280,9 +288,18 @@ func (e *Engine) Explain(id string) (Explanation, bool) {
 	}
 	x.Help = append(x.Help, dependencyHelp(x.Pending)...)
 	if len(x.Pending) > MaxPendingGroups {
-		x.MoreGroups = len(x.Pending) - MaxPendingGroups
+		more += len(x.Pending) - MaxPendingGroups
 		x.Pending = x.Pending[:MaxPendingGroups]
 	}
+	x.MoreGroups = more
+	// Several ready groups waiting on the same full pool give the same
+	// share help: say it once.
+	seen := map[Help]bool{}
+	x.Help = slices.DeleteFunc(x.Help, func(h Help) bool {
+		dup := seen[h]
+		seen[h] = true
+		return dup
+	})
 	return x, true
 }
 
@@ -399,77 +416,101 @@ func (e *Engine) explainAllocation(j *job) *AllocationExplain {
 	return a
 }
 
-// rankGroup orders the queue's groups with waiting tasks the way the
-// policy serves them: fairshare by weighted usage (lowest first), the
-// per-job policies (priority, sla) by urgency, priority and age. fifo has
-// one group; classload's classes are served by their entitlement rounds,
-// which the target already says, so neither gets a group rank.
+// rankGroup places the job's group among the queue's groups with waiting
+// tasks in the order the policy serves them: fairshare by weighted usage
+// (lowest first, share name on ties), the others by their own service order
+// of the last cycle (policy.Ranker). fifo has one group, so no rank.
 func (e *Engine) rankGroup(a *AllocationExplain, j *job) {
 	q := j.q
-	type cand struct {
-		g     *group
-		usage float64
-		prio  int
-		urg   bool
-		seq   uint64
-	}
-	var status map[string]fairshare.ShareStatus
+	var order []*group
+	usage := map[string]float64{}
 	switch p := q.pol.(type) {
 	case *fairshare.Policy:
-		status = map[string]fairshare.ShareStatus{}
 		for _, s := range p.Status(e.now) {
-			status[s.Share] = s
+			usage[s.Share] = s.Usage
+			if s.Share == j.g.key {
+				a.Usage, a.WeightFactor, a.Entitled = s.Usage, s.WeightFactor, s.EntitledFraction
+			}
 		}
-		if s, ok := status[j.g.key]; ok {
-			a.Usage, a.WeightFactor, a.Entitled = s.Usage, s.WeightFactor, s.EntitledFraction
+		for _, g := range q.groups {
+			if g.waiting > 0 {
+				order = append(order, g)
+			}
 		}
+		slices.SortFunc(order, func(x, y *group) int {
+			return cmp.Or(cmp.Compare(usage[x.key], usage[y.key]), strings.Compare(x.key, y.key))
+		})
+		a.RankBy = "lowest weighted usage first, share name on ties"
+	case policy.Ranker:
+		keys, by := p.ServiceOrder()
+		for _, k := range keys {
+			if g := q.groups[k]; g != nil && g.waiting > 0 {
+				order = append(order, g)
+			}
+		}
+		a.RankBy = by
 	default:
-		if a.Policy != "priority" && a.Policy != "sla" {
-			return
-		}
+		return
 	}
-	var cs []cand
-	for _, g := range q.groups {
-		if g.waiting == 0 {
-			continue
-		}
-		c := cand{g: g}
-		if o := g.oldest(); o != nil {
-			c.prio, c.urg, c.seq = o.spec.Priority, o.spec.Urgent, o.seq
-		}
-		if status != nil {
-			c.usage = status[g.key].Usage
-		}
-		cs = append(cs, c)
-	}
-	slices.SortFunc(cs, func(x, y cand) int {
-		if status != nil {
-			if x.usage != y.usage {
-				return cmp.Compare(x.usage, y.usage)
-			}
-			return strings.Compare(x.g.key, y.g.key)
-		}
-		if x.urg != y.urg {
-			if x.urg {
-				return -1
-			}
-			return 1
-		}
-		if x.prio != y.prio {
-			return cmp.Compare(y.prio, x.prio)
-		}
-		return cmp.Compare(x.seq, y.seq)
-	})
-	for i, c := range cs {
-		if c.g == j.g {
-			a.GroupRank = i + 1
+	var ahead []*group
+	for i, g := range order {
+		if g == j.g {
+			a.GroupRank, ahead = i+1, order[:i]
 			break
 		}
 		if len(a.GroupsAhead) < maxAhead {
-			a.GroupsAhead = append(a.GroupsAhead, GroupAhead{Group: c.g.key, Running: len(c.g.running), Waiting: c.g.waiting,
-				Usage: c.usage, Priority: c.prio})
+			ga := GroupAhead{Group: g.key, Running: len(g.running), Waiting: g.waiting, Usage: usage[g.key]}
+			if o := g.oldest(); o != nil {
+				ga.Priority, ga.Urgent = o.spec.Priority, o.spec.Urgent
+			}
+			a.GroupsAhead = append(a.GroupsAhead, ga)
 		}
 	}
+	a.rankHelp = levelHelp(q, j, ahead)
+}
+
+// levelHelp says which priority would put j's group ahead of the groups
+// before it, when that is certain: only the priority policy with serial
+// priority serves groups by level (after urgent jobs, which no priority
+// beats). Elsewhere a priority moves a weight, or nothing, so Explain
+// promises nothing.
+func levelHelp(q *queue, j *job, ahead []*group) []Help {
+	p, ok := q.pol.(*priority.Priority)
+	if !ok || j.spec.Urgent {
+		return nil
+	}
+	cfg := p.Config()
+	if j.g.reasonCycle > 0 && j.g.reason.Code == model.ReasonSuspended {
+		// Level 0 is suspended, and so is a level of weight 0 under the
+		// Usage algorithm: the first level above both runs.
+		for l := 1; l < cfg.Levels; l++ {
+			if cfg.Algorithm != policy.AlgorithmUsage || cfg.Weights[l] > 0 {
+				return []Help{{Kind: "suspended", Message: fmt.Sprintf(
+					"priority %d is suspended under the priority policy: priority %d or more lets the job run", j.spec.Priority, l)}}
+			}
+		}
+		return nil
+	}
+	if len(ahead) == 0 || !cfg.SerialPriority {
+		return nil
+	}
+	top := 0
+	for _, g := range ahead {
+		o := g.oldest()
+		if o == nil {
+			continue
+		}
+		if o.spec.Urgent {
+			return nil
+		}
+		top = max(top, min(o.spec.Priority, cfg.Levels-1))
+	}
+	if top+1 > cfg.Levels-1 {
+		return nil
+	}
+	return []Help{{Kind: "priority", Message: fmt.Sprintf(
+		"%d job(s) of queue %s are served before this one (serial priority: higher levels first); priority %d would put it first",
+		len(ahead), q.name, top+1)}}
 }
 
 // allocationHelp says what the policy's figures suggest: shares above
@@ -482,10 +523,6 @@ func allocationHelp(a *AllocationExplain, ready PendingExplain) []Help {
 	}
 	if code == model.ReasonUnschedulable || code == model.ReasonWorkersDisabled || code == model.ReasonMaxSlots {
 		return nil // the policy is not what holds the job back
-	}
-	if a.Reason.Code == model.ReasonSuspended {
-		out = append(out, Help{Kind: "suspended", Message: fmt.Sprintf(
-			"priority %d is suspended under the %s policy: raise the job's priority to 1 or more", a.Priority, a.Policy)})
 	}
 	if a.Policy == fairshare.Name && a.Slots > 0 {
 		if a.RunningFraction < a.Entitled {
@@ -506,14 +543,7 @@ func allocationHelp(a *AllocationExplain, ready PendingExplain) []Help {
 				a.JobRank-1, a.Group, top)})
 		}
 	}
-	if (a.Policy == "priority" || a.Policy == "sla") && a.GroupRank > 1 && len(a.GroupsAhead) > 0 {
-		top := a.GroupsAhead[0].Priority
-		if top >= a.Priority {
-			out = append(out, Help{Kind: "priority", Message: fmt.Sprintf(
-				"%d job(s) of queue %s rank ahead of this one; raise its priority above %d to rank first",
-				a.GroupRank-1, a.Queue, top)})
-		}
-	}
+	out = append(out, a.rankHelp...)
 	return out
 }
 
@@ -543,10 +573,12 @@ func (e *Engine) shareHelp(j *job) []Help {
 }
 
 // readyGroups groups the job's ready tasks by shape; the group of the head
-// task comes first and carries the job's reason.
-func (e *Engine) readyGroups(j *job) []PendingExplain {
+// task comes first and carries the job's reason. Only the first
+// MaxPendingGroups shapes are explained (each costs a pass over the fleet);
+// more counts the others.
+func (e *Engine) readyGroups(j *job) (groups []PendingExplain, more int) {
 	if j.ready.Len() == 0 {
-		return nil
+		return nil, 0
 	}
 	byShape := map[*place.Shape][]*task{}
 	var shapes []*place.Shape
@@ -566,6 +598,9 @@ func (e *Engine) readyGroups(j *job) []PendingExplain {
 		}
 		return cmp.Compare(minIdx(byShape[a]), minIdx(byShape[b]))
 	})
+	if len(shapes) > MaxPendingGroups {
+		more, shapes = len(shapes)-MaxPendingGroups, shapes[:MaxPendingGroups]
+	}
 	out := make([]PendingExplain, 0, len(shapes))
 	for _, s := range shapes {
 		ts := byShape[s]
@@ -578,7 +613,7 @@ func (e *Engine) readyGroups(j *job) []PendingExplain {
 		}
 		out = append(out, p)
 	}
-	return out
+	return out, more
 }
 
 func minIdx(ts []*task) int {
@@ -626,14 +661,16 @@ func (e *Engine) explainPlacement(j *job, s *place.Shape) *PlacementExplain {
 	p := &PlacementExplain{Needs: s.Req, Selector: s.Sel, Removed: []FilterCount{}}
 	counts := map[string]int{}
 	why := map[string]string{}
-	var best *ClosestWorker
 	var bestKey [3]float64
+	own := e.fleet.Bound(j.id)
+	keys := slices.Sorted(maps.Keys(s.Sel))
+	var bestW *place.Worker
 	for _, w := range e.fleet.Workers() {
 		if w.Gone() {
 			continue
 		}
 		p.Workers++
-		lacks, hard, soft, deficit := workerLacks(j, s, w)
+		lacks, hard, soft, deficit := workerLacks(j, s, keys, w, own, false)
 		filter := ""
 		if len(lacks) > 0 {
 			filter = lacks[0].What
@@ -660,13 +697,13 @@ func (e *Engine) explainPlacement(j *job, s *place.Shape) *PlacementExplain {
 			continue
 		}
 		key := [3]float64{float64(hard), float64(soft), deficit}
-		if best == nil || less3(key, bestKey) {
-			best = &ClosestWorker{Worker: w.Spec.Name, State: w.Spec.State, Lacks: lacks}
-			bestKey = key
+		if bestW == nil || less3(key, bestKey) {
+			bestW, bestKey = w, key
 		}
 	}
-	if p.FitNow == 0 {
-		p.Closest = best
+	if p.FitNow == 0 && bestW != nil {
+		lacks, _, _, _ := workerLacks(j, s, keys, bestW, own, true)
+		p.Closest = &ClosestWorker{Worker: bestW.Spec.Name, State: bestW.Spec.State, Lacks: lacks}
 	}
 	need := s.Req
 	defaults := map[string]string{
@@ -675,7 +712,7 @@ func (e *Engine) explainPlacement(j *job, s *place.Shape) *PlacementExplain {
 		FilterMemory:    fmt.Sprintf("less than %d MB of memory", need.MemoryMB),
 		FilterCPU:       fmt.Sprintf("fewer than %g CPUs", float64(need.MilliCPU)/1000),
 		FilterState:     "draining or disabled: they take no new tasks",
-		FilterBound:     "reserved for another job (static-worker mode)",
+		FilterBound:     "bound to another job, or not the worker this job is bound to (static-worker mode)",
 		FilterBusy:      "every slot in use, or too little left unused by the tasks they run",
 	}
 	for _, f := range filterOrder {
@@ -702,23 +739,34 @@ func less3(a, b [3]float64) bool {
 // workerLacks lists what w does not offer shape s, in filter order: the
 // first entry is the filter that removes it. hard counts what the worker
 // can never offer (labels, hardware), soft what it may offer later (ready
-// state, a free slot); deficit sums the relative hardware shortfalls.
-func workerLacks(j *job, s *place.Shape, w *place.Worker) (lacks []Lack, hard, soft int, deficit float64) {
-	for _, k := range sortedKeys(s.Sel) {
+// state, a free slot); deficit sums the relative hardware shortfalls. own
+// is the worker j is bound to (static-worker mode), nil if none: j runs
+// nowhere else. keys are s.Sel's keys, sorted. Without detail only What is
+// filled, so that counting 10,000 workers formats nothing.
+func workerLacks(j *job, s *place.Shape, keys []string, w, own *place.Worker, detail bool) (lacks []Lack, hard, soft int, deficit float64) {
+	add := func(what string, isHard bool, need, have string) {
+		lacks = append(lacks, Lack{What: what, Need: need, Have: have})
+		if isHard {
+			hard++
+		} else {
+			soft++
+		}
+	}
+	for _, k := range keys {
 		if have, ok := w.Spec.Labels[k]; !ok || have != s.Sel[k] {
 			if !ok {
 				have = "(none)"
 			}
-			lacks = append(lacks, Lack{What: "label " + k, Need: s.Sel[k], Have: have})
-			hard++
+			add("label "+k, true, s.Sel[k], have)
 		}
 	}
 	need, capa := s.Req, w.Spec.Capacity
 	short := func(what string, n, h int64, unit func(int64) string) {
-		lacks = append(lacks, Lack{What: what, Need: unit(n), Have: unit(h)})
-		hard++
-		if n > 0 {
-			deficit += float64(n-h) / float64(n)
+		deficit += relCut(n, h)
+		if detail {
+			add(what, true, unit(n), unit(h))
+		} else {
+			add(what, true, "", "")
 		}
 	}
 	if need.GPUs > capa.GPUs {
@@ -734,28 +782,32 @@ func workerLacks(j *job, s *place.Shape, w *place.Worker) (lacks []Lack, hard, s
 		short(FilterCPU, need.MilliCPU, capa.MilliCPU, milliCPUs)
 	}
 	if w.Spec.State != model.WorkerReady {
-		lacks = append(lacks, Lack{What: "state", Need: string(model.WorkerReady), Have: string(w.Spec.State)})
-		soft++
+		add("state", false, string(model.WorkerReady), string(w.Spec.State))
 	}
 	if b := w.BoundTo(); b != "" && b != j.id {
-		lacks = append(lacks, Lack{What: "bound", Need: "unbound or bound to " + j.id, Have: "bound to " + b})
-		soft++
+		add("bound", false, "unbound or bound to "+j.id, "bound to "+b)
+	} else if own != nil && own != w {
+		add("bound", false, "worker "+own.Spec.Name+", which job "+j.id+" is bound to", "another worker")
 	}
 	if w.FreeSlots() < 1 {
-		lacks = append(lacks, Lack{What: "slot", Need: "a free slot", Have: fmt.Sprintf("%d of %d slots in use", w.Running, w.Spec.Slots)})
-		soft++
+		have := ""
+		if detail {
+			have = fmt.Sprintf("%d of %d slots in use", w.Running, w.Spec.Slots)
+		}
+		add("slot", false, "a free slot", have)
 	} else if hard == 0 {
 		free := capa.Sub(w.Used)
+		var what, needS, haveS string
 		switch need.Shortfall(free) {
 		case "gpus":
-			lacks = append(lacks, Lack{What: "free " + FilterGPUs, Need: gpus(need.GPUs), Have: gpus(free.GPUs) + " unused"})
-			soft++
+			what, needS, haveS = FilterGPUs, gpus(need.GPUs), gpus(free.GPUs)
 		case "memory":
-			lacks = append(lacks, Lack{What: "free " + FilterMemory, Need: mb(need.MemoryMB), Have: mb(free.MemoryMB) + " unused"})
-			soft++
+			what, needS, haveS = FilterMemory, mb(need.MemoryMB), mb(free.MemoryMB)
 		case "cpu":
-			lacks = append(lacks, Lack{What: "free " + FilterCPU, Need: milliCPUs(need.MilliCPU), Have: milliCPUs(free.MilliCPU) + " unused"})
-			soft++
+			what, needS, haveS = FilterCPU, milliCPUs(need.MilliCPU), milliCPUs(free.MilliCPU)
+		}
+		if what != "" {
+			add("free "+what, false, needS, haveS+" unused")
 		}
 	}
 	return lacks, hard, soft, deficit
@@ -765,15 +817,6 @@ func gpus(n int64) string      { return fmt.Sprintf("%d GPU", n) }
 func mb(n int64) string        { return fmt.Sprintf("%d MB", n) }
 func milliCPUs(m int64) string { return fmt.Sprintf("%g CPU", float64(m)/1000) }
 func pctOf(f float64) string   { return fmt.Sprintf("%.0f%%", 100*f) }
-
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
 
 // placementHelp computes counterfactuals for one group of ready tasks when
 // no worker takes them now: the largest smaller request that a free ready
@@ -792,8 +835,9 @@ func (e *Engine) placementHelp(j *job, g *PendingExplain) []Help {
 		out = append(out, h)
 	}
 	var offSelector, offState []string
+	own := e.fleet.Bound(j.id)
 	for _, w := range e.fleet.Workers() {
-		if w.Gone() {
+		if b := w.BoundTo(); w.Gone() || b != "" && b != j.id || own != nil && own != w {
 			continue
 		}
 		sel := !p.Selector.Matches(w.Spec.Labels)
@@ -829,11 +873,12 @@ func (e *Engine) smallerRequest(j *job, p *PlacementExplain, r model.Reason) (He
 	var best *place.Worker
 	var bestReq model.Resources
 	bestCut := math.Inf(1)
+	own := e.fleet.Bound(j.id)
 	for _, w := range e.fleet.Workers() {
 		if !w.Takes() || w.FreeSlots() < 1 || !p.Selector.Matches(w.Spec.Labels) {
 			continue
 		}
-		if b := w.BoundTo(); b != "" && b != j.id {
+		if b := w.BoundTo(); b != "" && b != j.id || own != nil && own != w {
 			continue
 		}
 		free := w.Spec.Capacity.Sub(w.Used)

@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -111,6 +112,17 @@ func TestExplainSections(t *testing.T) {
 			}
 			hasHelp(t, x, "share_above_entitlement", "share a (this job's) is at or above its entitlement (60% vs 50%)")
 		}},
+		{"help is said once for two shapes on one full pool", "fairshare-two-shapes", "job-b", func(t *testing.T, x engine.Explanation, est engine.Estimate) {
+			ready := 0
+			for _, p := range x.Pending {
+				if p.State == model.TaskReady {
+					ready++
+				}
+			}
+			if h := helpOf(x, "share_above_entitlement"); ready != 2 || len(h) != 1 || !strings.Contains(h[0], "share a is above") {
+				t.Errorf("%d ready groups, share help %q; want 2 groups and share a's help once", ready, h)
+			}
+		}},
 		{"endpoint at capacity", "endpoint", "small", func(t *testing.T, x engine.Explanation, est engine.Estimate) {
 			a := x.Admission
 			if a == nil || a.Admitted || a.Load != 8 || a.LoadSource != "regions" || a.MaxCapacity != 40 || a.TargetCapacity != 32 ||
@@ -158,6 +170,38 @@ func TestExplainSections(t *testing.T) {
 			}
 			if !est.Known || est.Wait() != 10*time.Minute {
 				t.Errorf("estimate = %+v, want 10 minutes", est)
+			}
+		}},
+		{"priority policy ranks by usage per weight, not by priority", "priority-usage", "high", func(t *testing.T, x engine.Explanation, est engine.Estimate) {
+			a := x.Allocation
+			if a == nil || a.GroupRank != 2 || len(a.GroupsAhead) != 1 || a.GroupsAhead[0].Group != "low" || !strings.Contains(a.RankBy, "usage per unit of weight") {
+				t.Fatalf("allocation = %+v, want high second behind the older low (equal usage per weight)", a)
+			}
+			if h := helpOf(x, "priority"); len(h) != 0 {
+				t.Errorf("priority help %q: without serial priority no priority is sure to rank first", h)
+			}
+		}},
+		{"a suspended job is not ranked and is told the level that runs", "priority-usage", "off", func(t *testing.T, x engine.Explanation, est engine.Estimate) {
+			a := x.Allocation
+			if a == nil || a.GroupRank != 0 || a.Reason.Code != model.ReasonSuspended {
+				t.Fatalf("allocation = %+v, want suspended and unranked", a)
+			}
+			hasHelp(t, x, "suspended", "priority 1 or more lets the job run")
+		}},
+		{"serial priority: a higher level would rank first", "priority-serial", "low", func(t *testing.T, x engine.Explanation, est engine.Estimate) {
+			a := x.Allocation
+			if a == nil || a.GroupRank != 2 || a.GroupsAhead[0].Group != "high" {
+				t.Fatalf("allocation = %+v, want low second behind high", a)
+			}
+			hasHelp(t, x, "priority", "priority 6 would put it first")
+		}},
+		{"a level of weight 0 is suspended: the first weighted level runs", "priority-serial", "zero-weight", func(t *testing.T, x engine.Explanation, est engine.Estimate) {
+			hasHelp(t, x, "suspended", "priority 2 or more lets the job run")
+		}},
+		{"classload ranks classes by their turn", "classload", "small-job", func(t *testing.T, x engine.Explanation, est engine.Estimate) {
+			a := x.Allocation
+			if a == nil || a.GroupRank != 2 || len(a.GroupsAhead) != 1 || a.GroupsAhead[0].Group != "big" {
+				t.Fatalf("allocation = %+v, want class small second behind big (70%%)", a)
 			}
 		}},
 		{"one worker busy for 10 more minutes", "busy-10m", "next", func(t *testing.T, x engine.Explanation, est engine.Estimate) {
@@ -230,5 +274,29 @@ func TestEstimateIsDeterministicAndBounded(t *testing.T) {
 	}
 	if est := run(engine.WhatIf{Horizon: 30 * time.Minute}); est.Known || !strings.Contains(est.Note, "horizon") {
 		t.Errorf("with a 30-minute horizon: %+v", est)
+	}
+}
+
+func TestExplainBoundsShapesExplained(t *testing.T) {
+	e, err := engine.New(engine.Config{Queues: []engine.QueueConfig{{Name: "q"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := e.Apply(engine.AddWorker{Worker: model.Worker{Name: "w", Slots: 1, Capacity: model.Resources{MilliCPU: 1000}}, At: at}); err != nil {
+		t.Fatal(err)
+	}
+	const shapes = engine.MaxPendingGroups + 10
+	tasks := make([]model.Task, shapes)
+	for i := range tasks {
+		tasks[i] = model.Task{Name: fmt.Sprintf("t%02d", i), Resources: model.Resources{MilliCPU: int64(2000 + i)}}
+	}
+	if err := e.Apply(engine.SubmitJob{Job: model.Job{ID: "many", Queue: "q", Submitted: at, Tasks: tasks}}); err != nil {
+		t.Fatal(err)
+	}
+	e.Cycle(at)
+	x, _ := e.Explain("many")
+	if len(x.Pending) != engine.MaxPendingGroups || x.MoreGroups != 10 || x.Tasks.Ready != shapes {
+		t.Errorf("pending %d groups, %d more, %d ready; want %d, 10 more, %d ready", len(x.Pending), x.MoreGroups, x.Tasks.Ready, engine.MaxPendingGroups, shapes)
 	}
 }

@@ -20,7 +20,7 @@ type requests struct {
 }
 
 func (q *requests) init(reg prometheus.Registerer) {
-	f := factory{reg}
+	f := newFactory(reg)
 	q.duration = f.histogramVec("api_request_duration_seconds",
 		"Time to answer an API request, by route pattern and status class (2xx, 4xx, ...).", apiBuckets, "route", "code")
 	q.inFlight = f.gaugeVec("api_requests_in_flight",

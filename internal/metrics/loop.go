@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/allot-sched/allot/internal/control"
 	"github.com/allot-sched/allot/internal/engine"
@@ -47,7 +48,7 @@ type loop struct {
 }
 
 func (l *loop) init(reg prometheus.Registerer) {
-	f := factory{reg}
+	f := newFactory(reg)
 	l.cycles = f.counter("scheduling_cycles_total", "Engine scheduling cycles run (seed 000 Invocations counts the admission decisions inside them: allot_endpoint_invocations_total).")
 	l.cycleDuration = f.histogram("scheduling_cycle_duration_seconds",
 		"Time one engine cycle took to make its admission, allocation and placement decisions (seed 000 Duration).", cycleBuckets)
@@ -161,41 +162,32 @@ func reasonOr(code, fallback string) string {
 	return code
 }
 
-// factory makes metrics in the allot namespace and registers them.
-type factory struct{ reg prometheus.Registerer }
+// factory makes metrics in the allot namespace, registered on its
+// registry (promauto panics on a clash, as MustRegister does).
+type factory struct{ auto promauto.Factory }
+
+func newFactory(reg prometheus.Registerer) factory { return factory{promauto.With(reg)} }
 
 func (f factory) counter(name, help string) prometheus.Counter {
-	c := prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help})
-	f.reg.MustRegister(c)
-	return c
+	return f.auto.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help})
 }
 
 func (f factory) counterVec(name, help string, labels ...string) *prometheus.CounterVec {
-	c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help}, labels)
-	f.reg.MustRegister(c)
-	return c
+	return f.auto.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help}, labels)
 }
 
 func (f factory) gauge(name, help string) prometheus.Gauge {
-	g := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help})
-	f.reg.MustRegister(g)
-	return g
+	return f.auto.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help})
 }
 
 func (f factory) gaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
-	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help}, labels)
-	f.reg.MustRegister(g)
-	return g
+	return f.auto.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help}, labels)
 }
 
 func (f factory) histogram(name, help string, buckets []float64) prometheus.Histogram {
-	h := prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: namespace, Name: name, Help: help, Buckets: buckets})
-	f.reg.MustRegister(h)
-	return h
+	return f.auto.NewHistogram(prometheus.HistogramOpts{Namespace: namespace, Name: name, Help: help, Buckets: buckets})
 }
 
 func (f factory) histogramVec(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
-	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: name, Help: help, Buckets: buckets}, labels)
-	f.reg.MustRegister(h)
-	return h
+	return f.auto.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: name, Help: help, Buckets: buckets}, labels)
 }

@@ -206,6 +206,33 @@ allot_ready_tasks 5
 	}
 }
 
+// A queue whose policy makes each job its own group (priority, sla) is
+// exported as one group, so the label set does not grow with the jobs run.
+func TestScrapeFoldsTheGroupsOfAQueueThatGroupsByJob(t *testing.T) {
+	s := testSnapshot()
+	s.Groups = append(s.Groups,
+		engine.GroupSummary{Queue: "urgent", Group: "job-1", Running: 2, Waiting: 1, Target: -1},
+		engine.GroupSummary{Queue: "urgent", Group: "job-2", Running: 1, Waiting: 3, Target: -1})
+	s.JobQueues = map[string]bool{"urgent": true}
+	m := New()
+	m.Watch(fixedSnapshot{s})
+	want := `
+# HELP allot_group_running_slots Slots the group's running tasks hold (one per task), per queue and group.
+# TYPE allot_group_running_slots gauge
+allot_group_running_slots{group="alice",queue="batch"} 3
+allot_group_running_slots{group="bob",queue="batch"} 1
+allot_group_running_slots{group="(jobs)",queue="urgent"} 3
+# HELP allot_queue_waiting_tasks Queue depth: ready tasks not running, per queue and group.
+# TYPE allot_queue_waiting_tasks gauge
+allot_queue_waiting_tasks{group="alice",queue="batch"} 5
+allot_queue_waiting_tasks{group="bob",queue="batch"} 0
+allot_queue_waiting_tasks{group="(jobs)",queue="urgent"} 4
+`
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "allot_group_running_slots", "allot_queue_waiting_tasks"); err != nil {
+		t.Error(err)
+	}
+}
+
 func TestScrapeExportsEndpointMetricsPerVariantWithCumulativeCounters(t *testing.T) {
 	m := New()
 	m.Watch(fixedSnapshot{testSnapshot()})

@@ -1,8 +1,6 @@
 package metrics
 
 import (
-	"sort"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/allot-sched/allot/internal/engine/admit"
@@ -72,7 +70,7 @@ func (c *snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(snapAt, float64(s.At.UnixNano())/1e9)
 	gauge(readyTasks, float64(s.ReadyTasks))
-	for _, g := range s.Groups {
+	for _, g := range s.GroupPoints() { // per-job groups folded: the label set grows with the configuration only
 		gauge(waitingDesc, float64(g.Waiting), g.Queue, g.Group)
 		gauge(runningDesc, float64(g.Running), g.Queue, g.Group)
 		if g.Target >= 0 {
@@ -83,8 +81,9 @@ func (c *snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, p := range s.Pending {
 		pending[p.Reason.Code] += p.Tasks
 	}
-	for _, code := range sortedKeys(pending) {
-		gauge(pendingDesc, float64(pending[code]), code)
+	// The registry sorts what it gathers, so maps are ranged over as they are.
+	for code, n := range pending {
+		gauge(pendingDesc, float64(n), code)
 	}
 	states := map[string]int{}
 	for _, st := range knownWorkerStates {
@@ -93,8 +92,8 @@ func (c *snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 	for st, n := range s.Workers {
 		states[st] += n
 	}
-	for _, st := range sortedKeys(states) {
-		gauge(workersDesc, float64(states[st]), st)
+	for st, n := range states {
+		gauge(workersDesc, float64(n), st)
 	}
 	for i := range s.Endpoints {
 		collectEndpoint(&s.Endpoints[i], gauge, counter)
@@ -144,13 +143,4 @@ func collectEndpoint(es *admit.EndpointStats, gauge func(*prometheus.Desc, float
 		counter(epErrors, whole, ep, "")
 	}
 	counter(epDead, es.DeadLetters, ep)
-}
-
-func sortedKeys(m map[string]int) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

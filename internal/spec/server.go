@@ -1,7 +1,12 @@
 package spec
 
 import (
+	"errors"
+	"fmt"
+	"net/url"
 	"os"
+	"path"
+	"strings"
 )
 
 // ServerConfig is the server's configuration file: the scheduling blocks a
@@ -30,6 +35,20 @@ type ServerSettings struct {
 	MaxBodyBytes Memory `yaml:"maxBody,omitempty" json:"maxBody,omitempty"`
 	// TLS serves the API over HTTPS (flags --tls-cert and --tls-key).
 	TLS TLSSettings `yaml:"tls,omitempty" json:"tls,omitempty"`
+	// Inputs limits what the server checks when a job declares inputs.
+	Inputs InputSettings `yaml:"inputs,omitempty" json:"inputs,omitempty"`
+}
+
+// InputSettings limit the inputs a job may declare. The server reads each
+// input's header at submission (seed 000's request validation), so without
+// a limit any submitter could make it probe any local path or any URL it
+// can reach, internal addresses included.
+type InputSettings struct {
+	// Allow lists where inputs may be: absolute directories (or
+	// file:///dir) for local files, and http(s)://host[:port][/path]
+	// prefixes for URLs. An input elsewhere is refused at submission.
+	// Empty allows every input.
+	Allow []string `yaml:"allow,omitempty" json:"allow,omitempty"`
 }
 
 // TLSSettings name the server's certificate and private key files (PEM).
@@ -70,5 +89,56 @@ func (s ServerSettings) check() error {
 			c.add("server."+d.field, "must not be negative")
 		}
 	}
+	for i, a := range s.Inputs.Allow {
+		if _, err := ParseInputPrefix(a); err != nil {
+			c.add(fmt.Sprintf("server.inputs.allow[%d]", i), "%v", err)
+		}
+	}
 	return c.err()
+}
+
+// InputPrefix is one entry of server.inputs.allow: a local directory, or a
+// URL's scheme, host and path prefix.
+type InputPrefix struct {
+	Scheme string // "file", "http" or "https"
+	Host   string // lower case; empty for files
+	Path   string // cleaned, absolute
+}
+
+// ParseInputPrefix reads an allow entry: an absolute directory, file:///dir,
+// or an http(s) URL with a host.
+func ParseInputPrefix(s string) (InputPrefix, error) {
+	if strings.HasPrefix(s, "/") {
+		return InputPrefix{Scheme: "file", Path: path.Clean(s)}, nil
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return InputPrefix{}, fmt.Errorf("not a URL or an absolute directory: %v", err)
+	}
+	switch u.Scheme {
+	case "file":
+		if u.Host != "" && u.Host != "localhost" || !strings.HasPrefix(u.Path, "/") {
+			return InputPrefix{}, errors.New("a file prefix is an absolute directory: file:///dir")
+		}
+		return InputPrefix{Scheme: "file", Path: path.Clean(u.Path)}, nil
+	case "http", "https":
+		if u.Host == "" {
+			return InputPrefix{}, fmt.Errorf("%s prefix without a host", u.Scheme)
+		}
+		p := path.Clean("/" + u.Path)
+		return InputPrefix{Scheme: u.Scheme, Host: strings.ToLower(u.Host), Path: p}, nil
+	default:
+		return InputPrefix{}, fmt.Errorf("%q: want an absolute directory, file:///dir, or an http(s) URL prefix", s)
+	}
+}
+
+// Holds reports whether an input with this scheme, host and path lies under
+// the prefix: the same scheme and host, and the path inside the prefix's
+// path at a segment boundary (so /data does not hold /database).
+func (p InputPrefix) Holds(scheme, host, inPath string) bool {
+	if scheme != p.Scheme || !strings.EqualFold(host, p.Host) {
+		return false
+	}
+	clean := path.Clean("/" + inPath)
+	return p.Path == "/" || clean == p.Path || strings.HasPrefix(clean, p.Path+"/")
 }

@@ -1,7 +1,9 @@
 package web
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -30,6 +32,38 @@ type lineChart struct {
 	Empty                    string // shown instead of lines when there is no data
 	YLabel                   string
 	Legend                   []legendItem
+	// Note says how many groups were left out (maxChartGroups).
+	Note string
+}
+
+// maxChartGroups bounds the groups drawn: a priority queue of 10,000 jobs
+// has 10,000 groups, whose lines nobody can read and whose points would
+// make the page megabytes. The busiest groups are drawn.
+const maxChartGroups = 10
+
+// busiest keeps the n groups of keys that ran the most slots at any point
+// of hist (by name on ties), and says how many it left out.
+func busiest(hist []control.HistoryPoint, keys map[string]int, n int) (map[string]int, int) {
+	if len(keys) <= n {
+		return keys, 0
+	}
+	peak := make(map[string]int, len(keys))
+	for _, p := range hist {
+		for _, g := range p.Groups {
+			k := g.Queue + "/" + g.Group
+			peak[k] = max(peak[k], g.Running, g.Target)
+		}
+	}
+	all := make([]string, 0, len(keys))
+	for k := range keys {
+		all = append(all, k)
+	}
+	slices.SortFunc(all, func(a, b string) int { return cmp.Or(cmp.Compare(peak[b], peak[a]), strings.Compare(a, b)) })
+	out := make(map[string]int, n)
+	for _, k := range all[:n] {
+		out[k] = keys[k]
+	}
+	return out, len(keys) - n
 }
 
 // legendItem names a line under the chart.
@@ -75,10 +109,16 @@ func historyChart(hist []control.HistoryPoint, keys map[string]int) *lineChart {
 		c.YTicks = yTicks(c, 1)
 		return c
 	}
+	keys, left := busiest(hist, keys, maxChartGroups)
+	if left > 0 {
+		c.Note = fmt.Sprintf("The %d busiest groups are drawn; %d more are not (the tables list them).", maxChartGroups, left)
+	}
 	maxY := 1
 	for _, p := range hist {
 		for _, g := range p.Groups {
-			maxY = max(maxY, g.Running, g.Target)
+			if _, ok := keys[g.Queue+"/"+g.Group]; ok {
+				maxY = max(maxY, g.Running, g.Target)
+			}
 		}
 	}
 	t0, t1 := hist[0].At, hist[len(hist)-1].At
@@ -102,12 +142,11 @@ func historyChart(hist []control.HistoryPoint, keys map[string]int) *lineChart {
 		targetPts   []string
 	}
 	byKey := map[string]*acc{}
-	order := make([]string, len(keys))
-	for k, i := range keys {
-		if i < len(order) {
-			order[i] = k
-		}
+	order := make([]string, 0, len(keys))
+	for k := range keys {
+		order = append(order, k)
 	}
+	slices.SortFunc(order, func(a, b string) int { return cmp.Compare(keys[a], keys[b]) })
 	for _, k := range order {
 		col := colourOf(keys[k])
 		c.Legend = append(c.Legend, legendItem{Name: k, Colour: col})

@@ -51,6 +51,11 @@ func schedulingConfig() spec.Scheduling {
 				RequestorMap: []policy.RequestorRule{{Class: "team-a", Pattern: "^team-a$"}, {Class: "team-b", Pattern: "^team-b$"}},
 			}}},
 			{Name: "batch"},
+			// grid and fair stay empty in the scenario; the tests of big
+			// systems and odd names fill them (every job is a group of
+			// grid, every share one of fair).
+			{Name: "grid", Policy: policy.Config{Kind: "priority"}},
+			{Name: "fair", Policy: policy.Config{Kind: "fairshare", FairShare: &policy.FairShareConfig{}}},
 		},
 		Endpoints: []spec.Endpoint{{Name: "detector", Type: "instance-backed", InstanceConcurrency: two, Variants: []spec.Variant{
 			{Name: "current", Weight: &current, Instances: 2},

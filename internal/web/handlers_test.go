@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"encoding/xml"
 	"fmt"
 	htmlpkg "html"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/auth"
@@ -394,4 +396,69 @@ func withCookie(t *testing.T, f *fixture, method, path string, c *http.Cookie) i
 	}
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+func TestSVGStaysWellFormedForOddNames(t *testing.T) {
+	f := newFixture(t, false)
+	f.register("node", 1, `{"cpu":"1"}`, nil)
+	const odd = `a"b<c>&d'e`
+	f.must(201, "POST", "/v1/jobs", "id: odd\nqueue: fair\nshare: '"+strings.ReplaceAll(odd, "'", "''")+"'\ntasks:\n  - {name: t, count: 2, run: 'true'}\n", nil)
+	f.advance(10 * time.Second)
+	f.advance(10 * time.Second)
+	_, body := f.call("GET", "/", "")
+	svgs := regexp.MustCompile(`(?s)<svg class="chart".*?</svg>`).FindAllString(body, -1)
+	if len(svgs) == 0 {
+		t.Fatal("the overview has no chart")
+	}
+	for _, svg := range svgs {
+		d := xml.NewDecoder(strings.NewReader(svg))
+		for {
+			_, err := d.Token()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("the chart is not well-formed XML: %v\n%s", err, svg)
+			}
+		}
+	}
+	if !strings.Contains(svgs[0], "<title>fair/"+htmlpkg.EscapeString(odd)+" running</title>") &&
+		!strings.Contains(svgs[0], "<title>fair/a&#34;b&lt;c&gt;&amp;d&#39;e running</title>") {
+		t.Errorf("the chart has no escaped line for share %q:\n%s", odd, svgs[0])
+	}
+}
+
+func TestBigSystemPagesStayBounded(t *testing.T) {
+	f := newFixture(t, false)
+	const workers, jobs, tasks = 520, 60, 1010
+	for i := range workers {
+		f.register(fmt.Sprintf("w%04d", i), 1, `{"cpu":"1"}`, nil)
+	}
+	for i := range jobs {
+		f.must(201, "POST", "/v1/jobs", fmt.Sprintf("id: g%03d\nqueue: grid\ntasks:\n  - {name: t, count: 3, run: 'true'}\n", i), nil)
+	}
+	f.must(201, "POST", "/v1/jobs", fmt.Sprintf("id: wide\nqueue: batch\ntasks:\n  - {name: t, count: %d, run: 'true'}\n", tasks), nil)
+	f.advance(10 * time.Second)
+	f.advance(10 * time.Second)
+
+	_, body := f.call("GET", "/workers", "")
+	if rows := strings.Count(body, `<span class="badge ws-`); rows != web.MaxWorkerRows {
+		t.Errorf("/workers lists %d workers, want %d", rows, web.MaxWorkerRows)
+	}
+	if want := fmt.Sprintf("%d more are not", workers-web.MaxWorkerRows); !strings.Contains(body, want) {
+		t.Errorf("/workers does not say %q", want)
+	}
+	_, body = f.call("GET", "/", "")
+	if want := fmt.Sprintf("%d more are not", jobs-web.MaxGroupRows); !strings.Contains(body, want) {
+		t.Errorf("/ does not say %q", want)
+	}
+	chart := body[strings.Index(body, `<svg class="chart"`):]
+	chart = chart[:strings.Index(chart, "</svg>")]
+	if lines := strings.Count(chart, " running</title>"); lines != web.MaxChartGroups {
+		t.Errorf("the chart draws %d groups, want the %d busiest", lines, web.MaxChartGroups)
+	}
+	_, body = f.call("GET", "/jobs/wide", "")
+	if rows := strings.Count(body, `<tr id="task-`); rows != web.MaxTaskRows || !strings.Contains(body, fmt.Sprintf("%d more are not", tasks-web.MaxTaskRows)) {
+		t.Errorf("/jobs/wide lists %d tasks, want %d and a note", rows, web.MaxTaskRows)
+	}
 }

@@ -1,10 +1,12 @@
 package web
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
+	"maps"
 	"net/http"
 	"slices"
 	"sort"
@@ -49,13 +51,8 @@ var funcs = template.FuncMap{
 	"cost":       func(v float64) string { return fmt.Sprintf("%.2f/h", v) },
 	"resources":  resources,
 	"labels": func(m map[string]string) string {
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		parts := make([]string, 0, len(keys))
-		for _, k := range keys {
+		parts := make([]string, 0, len(m))
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			parts = append(parts, k+"="+m[k])
 		}
 		return strings.Join(parts, " ")
@@ -109,11 +106,7 @@ func groupKeys(s *control.Snapshot) map[string]int {
 			set[g.Queue+"/"+g.Group] = true
 		}
 	}
-	keys := make([]string, 0, len(set))
-	for k := range set {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(set))
 	out := make(map[string]int, len(keys))
 	for i, k := range keys {
 		out[k] = i
@@ -142,7 +135,21 @@ type queueRow struct {
 	Running  int
 	Waiting  int
 	Groups   []groupRow
+	// MoreGroups counts the groups left out of Groups (maxGroupRows).
+	MoreGroups int
 }
+
+// Caps that keep each page bounded on a large system: past them a page
+// lists the first rows and says how many it left out.
+const (
+	// maxGroupRows bounds a queue's group table: with the priority policy
+	// every job is a group. The busiest groups are listed.
+	maxGroupRows = 50
+	// maxWorkerRows bounds the workers page.
+	maxWorkerRows = 500
+	// maxTaskRows bounds a job page's task table.
+	maxTaskRows = 1000
+)
 
 type groupRow struct {
 	Name    string
@@ -194,6 +201,12 @@ func (d *Dashboard) overview(r *http.Request, _ auth.Principal) (string, string,
 	}
 	for i := range out.Queues {
 		q := &out.Queues[i]
+		if len(q.Groups) > maxGroupRows {
+			slices.SortFunc(q.Groups, func(a, b groupRow) int {
+				return cmp.Or(cmp.Compare(b.Running+b.Waiting, a.Running+a.Waiting), strings.Compare(a.Name, b.Name))
+			})
+			q.MoreGroups, q.Groups = len(q.Groups)-maxGroupRows, q.Groups[:maxGroupRows]
+		}
 		sort.Slice(q.Groups, func(a, b int) bool { return q.Groups[a].Name < q.Groups[b].Name })
 		top := 1
 		for _, g := range q.Groups {
@@ -209,7 +222,7 @@ func (d *Dashboard) overview(r *http.Request, _ auth.Principal) (string, string,
 		out.Workers = append(out.Workers, stateCount{s, snap.Workers[s]})
 		out.WorkersTotal += snap.Workers[s]
 	}
-	for _, s := range sortedKeys(snap.Workers) {
+	for _, s := range slices.Sorted(maps.Keys(snap.Workers)) {
 		if !slices.Contains(workerStates, s) {
 			out.Workers = append(out.Workers, stateCount{s, snap.Workers[s]})
 			out.WorkersTotal += snap.Workers[s]
@@ -230,19 +243,12 @@ func (d *Dashboard) overview(r *http.Request, _ auth.Principal) (string, string,
 	return "overview", "Overview", "overview", out, nil
 }
 
-func sortedKeys(m map[string]int) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 // workersData is the workers page.
 type workersData struct {
 	Workers []api.Worker
-	Now     time.Time
+	// More counts the workers left out (maxWorkerRows).
+	More int
+	Now  time.Time
 }
 
 func (d *Dashboard) workers(r *http.Request, _ auth.Principal) (string, string, string, any, error) {
@@ -250,7 +256,11 @@ func (d *Dashboard) workers(r *http.Request, _ auth.Principal) (string, string, 
 	if err != nil {
 		return "", "", "", nil, err
 	}
-	return "workers", "Workers", "workers", workersData{Workers: ws, Now: d.ctrl.Snapshot().At}, nil
+	data := workersData{Workers: ws, Now: d.ctrl.Snapshot().At}
+	if len(ws) > maxWorkerRows {
+		data.More, data.Workers = len(ws)-maxWorkerRows, ws[:maxWorkerRows]
+	}
+	return "workers", "Workers", "workers", data, nil
 }
 
 // jobsData is the jobs page: the jobs that match the filter, each with why
@@ -323,6 +333,10 @@ type jobData struct {
 	Job    api.Job
 	DAG    *dagView
 	Counts []stateCount
+	// Tasks are the rows of the task table, at most maxTaskRows;
+	// MoreTasks counts the others.
+	Tasks     []api.Task
+	MoreTasks int
 }
 
 // taskStates orders a job's task counts.
@@ -341,13 +355,16 @@ func (d *Dashboard) job(r *http.Request, p auth.Principal) (string, string, stri
 		// As the API does: another team's job is answered as missing.
 		return "", "", "", nil, notFound
 	}
-	data := jobData{Job: j, DAG: layoutDAG(j.Tasks)}
+	data := jobData{Job: j, DAG: layoutDAG(j.Tasks), Tasks: j.Tasks}
+	if len(j.Tasks) > maxTaskRows {
+		data.MoreTasks, data.Tasks = len(j.Tasks)-maxTaskRows, j.Tasks[:maxTaskRows]
+	}
 	for _, s := range taskStates {
 		if n := j.Counts[s]; n > 0 {
 			data.Counts = append(data.Counts, stateCount{s, n})
 		}
 	}
-	for _, s := range sortedKeys(j.Counts) {
+	for _, s := range slices.Sorted(maps.Keys(j.Counts)) {
 		if !slices.Contains(taskStates, s) {
 			data.Counts = append(data.Counts, stateCount{s, j.Counts[s]})
 		}

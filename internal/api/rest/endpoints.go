@@ -14,10 +14,9 @@ import (
 // is; changing them is what changing policies is: an admin's job.
 
 func (s *Server) endpoints(w http.ResponseWriter, r *http.Request) {
-	if !s.allow(w, r, auth.ReadQueues) {
-		return
+	if s.allow(w, r, auth.ReadQueues) {
+		writeJSON(w, 200, s.ctrl.Endpoints()) // no loop round
 	}
-	writeJSON(w, 200, s.ctrl.Endpoints())
 }
 
 func (s *Server) setEndpoint(w http.ResponseWriter, r *http.Request) {
@@ -33,7 +32,7 @@ func (s *Server) setEndpoint(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	s.opt.Logger.Info("endpoint set", "endpoint", out.Name, "by", principal(r).TokenID)
+	s.logger(r).Info("endpoint set", "endpoint", out.Name, "by", principal(r).TokenID)
 	writeJSON(w, 200, out)
 }
 
@@ -45,15 +44,14 @@ func (s *Server) removeEndpoint(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	s.opt.Logger.Info("endpoint removed", "endpoint", r.PathValue("name"), "by", principal(r).TokenID)
+	s.logger(r).Info("endpoint removed", "endpoint", r.PathValue("name"), "by", principal(r).TokenID)
 	w.WriteHeader(http.StatusNoContent)
 }
 
 func (s *Server) throttling(w http.ResponseWriter, r *http.Request) {
-	if !s.allow(w, r, auth.ReadQueues) {
-		return
+	if s.allow(w, r, auth.ReadQueues) {
+		writeJSON(w, 200, s.ctrl.Throttling()) // no loop round
 	}
-	writeJSON(w, 200, s.ctrl.Throttling())
 }
 
 func (s *Server) setThrottling(w http.ResponseWriter, r *http.Request) {
@@ -69,7 +67,7 @@ func (s *Server) setThrottling(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	s.opt.Logger.Info("throttling set", "enabled", *out.ThrottlingEnabled, "capacityTargetPercentage", *out.CapacityTargetPercentage, "by", principal(r).TokenID)
+	s.logger(r).Info("throttling set", "enabled", *out.ThrottlingEnabled, "capacityTargetPercentage", *out.CapacityTargetPercentage, "by", principal(r).TokenID)
 	writeJSON(w, 200, out)
 }
 
@@ -101,6 +99,6 @@ func (s *Server) redrive(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	s.opt.Logger.Info("dead letter redriven", "job", id, "submitted", out.Redriven, "by", principal(r).TokenID)
+	s.logger(r).Info("dead letter redriven", "job", id, "submitted", out.Redriven, "by", principal(r).TokenID)
 	writeJSON(w, 200, out)
 }

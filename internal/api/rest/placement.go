@@ -31,16 +31,15 @@ func (s *Server) elasticToggle(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	s.opt.Logger.Info("worker toggled", "worker", wk.Name, "state", wk.State, "by", principal(r).TokenID)
+	s.logger(r).Info("worker toggled", "worker", wk.Name, "state", wk.State, "by", principal(r).TokenID)
 	writeJSON(w, 200, wk)
 }
 
 // density serves the task/worker density series: GET /v1/density.
 func (s *Server) density(w http.ResponseWriter, r *http.Request) {
-	if !s.allow(w, r, auth.ReadWorkers) {
-		return
+	if s.allow(w, r, auth.ReadWorkers) {
+		writeJSON(w, 200, s.ctrl.Density()) // no loop round
 	}
-	writeJSON(w, 200, s.ctrl.Density())
 }
 
 // heartbeatBody reads the optional body of a heartbeat; ok is false when

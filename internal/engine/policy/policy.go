@@ -200,6 +200,18 @@ type AffinityPolicy interface {
 	Affinity() (enabled bool, wait time.Duration)
 }
 
+// Ranker is a policy that can say in which order its last Allocate served
+// the groups of its view. Explain ranks a waiting group with it, so that
+// the rank is the policy's own order (usage per weight, urgency, SLA
+// usage, class turns) rather than a guess from priority and age.
+type Ranker interface {
+	// ServiceOrder returns the keys of the last Allocate's groups in the
+	// order its allocator first serves them, and a short phrase saying
+	// what orders them. Groups the policy does not serve at all (a
+	// suspended job, an unknown SLA group) are left out.
+	ServiceOrder() (keys []string, by string)
+}
+
 // Reporter is a policy that can tell users where each group stands (usage,
 // weight, entitlement). The answer is JSON-serialisable.
 type Reporter interface {

@@ -32,6 +32,13 @@ type Policy struct {
 	threshold int
 	minimum   time.Duration
 	clock     rebalanceClock
+	// last is the last Allocate's view and class → view group map, for
+	// ServiceOrder.
+	last struct {
+		v       *policy.View
+		in      Input
+		groupOf []int
+	}
 }
 
 type rule struct {
@@ -137,7 +144,25 @@ func (p *Policy) Allocate(v *policy.View) policy.Plan {
 		plan.Stops = p.stops(v, in, out, groupOf)
 	}
 	plan.Alloc = newAllocator(p, in, out, classOf, groupOf)
+	p.last.v, p.last.in, p.last.groupOf = v, in, groupOf
 	return plan
+}
+
+// ServiceOrder implements policy.Ranker: the classes of the last view in
+// the order they take turns, one slot each, higher load percentage first
+// (configuration order on ties).
+func (p *Policy) ServiceOrder() ([]string, string) {
+	const by = "classes take turns, one slot each, higher load percentage first"
+	if p.last.v == nil {
+		return nil, by
+	}
+	var out []string
+	for _, ci := range walkOrder(p.last.in.Classes) {
+		if gi := p.last.groupOf[ci]; gi >= 0 {
+			out = append(out, p.last.v.Groups[gi].Key)
+		}
+	}
+	return out, by
 }
 
 // stops picks, per class, its newest running tasks.

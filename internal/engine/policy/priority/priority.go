@@ -40,6 +40,7 @@ func init() {
 type Priority struct {
 	cfg  policy.PriorityConfig
 	book *book
+	last served // the last Allocate's service order (policy.Ranker)
 }
 
 // NewPriority builds the policy from a validated config with defaults.
@@ -122,6 +123,8 @@ func (p *Priority) Allocate(v *policy.View) policy.Plan {
 	}
 	bySeq(c.urgent)
 	bySeq(normal)
+	p.last.reset(v, p.rankPhrase())
+	p.last.add(c.urgent)
 
 	// Urgent jobs weigh "essentially infinite": each takes every slot it can
 	// use, in creation order; the others divide what is left.
@@ -150,6 +153,7 @@ func (p *Priority) Allocate(v *policy.View) policy.Plan {
 		}
 		c.see()
 		alloc.add(&phase{order: normal, target: noLimit})
+		p.last.add(normal)
 	} else {
 		var tiers [][]int
 		if p.cfg.SerialPriority {
@@ -172,6 +176,7 @@ func (p *Priority) Allocate(v *policy.View) policy.Plan {
 		}
 		for _, tier := range tiers {
 			order := c.byUsage(tier)
+			p.last.add(order)
 			alloc.add(&phase{order: order, target: upTo(ideal)})
 			alloc.add(&phase{order: append([]int(nil), order...), target: noLimit, roundRobin: true})
 		}

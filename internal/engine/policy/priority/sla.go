@@ -21,6 +21,7 @@ type SLA struct {
 	book   *book
 	index  map[string]int // group name → position in cfg.Groups
 	counts bool           // values are slot counts, not fractions
+	last   served         // the last Allocate's service order (policy.Ranker)
 }
 
 // NewSLA builds the policy from a validated config with defaults.
@@ -164,6 +165,8 @@ func (s *SLA) Allocate(v *policy.View) policy.Plan {
 	if s.cfg.Preemption {
 		stops = c.preempt()
 	}
+	s.last.reset(v, "least usage per unit of the SLA share, then creation")
+	s.last.add(order)
 	alloc := newAllocator(c.given, c.why)
 	// SLAs first, then ideals, each pass serving jobs in order of least
 	// usage so that the job a rounding shortfall hits is first next time;

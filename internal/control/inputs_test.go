@@ -1,0 +1,110 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/allot-sched/allot/internal/spec"
+	"github.com/allot-sched/allot/internal/store/sqlite"
+)
+
+func TestInputAllowListLimitsWhatTheServerChecks(t *testing.T) {
+	ic, err := NewInputChecker([]string{"/data/images", "file:///srv/shared/", "https://tiles.example.com/public"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		input string
+		ok    bool
+	}{
+		{"/data/images/a.tif", true},
+		{"/data/images", true},
+		{"file:///data/images/sub/b.tif", true},
+		{"file://localhost/srv/shared/c.png", true},
+		{"/data/imagesX/a.tif", false},             // a sibling, not inside
+		{"/data/images/../secrets/key.pem", false}, // cleaned first
+		{"images/a.tif", false},                    // relative
+		{"/etc/passwd", false},
+		{"https://tiles.example.com/public/z/1.png", true},
+		{"https://TILES.example.com/public/z/1.png", true},
+		{"http://tiles.example.com/public/z/1.png", false}, // another scheme
+		{"https://tiles.example.com.evil.org/public/1.png", false},
+		{"https://tiles.example.com/private/1.png", false},
+		{"http://169.254.169.254/latest/meta-data/", false},
+		{"s3://bucket/key", false},
+	}
+	for _, tc := range cases {
+		err := ic.Permitted(tc.input)
+		if (err == nil) != tc.ok {
+			t.Errorf("Permitted(%q) = %v, want allowed %v", tc.input, err, tc.ok)
+		}
+	}
+	open, _ := NewInputChecker(nil)
+	if err := open.Permitted("/anything/at/all"); err != nil {
+		t.Errorf("no allow list: %v, want every input allowed", err)
+	}
+	for i, bad := range []string{"relative/dir", "ftp://host/x", "https:///nohost", "file://otherhost/x"} {
+		if _, err := NewInputChecker([]string{"/ok", bad}); err == nil || !strings.Contains(err.Error(), "server.inputs.allow[1]") {
+			t.Errorf("case %d: allow entry %q: %v, want an error naming server.inputs.allow[1]", i, bad, err)
+		}
+	}
+}
+
+func TestInputCheckDoesNotFollowARedirectOutsideTheAllowList(t *testing.T) {
+	inside := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/public/moved.tif" {
+			http.Redirect(w, r, "http://127.0.0.1:1/private/secret", http.StatusFound)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer inside.Close()
+	ic, err := NewInputChecker([]string{inside.URL + "/public"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ic.CheckInput(context.Background(), inside.URL+"/public/ok.tif"); err != nil {
+		t.Errorf("an allowed URL: %v", err)
+	}
+	err = ic.CheckInput(context.Background(), inside.URL+"/public/moved.tif")
+	if err == nil || !strings.Contains(err.Error(), "server.inputs.allow") {
+		t.Errorf("a redirect out of the allow list: %v, want it refused", err)
+	}
+}
+
+func TestSubmissionRefusesInputsOutsideTheAllowListNamingTheField(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "in", "a.tif")
+	if err := os.MkdirAll(filepath.Dir(good), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlite.Open(filepath.Join(dir, "allot.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	c, err := New(context.Background(), Config{Scheduling: detConfig(1), InputAllow: []string{filepath.Join(dir, "in")},
+		Logger: slog.New(slog.DiscardHandler)}, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.CheckJob(endpointJob("img", 1, good, "/etc/hostname"))
+	var list spec.Errors
+	if !errors.As(err, &list) || len(list) != 1 || list[0].Path != "inputs[1]" || !strings.Contains(list[0].Msg, "/etc/hostname") {
+		t.Fatalf("CheckJob = %v, want one error naming inputs[1]", err)
+	}
+	if err := c.CheckJob(endpointJob("img", 1, good)); err != nil {
+		t.Errorf("an allowed input: %v", err)
+	}
+	if _, err := New(context.Background(), Config{Scheduling: detConfig(1), InputAllow: []string{"not/absolute"}}, st); err == nil ||
+		!strings.Contains(err.Error(), "server.inputs.allow[0]") {
+		t.Errorf("a bad allow entry: %v, want an error naming server.inputs.allow[0]", err)
+	}
+}

@@ -1,0 +1,60 @@
+package engine
+
+import (
+	"testing"
+	"time"
+
+	"github.com/allot-sched/allot/internal/model"
+)
+
+// BenchmarkExplain measures one Explain on the benchmark load (10,000
+// workers, 100,000 pending tasks in 1,000 jobs) after a fill cycle: the
+// answer a user waits for in `allot explain`.
+func BenchmarkExplain(b *testing.B) {
+	e := benchEngine(b, benchWorkerSpecs(benchWorkers), benchJobSpecs(benchJobs, benchTasksPerJob))
+	e.Cycle(t0)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, ok := e.Explain("job00999"); !ok {
+			b.Fatal("job00999 not found")
+		}
+	}
+}
+
+// BenchmarkEstimateStart measures one what-if estimate on the same load,
+// every attempt running 10 minutes: the running tasks all end together, so
+// a few cycles reach the job.
+func BenchmarkEstimateStart(b *testing.B) {
+	benchEstimate(b, func(string, *model.Task) (time.Duration, bool) { return 10 * time.Minute, true })
+}
+
+// BenchmarkEstimateStartWorstCase makes every attempt end at its own time,
+// so each simulated cycle frees only a few workers and the job, last in
+// line behind 99,900 tasks, is not reached: the simulation runs until its
+// cycle bound.
+func BenchmarkEstimateStartWorstCase(b *testing.B) {
+	benchEstimate(b, func(job string, t *model.Task) (time.Duration, bool) {
+		h := 0
+		for _, c := range job + t.Name {
+			h = h*31 + int(c)
+		}
+		return time.Duration(60+h%100_000) * time.Millisecond, true
+	})
+}
+
+// benchEstimate times EstimateStart of the last job on a fresh copy of the
+// benchmark load (built outside the timer), with the default bounds.
+func benchEstimate(b *testing.B, runtime func(string, *model.Task) (time.Duration, bool)) {
+	workers, jobs := benchWorkerSpecs(benchWorkers), benchJobSpecs(benchJobs, benchTasksPerJob)
+	b.ReportAllocs()
+	var x Estimate
+	for b.Loop() {
+		b.StopTimer()
+		e := benchEngine(b, workers, jobs)
+		b.StartTimer()
+		x = EstimateStart(e, "job00999", t0, WhatIf{Runtime: runtime})
+	}
+	b.ReportMetric(float64(x.Cycles), "cycles")
+	b.Logf("estimate: known %v after %d cycles, %d ends: %s", x.Known, x.Cycles, x.Ends, x.Note)
+}

@@ -1,0 +1,37 @@
+package spec
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestServerConfigChecksItsSettingsNamingTheField(t *testing.T) {
+	cases := []struct {
+		name, yaml, want string // want: "" for a valid file, else a field path in the error
+	}{
+		{"allowed inputs", "server:\n  inputs:\n    allow: [/data, \"file:///srv/x\", \"https://tiles.example.com/pub\"]\n", ""},
+		{"a relative directory", "server:\n  inputs:\n    allow: [/data, data]\n", "line 3: server.inputs.allow[1]"},
+		{"a URL without a host", "server:\n  inputs:\n    allow: [\"https:///x\"]\n", "server.inputs.allow[0]"},
+		{"an unsupported scheme", "server:\n  inputs:\n    allow: [\"s3://bucket\"]\n", "server.inputs.allow[0]"},
+		{"a negative duration", "server:\n  stopGrace: -1s\n", "server.stopGrace"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "allot.yaml")
+			if err := os.WriteFile(path, []byte(tc.yaml), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := LoadServerConfig(path)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("valid file refused: %v", err)
+			case tc.want == "" && len(cfg.Server.Inputs.Allow) != 3:
+				t.Fatalf("allow = %v", cfg.Server.Inputs.Allow)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("error %v, want one naming %s", err, tc.want)
+			}
+		})
+	}
+}
