@@ -140,12 +140,19 @@ func writeExplanation(w io.Writer, x api.Explanation) error {
 			var ahead []string
 			for _, g := range a.GroupsAhead {
 				s := fmt.Sprintf("%s (%d running, %d waiting, priority %d", g.Group, g.Running, g.Waiting, g.Priority)
+				if g.Urgent {
+					s += ", urgent"
+				}
 				if a.Policy == "fairshare" {
 					s += fmt.Sprintf(", usage %.4g", g.Usage)
 				}
 				ahead = append(ahead, s+")")
 			}
-			p.line("  group rank %d%s", a.GroupRank, aheadList(ahead))
+			by := ""
+			if a.RankBy != "" {
+				by = " (" + a.RankBy + ")"
+			}
+			p.line("  group rank %d%s%s", a.GroupRank, by, aheadList(ahead))
 		}
 		var jobs []string
 		for _, j := range a.JobsAhead {
