@@ -271,11 +271,17 @@ func jobTable(w io.Writer, j api.Job) error {
 		if a.Variant != "" {
 			fmt.Fprintf(w, "  variant %s", a.Variant)
 		}
-		fmt.Fprintf(w, "  load %d (%s)  admission %s", a.Load, a.LoadSource, a.State)
+		if a.LoadSource != "" {
+			fmt.Fprintf(w, "  load %d (%s)", a.Load, a.LoadSource)
+		}
+		fmt.Fprintf(w, "  admission %s", a.State)
 		if a.Reason != nil {
 			fmt.Fprintf(w, ": %s", a.Reason.Message)
 		}
 		fmt.Fprintln(w)
+	}
+	if len(j.Tasks) == 0 {
+		return nil
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

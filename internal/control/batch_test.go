@@ -232,6 +232,9 @@ func TestAMergedBatchTheWorkerLacksIsRequeuedWhole(t *testing.T) {
 				if e.Task != "infer-0" && !strings.Contains(e.Message, `merged batch "infer-0"`) {
 					t.Errorf("member requeue %+v does not name the batch", e)
 				}
+				if e.Reason != model.ReasonLeaseLost {
+					t.Errorf("requeue %+v: reason %q, want lease_lost (the worker is not lost)", e, e.Reason)
+				}
 			}
 			if n := len(p.events(EventTaskRequeued)); n != 3 {
 				t.Errorf("%d task_requeued events, want 3", n)

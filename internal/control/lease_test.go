@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/allot-sched/allot/internal/api"
+	"github.com/allot-sched/allot/internal/model"
 	"github.com/allot-sched/allot/internal/spec"
 )
 
@@ -72,8 +73,8 @@ func TestLeaseAnswerLostOnTheWayIsRequeued(t *testing.T) {
 	if j := p.job("j"); j.State != "succeeded" {
 		t.Errorf("job %s, want succeeded", j.State)
 	}
-	if n := len(p.events(EventTaskRequeued)); n != 1 {
-		t.Errorf("%d task_requeued events, want 1 (the lost answer)", n)
+	if rq := p.events(EventTaskRequeued); len(rq) != 1 || rq[0].Reason != model.ReasonLeaseLost {
+		t.Errorf("task_requeued events %+v, want 1 (the lost answer) with reason lease_lost", rq)
 	}
 }
 

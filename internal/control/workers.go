@@ -114,7 +114,7 @@ func (c *Controller) reconcile(t *txn, worker string, running []api.Attempt) {
 			continue
 		}
 		_ = c.eng.Apply(engine.FinishTask{Job: rec.Job, Task: rec.Name, Outcome: model.Requeued, At: t.now,
-			Message: fmt.Sprintf("worker %q no longer runs attempt %d", worker, rec.Attempt)})
+			Code: model.ReasonLeaseLost, Message: fmt.Sprintf("worker %q no longer runs attempt %d", worker, rec.Attempt)})
 	}
 	// What is left runs on the worker but not in the server's view: stop it.
 	var stale []api.Attempt
@@ -253,7 +253,7 @@ func (c *Controller) requeueUndelivered(ctx context.Context, worker string, lost
 			}
 			c.cfg.Logger.Warn("a lease answer was lost on its way to the worker; requeueing", "worker", worker,
 				"job", a.Job, "task", a.Task, "attempt", a.Attempt)
-			if c.eng.Apply(engine.FinishTask{Job: a.Job, Task: a.Task, Outcome: model.Requeued, At: t.now,
+			if c.eng.Apply(engine.FinishTask{Job: a.Job, Task: a.Task, Outcome: model.Requeued, At: t.now, Code: model.ReasonLeaseLost,
 				Message: fmt.Sprintf("the lease answer carrying attempt %d to worker %q never arrived", a.Attempt, worker)}) == nil {
 				t.changed = true
 			}
@@ -319,12 +319,12 @@ func (c *Controller) report(t *txn, worker string, r api.Report) {
 	if rec == nil || rec.State != string(model.TaskRunning) || rec.Worker != worker || rec.Attempt != r.Attempt.Attempt {
 		return
 	}
-	outcome, msg := model.Succeeded, ""
+	outcome, msg, code := model.Succeeded, "", ""
 	if r.Stopped {
 		// The server did not stop this attempt (it would no longer be
 		// running here): the worker stopped it, shutting down. That is not
 		// the task's failure.
-		outcome, msg = model.Requeued, fmt.Sprintf("worker %q stopped it: %s", worker, r.Error)
+		outcome, msg, code = model.Requeued, fmt.Sprintf("worker %q stopped it: %s", worker, r.Error), model.ReasonWorkerStopped
 	}
 	if outcome == model.Succeeded && (r.ExitCode != 0 || r.Error != "") {
 		outcome = model.Failed
@@ -333,11 +333,11 @@ func (c *Controller) report(t *txn, worker string, r api.Report) {
 			msg = r.Error
 		}
 	}
-	if err := c.eng.Apply(engine.FinishTask{Job: r.Job, Task: r.Task, Outcome: outcome, At: t.now, Message: msg}); err != nil {
+	if err := c.eng.Apply(engine.FinishTask{Job: r.Job, Task: r.Task, Outcome: outcome, At: t.now, Message: msg, Code: code}); err != nil {
 		return // the engine no longer runs this attempt (cancelled or requeued in this round)
 	}
-	code := r.ExitCode
-	rec.ExitCode, rec.Output = &code, r.Output
+	exit := r.ExitCode
+	rec.ExitCode, rec.Output = &exit, r.Output
 	if len(r.Result) > 0 {
 		rec.Result = r.Result
 	}

@@ -464,7 +464,7 @@ func (e *Engine) finish(ev FinishTask, now time.Time) error {
 		e.cascade(t)
 	case model.Requeued:
 		e.makeReady(t)
-		r := model.Because(model.ReasonWorkerLost, "requeued: %s", ev.Message)
+		r := model.Because(requeueCode(ev), "requeued: %s", ev.Message)
 		e.ended = append(e.ended, TaskEnd{Job: ev.Job, Task: ev.Task, Worker: worker, State: model.TaskReady, Reason: r})
 	default:
 		return fmt.Errorf("%w outcome %q", ErrInvalid, ev.Outcome)
@@ -748,4 +748,12 @@ func (e *Engine) PolicyReport(queue string) (any, bool) {
 		return nil, false
 	}
 	return r.Report(e.now), true
+}
+
+// requeueCode is the reason code of a Requeued outcome.
+func requeueCode(ev FinishTask) string {
+	if ev.Code != "" {
+		return ev.Code
+	}
+	return model.ReasonWorkerLost
 }

@@ -32,6 +32,10 @@ type FinishTask struct {
 	Outcome   model.Outcome
 	At        time.Time
 	Message   string
+	// Code is the reason code of a Requeued outcome, for counters and
+	// events by reason (worker_stopped, lease_lost); empty means
+	// worker_lost.
+	Code string
 }
 
 // RestoreRunning marks a task as already running, as after a server restart

@@ -279,7 +279,7 @@ func (e *Engine) endMember(m, head *task, ev FinishTask, now time.Time) {
 	case model.Requeued:
 		e.makeReady(m)
 		te.State = model.TaskReady
-		te.Reason = model.Because(model.ReasonWorkerLost, "requeued with merged batch %q: %s", parent, ev.Message)
+		te.Reason = model.Because(requeueCode(ev), "requeued with merged batch %q: %s", parent, ev.Message)
 		e.ended = append(e.ended, te)
 	}
 }

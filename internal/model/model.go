@@ -306,6 +306,12 @@ const (
 	// ran its job, for at most the policy's affinity wait, hoping one that
 	// did (and holds the job's data) frees up.
 	ReasonAffinityWait = "affinity_wait"
+	// ReasonWorkerStopped requeues an attempt its worker stopped on its
+	// own, shutting down: not the task's failure.
+	ReasonWorkerStopped = "worker_stopped"
+	// ReasonLeaseLost requeues an attempt its worker never received or no
+	// longer runs: the lease answer was lost, or the worker restarted.
+	ReasonLeaseLost = "lease_lost"
 )
 
 // Because formats a Reason.
