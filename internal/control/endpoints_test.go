@@ -1,9 +1,7 @@
 package control
 
 import (
-	"context"
 	"errors"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,40 +14,19 @@ import (
 	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/engine/admit"
 	"github.com/allot-sched/allot/internal/spec"
-	"github.com/allot-sched/allot/internal/store/sqlite"
 )
 
-// newPlaneWith is newPlane with a configuration of its own; restartWith
-// restarts it with a configuration (the same, or one an operator edited).
+// newPlaneWith is newPlane with a scheduling configuration of its own;
+// restartWith restarts it with a configuration (the same, or one an
+// operator edited).
 func newPlaneWith(t *testing.T, sched spec.Scheduling) *plane {
-	t.Helper()
-	p := &plane{t: t, path: filepath.Join(t.TempDir(), "allot.db"), clock: newFakeClock()}
-	openWith(p, sched)
-	t.Cleanup(p.stop)
-	return p
-}
-
-func openWith(p *plane, sched spec.Scheduling) {
-	p.t.Helper()
-	st, err := sqlite.Open(p.path)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	c, err := New(context.Background(), Config{Scheduling: sched, CycleEvery: 2 * time.Millisecond,
-		HeartbeatTimeout: time.Hour, Clock: p.clock.Now, Logger: slog.New(slog.DiscardHandler)}, st)
-	if err != nil {
-		st.Close()
-		p.t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	p.st, p.c, p.stopC, p.done = st, c, cancel, make(chan error, 1)
-	go func() { p.done <- c.Run(ctx) }()
+	return newPlaneConfig(t, Config{Scheduling: sched, HeartbeatTimeout: time.Hour})
 }
 
 func restartWith(p *plane, sched spec.Scheduling) {
 	p.t.Helper()
-	p.stop()
-	openWith(p, sched)
+	p.cfg.Scheduling = sched
+	p.restart()
 }
 
 func pct(f float64) *float64 { return &f }

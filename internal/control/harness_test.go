@@ -47,6 +47,7 @@ const testTimeout = 10 * time.Second
 type plane struct {
 	t     *testing.T
 	path  string
+	cfg   Config // the test's own settings; open adds the clock, logger and tick
 	clock *fakeClock
 	st    *sqlite.Store
 	c     *Controller
@@ -55,8 +56,14 @@ type plane struct {
 }
 
 func newPlane(t *testing.T) *plane {
+	return newPlaneConfig(t, Config{Scheduling: spec.Scheduling{Queues: []spec.Queue{{Name: "batch"}}},
+		HeartbeatTimeout: 30 * time.Second})
+}
+
+// newPlaneConfig is newPlane with settings of the test's own.
+func newPlaneConfig(t *testing.T, cfg Config) *plane {
 	t.Helper()
-	p := &plane{t: t, path: filepath.Join(t.TempDir(), "allot.db"), clock: newFakeClock()}
+	p := &plane{t: t, path: filepath.Join(t.TempDir(), "allot.db"), cfg: cfg, clock: newFakeClock()}
 	p.open()
 	t.Cleanup(p.stop)
 	return p
@@ -68,13 +75,11 @@ func (p *plane) open() {
 	if err != nil {
 		p.t.Fatal(err)
 	}
-	c, err := New(context.Background(), Config{
-		Scheduling:       spec.Scheduling{Queues: []spec.Queue{{Name: "batch"}}},
-		CycleEvery:       2 * time.Millisecond, // ticks come often; the fake clock decides what is late
-		HeartbeatTimeout: 30 * time.Second,
-		Clock:            p.clock.Now,
-		Logger:           slog.New(slog.DiscardHandler),
-	}, st)
+	cfg := p.cfg
+	cfg.CycleEvery = 2 * time.Millisecond // ticks come often; the fake clock decides what is late
+	cfg.Clock = p.clock.Now
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	c, err := New(context.Background(), cfg, st)
 	if err != nil {
 		st.Close()
 		p.t.Fatal(err)

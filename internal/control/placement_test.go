@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -22,29 +21,7 @@ import (
 // test's own. Heartbeats never time out: these tests move the clock by
 // minutes.
 func newPlacementPlane(t *testing.T, sched spec.Scheduling) *plane {
-	t.Helper()
-	p := &plane{t: t, path: filepath.Join(t.TempDir(), "allot.db"), clock: newFakeClock()}
-	p.openWith(sched)
-	t.Cleanup(p.stop)
-	return p
-}
-
-// openWith is plane.open with a scheduling configuration of the test's own.
-func (p *plane) openWith(sched spec.Scheduling) {
-	p.t.Helper()
-	st, err := sqlite.Open(p.path)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	c, err := New(context.Background(), Config{Scheduling: sched, CycleEvery: 2 * time.Millisecond,
-		HeartbeatTimeout: 24 * time.Hour, Clock: p.clock.Now, Logger: slog.New(slog.DiscardHandler)}, st)
-	if err != nil {
-		st.Close()
-		p.t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	p.st, p.c, p.stopC, p.done = st, c, cancel, make(chan error, 1)
-	go func() { p.done <- c.Run(ctx) }()
+	return newPlaneConfig(t, Config{Scheduling: sched, HeartbeatTimeout: 24 * time.Hour})
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -433,8 +410,7 @@ func TestWhoDisabledAWorkerSurvivesARestartAndTheCoordinatorLeavesUnregisteredWo
 	if got := p.states(); !sameMap(got, want) {
 		t.Fatalf("before the restart: %v, want %v", got, want)
 	}
-	p.stop()
-	p.openWith(sched)
+	p.restart()
 	// Only w2 comes back; the coordinator must not count w1 and w3, held
 	// disabled until they register, as its own to enable.
 	p.register("w2", 1)
