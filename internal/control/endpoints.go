@@ -319,22 +319,13 @@ func (c *Controller) deadLetterNew(t *txn, lj *liveJob, why string) (any, error)
 // returns the reason the engine gave the entry.
 func (c *Controller) recordDeadLetter(t *txn, id, why string) model.Reason {
 	r := model.Because(model.ReasonInputInaccessible, "dead-lettered at validation: %s", why)
-	if d, ok := c.deadEntry(id); ok {
+	if d, ok := c.eng.DeadLettered(id); ok {
 		r = d.Reason
 	}
 	raw, _ := json.Marshal(storedDeadLetter{Reason: why, At: t.now})
 	t.kv(deadLetterKey(id), raw)
 	t.event(EventJobDeadLettered, id, "", "", r, nil)
 	return r
-}
-
-func (c *Controller) deadEntry(id string) (engine.DeadLetterEntry, bool) {
-	for _, d := range c.eng.DeadLetters() {
-		if d.Job.ID == id {
-			return d, true
-		}
-	}
-	return engine.DeadLetterEntry{}, false
 }
 
 // admissionSubmitted stores the variant the engine chose for an endpoint
@@ -432,7 +423,7 @@ func (c *Controller) Redrive(ctx context.Context, id string) (api.Redriven, erro
 		return api.Redriven{}, err
 	}
 	v, err := c.do(ctx, func(t *txn) (any, error) {
-		d, ok := c.deadEntry(id)
+		d, ok := c.eng.DeadLettered(id)
 		if !ok {
 			return nil, fmt.Errorf("%w: job %q is no longer on the dead-letter list", ErrConflict, id)
 		}

@@ -366,3 +366,35 @@ func TestJobNamingAnEndpointAddedAtRunTimeIsAccepted(t *testing.T) {
 		}
 	}
 }
+
+// A dead-lettered job keeps its ID: a second job under it is refused and
+// the first is kept as it was, whether or not it was stored yet.
+func TestASecondJobUnderADeadLetteredIDIsRefused(t *testing.T) {
+	p := newPlaneWith(t, detConfig(1))
+	missing := filepath.Join(t.TempDir(), "scene.tif")
+	if j, err := p.c.Submit(p.ctx(), endpointJob("img", 2, missing)); err != nil || j.State != JobDeadLettered {
+		t.Fatalf("first submission: %+v %v, want dead-lettered", j, err)
+	}
+	for _, twin := range []spec.Job{endpointJob("img", 1), endpointJob("img", 1, missing)} {
+		if _, err := p.c.Submit(p.ctx(), twin); !errors.Is(err, ErrConflict) {
+			t.Errorf("a second job img (inputs %v): %v, want a conflict", twin.Inputs, err)
+		}
+	}
+	// Twins in one loop round: the first is not stored yet when the
+	// second comes.
+	_, err := p.c.do(p.ctx(), func(tx *txn) (any, error) {
+		if _, err := p.c.submit(p.ctx(), tx, endpointJob("twin", 2, missing), "no such file"); err != nil {
+			t.Errorf("first twin: %v", err)
+		}
+		return p.c.submit(p.ctx(), tx, endpointJob("twin", 1), "")
+	})
+	if !errors.Is(err, ErrConflict) {
+		t.Errorf("a second job twin in the same round: %v, want a conflict", err)
+	}
+	for _, id := range []string{"img", "twin"} {
+		j := p.job(id)
+		if j.State != JobDeadLettered || j.Spec == nil || j.Spec.Load != 2 {
+			t.Errorf("%s after the refused twins: state %s spec %+v, want the first job, dead-lettered with load 2", id, j.State, j.Spec)
+		}
+	}
+}

@@ -148,6 +148,10 @@ func (c *Controller) submit(ctx context.Context, t *txn, js spec.Job, inaccessib
 	if _, live := c.jobs[js.ID]; live {
 		return nil, fmt.Errorf("%w: job %q already exists", ErrConflict, js.ID)
 	}
+	if _, dead := c.eng.DeadLettered(js.ID); dead {
+		// Possibly dead-lettered earlier in this round, so not stored yet.
+		return nil, fmt.Errorf("%w: job %q already exists (dead-lettered)", ErrConflict, js.ID)
+	}
 	if _, _, err := c.st.Job(ctx, js.ID); err == nil {
 		return nil, fmt.Errorf("%w: job %q already exists", ErrConflict, js.ID)
 	} else if !errors.Is(err, store.ErrNotFound) {

@@ -184,10 +184,12 @@ func (e *Engine) redrive(ev Redrive) error {
 	if !ev.At.IsZero() {
 		job.Submitted = ev.At
 	}
+	// Off the list first: submit refuses an ID the list holds.
+	delete(e.adm.dead, ev.Job)
 	if err := e.submit(job); err != nil {
+		e.adm.dead[ev.Job] = d
 		return err
 	}
-	delete(e.adm.dead, ev.Job)
 	return nil
 }
 
@@ -291,6 +293,15 @@ func (e *Engine) DeadLetters() []DeadLetterEntry {
 		return cmp.Compare(a.Job.ID, b.Job.ID)
 	})
 	return out
+}
+
+// DeadLettered returns a job's entry on the dead-letter list.
+func (e *Engine) DeadLettered(jobID string) (DeadLetterEntry, bool) {
+	d, ok := e.adm.dead[jobID]
+	if !ok {
+		return DeadLetterEntry{}, false
+	}
+	return *d, true
 }
 
 // Admission returns the admission record of an endpoint job that has not

@@ -184,6 +184,12 @@ func TestDeadLetterAndRedrive(t *testing.T) {
 	if err := e.Apply(DeadLetter{Job: newJob("good").task("x").j, Reason: "x"}); !errors.Is(err, ErrDuplicate) {
 		t.Errorf("dead-lettering a live job: %v", err)
 	}
+	if err := e.Apply(newJob("bad").endpoint("det", "", 1).task("y").submit()); !errors.Is(err, ErrDuplicate) {
+		t.Errorf("submitting a job under a dead-lettered job's ID: %v, want ErrDuplicate", err)
+	}
+	if d, ok := e.DeadLettered("bad"); !ok || d.Job.Tasks[0].Name != "x" {
+		t.Errorf("the dead letter after a refused twin: %+v %v, want the first job kept", d, ok)
+	}
 	if err := e.Apply(Redrive{Job: "nope"}); !errors.Is(err, ErrUnknownJob) {
 		t.Errorf("redriving an unknown job: %v", err)
 	}

@@ -269,6 +269,10 @@ func (e *Engine) submit(spec model.Job) error {
 	if _, dup := e.jobs[spec.ID]; dup {
 		return fmt.Errorf("job %q: %w", spec.ID, ErrDuplicate)
 	}
+	if _, dead := e.adm.dead[spec.ID]; dead {
+		// Its ID stays taken until it is redriven.
+		return fmt.Errorf("job %q: %w (on the dead-letter list)", spec.ID, ErrDuplicate)
+	}
 	q, ok := e.queueBy[spec.Queue]
 	if !ok {
 		return fmt.Errorf("job %q: queue: %w %q", spec.ID, ErrUnknownQueue, spec.Queue)
