@@ -94,6 +94,8 @@ type Controller struct {
 	// that what one worker runs is found without walking every job. It may
 	// hold records that have since moved on; readers check the record.
 	running map[string]map[*store.Task]struct{}
+	// recent keeps each queue's recent runtimes, for explain's estimate.
+	recent map[string]*runtimeWindow
 
 	// Shared with API goroutines.
 	mu       sync.Mutex

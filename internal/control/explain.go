@@ -124,7 +124,8 @@ func (c *Controller) replayState(now time.Time) *replay {
 			}
 		}
 		r.tasks[m.ID] = recs
-		r.runtimes[m.ID] = lj.runtimes()
+		queueMedian, _ := c.recent[lj.rec.Queue].median()
+		r.runtimes[m.ID] = lj.runtimes(queueMedian)
 	}
 	for _, q := range c.engCfg.Queues {
 		rep, ok := c.eng.PolicyReport(q.Name)
@@ -144,9 +145,11 @@ func (c *Controller) replayState(now time.Time) *replay {
 
 // runtimes estimates how long an attempt of each of the job's unfinished
 // tasks runs: the mean observed runtime of the succeeded tasks of the same
-// spec entry, else the entry's timeout; tasks with neither are left to the
-// engine's fallbacks (declared duration, then engine.DefaultAttemptRuntime).
-func (lj *liveJob) runtimes() map[string]time.Duration {
+// spec entry; else the entry's declared duration; else queueMedian, the
+// median runtime of the queue's recent succeeded attempts (0: too few),
+// capped by the entry's timeout; else that timeout. Tasks with none of these
+// are left to engine.DefaultAttemptRuntime.
+func (lj *liveJob) runtimes(queueMedian time.Duration) map[string]time.Duration {
 	type sum struct {
 		total time.Duration
 		n     int
@@ -174,9 +177,18 @@ func (lj *liveJob) runtimes() map[string]time.Duration {
 		if model.TaskState(rec.State).Terminal() {
 			continue
 		}
-		if s := observed[entryOf(name)]; s != nil {
+		e := lj.entry[name]
+		switch s := observed[entryOf(name)]; {
+		case s != nil:
 			out[name] = s.total / time.Duration(s.n)
-		} else if e := lj.entry[name]; e != nil && e.Timeout > 0 {
+		case e != nil && e.Duration > 0:
+			out[name] = time.Duration(e.Duration)
+		case queueMedian > 0:
+			out[name] = queueMedian
+			if e != nil && e.Timeout > 0 {
+				out[name] = min(queueMedian, time.Duration(e.Timeout))
+			}
+		case e != nil && e.Timeout > 0:
 			out[name] = time.Duration(e.Timeout)
 		}
 	}

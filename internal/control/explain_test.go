@@ -1,6 +1,7 @@
 package control
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -8,11 +9,13 @@ import (
 	"github.com/allot-sched/allot/internal/spec"
 )
 
-func TestExplainRuntimesComeFromObservedRunsThenTimeouts(t *testing.T) {
+func TestExplainRuntimesComeFromObservedRunsThenTheQueueThenTimeouts(t *testing.T) {
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	js := spec.Job{ID: "j", Tasks: []spec.Task{
 		{Name: "shard", Count: 3, Run: "true", Timeout: spec.Duration(time.Hour)},
 		{Name: "merge", Run: "true", Needs: []string{"shard"}, Timeout: spec.Duration(7 * time.Minute)},
+		{Name: "index", Run: "true", Needs: []string{"shard"}, Timeout: spec.Duration(time.Minute)},
+		{Name: "plot", Run: "true", Duration: spec.Duration(90 * time.Second)},
 		{Name: "report", Run: "true"},
 	}}
 	lj, err := newLiveJob(js, at)
@@ -25,17 +28,86 @@ func TestExplainRuntimesComeFromObservedRunsThenTimeouts(t *testing.T) {
 	}
 	ran("shard-0", 4*time.Minute)
 	ran("shard-1", 6*time.Minute)
-	got := lj.runtimes()
-	want := map[string]time.Duration{
-		"shard-2": 5 * time.Minute, // the mean of its stage's runs, not its timeout
-		"merge":   7 * time.Minute, // nothing of its stage ran: its timeout
+	cases := []struct {
+		name        string
+		queueMedian time.Duration
+		want        map[string]time.Duration
+	}{
+		{"without the queue's runtimes", 0, map[string]time.Duration{
+			"shard-2": 5 * time.Minute,  // the mean of its stage's runs, not its timeout
+			"merge":   7 * time.Minute,  // nothing of its stage ran: its timeout
+			"index":   time.Minute,      // the same
+			"plot":    90 * time.Second, // its declared duration
+		}}, // report has nothing: left to the engine's default
+		{"with the queue's median", 3 * time.Minute, map[string]time.Duration{
+			"shard-2": 5 * time.Minute,
+			"merge":   3 * time.Minute,  // the queue's median, within its timeout
+			"index":   time.Minute,      // the median capped by its timeout
+			"plot":    90 * time.Second, // a declared duration comes first
+			"report":  3 * time.Minute,  // the queue's median
+		}},
 	}
-	if len(got) != len(want) {
-		t.Errorf("runtimes = %v, want %v (report has neither and is left to the engine)", got, want)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := lj.runtimes(tc.queueMedian)
+			if len(got) != len(tc.want) {
+				t.Errorf("runtimes = %v, want %v", got, tc.want)
+			}
+			for k, v := range tc.want {
+				if got[k] != v {
+					t.Errorf("runtime of %s = %v, want %v", k, got[k], v)
+				}
+			}
+		})
 	}
-	for k, v := range want {
-		if got[k] != v {
-			t.Errorf("runtime of %s = %v, want %v", k, got[k], v)
+}
+
+func TestRuntimeWindowMedianOfTheLatestRuns(t *testing.T) {
+	var w runtimeWindow
+	if _, ok := w.median(); ok {
+		t.Error("an empty window has a median")
+	}
+	for i := 1; i <= minRuntimeSamples-1; i++ {
+		w.add(time.Duration(i) * time.Second)
+	}
+	if _, ok := w.median(); ok {
+		t.Errorf("%d samples give a median; want at least %d", minRuntimeSamples-1, minRuntimeSamples)
+	}
+	w.add(100 * time.Second) // 1 2 3 4 100 s
+	if m, ok := w.median(); !ok || m != 3*time.Second {
+		t.Errorf("median = %v %v, want 3s", m, ok)
+	}
+	for range runtimeWindowLen {
+		w.add(time.Minute) // the old runs leave the window
+	}
+	if m, _ := w.median(); m != time.Minute || len(w.ring) != runtimeWindowLen {
+		t.Errorf("median %v over %d samples, want 1m over %d", m, len(w.ring), runtimeWindowLen)
+	}
+}
+
+// The estimate learns from the queue: after tasks of the queue took two
+// minutes each, a job waiting behind a task nothing else estimates is
+// expected to start two minutes on, not after the 30-minute default.
+func TestExplainEstimateUsesTheQueuesRecentRuntimes(t *testing.T) {
+	p := newPlane(t)
+	p.register("w1", 1)
+	for i := range minRuntimeSamples {
+		id := fmt.Sprintf("warm-%d", i)
+		p.submit(spec.Job{ID: id, Tasks: []spec.Task{{Name: "t", Run: "true"}}})
+		a := p.waitAssignment("w1", "t")
+		p.clock.Add(2 * time.Minute)
+		if err := p.report("w1", succeeded(a)); err != nil {
+			t.Fatal(err)
 		}
+	}
+	p.submit(spec.Job{ID: "blocker", Tasks: []spec.Task{{Name: "t", Run: "sleep 1"}}})
+	p.waitAssignment("w1", "t")
+	p.submit(spec.Job{ID: "waiting", Tasks: []spec.Task{{Name: "t", Run: "true"}}})
+	x, err := p.c.Explain(p.ctx(), "waiting")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := x.Estimate; e == nil || !e.Known || e.Wait() != 2*time.Minute {
+		t.Fatalf("estimate %+v, want a start 2m on (the queue's median runtime)", e)
 	}
 }

@@ -315,7 +315,7 @@ func (c *Controller) Report(ctx context.Context, worker string, reports []api.Re
 }
 
 func (c *Controller) report(t *txn, worker string, r api.Report) {
-	_, rec := c.task(r.Job, r.Task)
+	lj, rec := c.task(r.Job, r.Task)
 	if rec == nil || rec.State != string(model.TaskRunning) || rec.Worker != worker || rec.Attempt != r.Attempt.Attempt {
 		return
 	}
@@ -348,6 +348,7 @@ func (c *Controller) report(t *txn, worker string, r api.Report) {
 		rec.State, rec.Reason, rec.Message = string(model.TaskSucceeded), "", ""
 		t.event(EventTaskSucceeded, r.Job, r.Task, worker, model.Reason{}, attemptData(r.Attempt.Attempt))
 		c.succeededCache(t, worker, r.Job, r.Task)
+		c.observeRuntime(lj.rec.Queue, rec.Started, rec.Ended)
 	}
 }
 
