@@ -84,6 +84,13 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			if status == 0 {
 				status = http.StatusOK
 			}
+			// A handler that panics is answered by net/http, which closes
+			// the connection: count it as the 500 it is, then let the
+			// panic go on to net/http.
+			if p := recover(); p != nil {
+				status = http.StatusInternalServerError
+				defer panic(p)
+			}
 			if s.opt.Requests != nil {
 				s.opt.Requests.RequestDone(route, status, took)
 			}

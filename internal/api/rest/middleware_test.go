@@ -4,8 +4,13 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
+	"log"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -106,6 +111,27 @@ func TestRequestsAreLabelledByRoutePatternNotPath(t *testing.T) {
 		if n != 0 {
 			t.Errorf("route %q: %d requests still counted in flight", route, n)
 		}
+	}
+}
+
+// A handler that panics is counted and logged as a 500, and the panic
+// still reaches net/http, which drops the connection.
+func TestAPanickingHandlerCountsAsA500(t *testing.T) {
+	rl := &routeLog{open: map[string]int{}}
+	s := &Server{mux: http.NewServeMux(), opt: Options{Logger: slog.New(slog.DiscardHandler), Requests: rl}}
+	s.mux.HandleFunc("GET /boom", func(http.ResponseWriter, *http.Request) { panic("boom") })
+	srv := httptest.NewUnstartedServer(s.observe(s.mux))
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // net/http reports the panic there
+	srv.Start()
+	defer srv.Close()
+	if resp, err := http.Get(srv.URL + "/boom"); err == nil {
+		resp.Body.Close()
+		t.Fatalf("the panic did not reach net/http: answered %s", resp.Status)
+	}
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	if want := []string{"GET /boom -> 500"}; !slices.Equal(rl.routes, want) || rl.open["GET /boom"] != 0 {
+		t.Errorf("observed %q (in flight %d), want %q", rl.routes, rl.open["GET /boom"], want)
 	}
 }
 
