@@ -34,6 +34,9 @@ type Client struct {
 	// reconnectMin and reconnectMax bound the delay before FollowEvents
 	// reconnects; the server's "retry:" field overrides reconnectMin.
 	reconnectMin, reconnectMax time.Duration
+	// streamIdle is how long a followed event stream may stay silent
+	// before FollowEvents takes the connection for dead and reconnects.
+	streamIdle time.Duration
 }
 
 // Option configures a Client.
@@ -65,6 +68,7 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 		leaseSlack:   10 * time.Second,
 		reconnectMin: time.Second,
 		reconnectMax: 30 * time.Second,
+		streamIdle:   DefaultStreamIdle,
 	}
 	for _, o := range opts {
 		o(c)

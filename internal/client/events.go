@@ -10,10 +10,16 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/allot-sched/allot/internal/api"
 )
+
+// DefaultStreamIdle is how long FollowEvents waits on a silent stream: three
+// of the server's 15 s keep-alive pings. A connection cut without a reset
+// (a crashed proxy, a lost network path) would otherwise hang forever.
+const DefaultStreamIdle = 45 * time.Second
 
 // maxSSELine bounds one line of the event stream, so a broken server cannot
 // make the client buffer without end.
@@ -100,14 +106,29 @@ func (f *follower) session(ctx context.Context) (int, error) {
 	if f.last > 0 {
 		h.Set("Last-Event-ID", strconv.FormatInt(f.last, 10))
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	resp, err := f.c.send(ctx, request{method: http.MethodGet, path: "/v1/events", query: q, header: h})
 	if err != nil {
 		return 0, err
 	}
 	defer resp.Body.Close()
 	f.connected = true
+	// Anything read (an event, a ping) proves the connection alive; a
+	// silence longer than streamIdle cancels it, which ends the read below
+	// and makes FollowEvents reconnect.
+	var silent atomic.Bool
+	idle := time.AfterFunc(f.c.streamIdle, func() { silent.Store(true); cancel() })
+	defer idle.Stop()
+	body := readerFunc(func(p []byte) (int, error) {
+		n, err := resp.Body.Read(p)
+		if n > 0 {
+			idle.Reset(f.c.streamIdle)
+		}
+		return n, err
+	})
 	n := 0
-	err = readSSE(resp.Body, func(m sseMessage) error {
+	err = readSSE(body, func(m sseMessage) error {
 		ev, err := m.decode()
 		if err != nil {
 			return badStreamError{err}
@@ -124,11 +145,23 @@ func (f *follower) session(ctx context.Context) (int, error) {
 		n++
 		return nil
 	}, func(d time.Duration) { f.retry, f.delay = d, d })
-	if err == nil {
+	switch {
+	case silent.Load():
+		err = errStreamSilent
+	case err == nil:
 		err = io.ErrUnexpectedEOF // the server ended the stream; follow on
 	}
 	return n, err
 }
+
+// errStreamSilent ends a connection that sent nothing for streamIdle;
+// FollowEvents reconnects.
+var errStreamSilent = errors.New("event stream: silent for too long")
+
+// readerFunc is an io.Reader made of a function.
+type readerFunc func([]byte) (int, error)
+
+func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
 
 // sseMessage is one dispatched server-sent event.
 type sseMessage struct {

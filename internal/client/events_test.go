@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -250,5 +251,37 @@ func TestFollowEventsEndsWithItsContext(t *testing.T) {
 	err := c.FollowEvents(ctx, 0, "", func(api.Event) error { return fmt.Errorf("no events expected") })
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("FollowEvents = %v, want context.Canceled", err)
+	}
+}
+
+// A stream that goes silent (no event, no ping) for longer than streamIdle
+// is taken for dead: FollowEvents reconnects after the last event it
+// delivered instead of waiting forever.
+func TestFollowEventsReconnectsWhenTheStreamGoesSilent(t *testing.T) {
+	errDone := errors.New("done")
+	s := &sseServer{scripts: []sseScript{
+		{status: 200, body: "id: 1\ndata: {\"id\":1,\"kind\":\"job_submitted\"}\n\n", hold: true}, // then silence
+		{status: 200, body: "id: 2\ndata: {\"id\":2,\"kind\":\"job_ended\"}\n\n", hold: true},
+	}}
+	c := followClient(t, s)
+	c.streamIdle = 50 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var ids []int64
+	err := c.FollowEvents(ctx, 0, "", func(ev api.Event) error {
+		ids = append(ids, ev.ID)
+		if ev.ID == 2 {
+			return errDone
+		}
+		return nil
+	})
+	if !errors.Is(err, errDone) {
+		t.Fatalf("FollowEvents = %v, want fn's error after a reconnect", err)
+	}
+	if !slices.Equal(ids, []int64{1, 2}) {
+		t.Errorf("events %v, want [1 2]", ids)
+	}
+	if conns := s.connections(); len(conns) != 2 || !strings.Contains(conns[1], "last=1") {
+		t.Errorf("connections %q, want a second one after event 1", conns)
 	}
 }
