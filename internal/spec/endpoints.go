@@ -169,9 +169,10 @@ const (
 	EnvStarvationWait                 = "SCHEDULER_STARVATION_WAIT"
 )
 
-// ApplyEnv overlays the throttling environment variables onto s: a variable
-// that is set wins over the configuration file, as in the seed, where these
-// variables are the configuration. lookup is os.LookupEnv in the server.
+// ApplyEnv overlays the environment variables of seed 000 (throttling) and
+// seed 002 (placement, elastic coordinator) onto s: a variable that is set
+// wins over the configuration file, as in the seeds, where these variables
+// are the configuration. lookup is os.LookupEnv in the server.
 // Every bad value is reported, naming its variable.
 func (s *Scheduling) ApplyEnv(lookup func(string) (string, bool)) error {
 	var c errs
@@ -224,6 +225,7 @@ func (s *Scheduling) ApplyEnv(lookup func(string) (string, bool)) error {
 			t.StarvationWait = &d
 		}
 	}
+	applyPlacementEnv(&c, get, &s.Placement)
 	return c.err()
 }
 
