@@ -51,6 +51,7 @@ const (
 // 002: disabled workers are excluded from aggregated cost metrics).
 type FleetCost struct {
 	EnabledWorkers      int     `json:"enabledWorkers"`
+	EnabledSlots        int     `json:"enabledSlots"`
 	EnabledCostPerHour  float64 `json:"enabledCostPerHour"`
 	DisabledWorkers     int     `json:"disabledWorkers"`
 	DisabledCostPerHour float64 `json:"disabledCostPerHour"`

@@ -7,7 +7,6 @@ import (
 
 	"github.com/allot-sched/allot/internal/engine"
 	"github.com/allot-sched/allot/internal/model"
-	"github.com/allot-sched/allot/internal/spec"
 	"github.com/allot-sched/allot/internal/store"
 )
 
@@ -25,18 +24,6 @@ type Observer interface {
 	// its error, which stops the loop. On error the events were not
 	// stored.
 	Commit(events []store.Event, took time.Duration, err error)
-	// Fleet reports the registered workers' capacity after a cycle.
-	Fleet(f Fleet)
-}
-
-// Fleet sums the workers that take or run tasks: ready and draining ones.
-// Disabled and lost workers cost nothing by seed 002's rule ("excluded from
-// aggregated cost metrics"), so they are left out; Snapshot.Workers still
-// counts them.
-type Fleet struct {
-	Workers     int
-	Slots       int
-	CostPerHour float64
 }
 
 // timedCycle runs one engine cycle, timing it, and tells the observer and
@@ -48,29 +35,8 @@ func (c *Controller) timedCycle(now time.Time) *engine.Decisions {
 	c.logDecisions(d)
 	if o := c.cfg.Observer; o != nil {
 		o.Cycle(d, took)
-		o.Fleet(c.fleet())
 	}
 	return d
-}
-
-// fleet sums the workers that count for cost.
-func (c *Controller) fleet() Fleet {
-	var f Fleet
-	for _, lw := range c.workers {
-		switch model.WorkerState(lw.rec.State) {
-		case model.WorkerReady, model.WorkerDraining:
-		default:
-			continue
-		}
-		f.Workers++
-		f.Slots += max(lw.reg.Slots, 1)
-		cost := spec.DefaultCostPerHour
-		if lw.reg.CostPerHour != nil {
-			cost = *lw.reg.CostPerHour
-		}
-		f.CostPerHour += cost
-	}
-	return f
 }
 
 // commit writes a round's batch, timing it for the observer.

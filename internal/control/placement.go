@@ -339,6 +339,7 @@ func (c *Controller) countFleet() {
 			}
 		default:
 			f.EnabledWorkers++
+			f.EnabledSlots += max(lw.reg.Slots, 1)
 			f.EnabledCostPerHour += cost
 		}
 	}

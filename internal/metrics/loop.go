@@ -41,10 +41,6 @@ type loop struct {
 	jobsEnded  *prometheus.CounterVec
 	commitTime prometheus.Histogram
 	commitErrs prometheus.Counter
-
-	fleetWorkers prometheus.Gauge
-	fleetSlots   prometheus.Gauge
-	fleetCost    prometheus.Gauge
 }
 
 func (l *loop) init(reg prometheus.Registerer) {
@@ -85,9 +81,6 @@ func (l *loop) init(reg prometheus.Registerer) {
 		l.jobsEnded.WithLabelValues(string(s))
 	}
 
-	l.fleetWorkers = f.gauge("fleet_workers", "Workers that take or run tasks (ready or draining); disabled and lost workers are left out (seed 002).")
-	l.fleetSlots = f.gauge("fleet_slots", "Slots of the workers in allot_fleet_workers.")
-	l.fleetCost = f.gauge("fleet_cost_per_hour", "Cost per hour of the workers in allot_fleet_workers; disabled workers are excluded (seed 002).")
 }
 
 // Cycle counts one engine cycle: its duration, its placements and its
@@ -146,13 +139,6 @@ func (l *loop) Commit(events []store.Event, took time.Duration, err error) {
 			l.ends.WithLabelValues("cancelled").Inc()
 		}
 	}
-}
-
-// Fleet sets the gauges of the workers that count for cost.
-func (l *loop) Fleet(f control.Fleet) {
-	l.fleetWorkers.Set(float64(f.Workers))
-	l.fleetSlots.Set(float64(f.Slots))
-	l.fleetCost.Set(f.CostPerHour)
 }
 
 func reasonOr(code, fallback string) string {

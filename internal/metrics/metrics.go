@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/control"
 )
 
@@ -49,9 +50,10 @@ func New() *Metrics {
 }
 
 // Snapshotter is what the scrape-time collector reads: the controller's
-// last published snapshot.
+// last published snapshot and what its workers cost.
 type Snapshotter interface {
 	Snapshot() *control.Snapshot
+	FleetCost() api.FleetCost
 }
 
 // Watch registers the gauges read from src's snapshot at every scrape. Call

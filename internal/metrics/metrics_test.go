@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/control"
 	"github.com/allot-sched/allot/internal/engine"
 	"github.com/allot-sched/allot/internal/engine/admit"
@@ -19,9 +20,13 @@ import (
 	"github.com/allot-sched/allot/internal/store"
 )
 
-type fixedSnapshot struct{ s *control.Snapshot }
+type fixedSnapshot struct {
+	s     *control.Snapshot
+	fleet api.FleetCost
+}
 
 func (f fixedSnapshot) Snapshot() *control.Snapshot { return f.s }
+func (f fixedSnapshot) FleetCost() api.FleetCost    { return f.fleet }
 
 func ev(kind, reason string) store.Event { return store.Event{Kind: kind, Reason: reason, Job: "j"} }
 
@@ -135,14 +140,28 @@ allot_placement_candidate_pool_size_count{mode="adaptive"} 2
 	}
 }
 
-func TestFleetLeavesDisabledWorkersOutOfCost(t *testing.T) {
+func TestFleetLeavesDisabledWorkersOutOfCostAndSaysWhoDisabledThem(t *testing.T) {
 	m := New()
-	m.Fleet(control.Fleet{Workers: 2, Slots: 6, CostPerHour: 3.5})
-	if got := testutil.ToFloat64(m.fleetCost); got != 3.5 {
-		t.Errorf("cost: got %v", got)
-	}
-	if got := testutil.ToFloat64(m.fleetSlots); got != 6 {
-		t.Errorf("slots: got %v", got)
+	m.Watch(fixedSnapshot{s: testSnapshot(), fleet: api.FleetCost{EnabledWorkers: 2, EnabledSlots: 6, EnabledCostPerHour: 3.5,
+		DisabledWorkers: 3, DisabledCostPerHour: 40, DisabledByElastic: 2, DisabledByManual: 1}})
+	want := `
+# HELP allot_fleet_cost_per_hour Cost per hour of the workers in allot_fleet_workers; disabled workers are excluded (seed 002).
+# TYPE allot_fleet_cost_per_hour gauge
+allot_fleet_cost_per_hour 3.5
+# HELP allot_fleet_slots Slots of the workers in allot_fleet_workers.
+# TYPE allot_fleet_slots gauge
+allot_fleet_slots 6
+# HELP allot_fleet_workers Workers that take or run tasks (ready or draining); disabled and lost workers are left out (seed 002).
+# TYPE allot_fleet_workers gauge
+allot_fleet_workers 2
+# HELP allot_workers_disabled Disabled workers by who disabled them: the elastic coordinator or an operator (seed 002: elastic decisions stay auditable).
+# TYPE allot_workers_disabled gauge
+allot_workers_disabled{by="elastic"} 2
+allot_workers_disabled{by="manual"} 1
+`
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want),
+		"allot_fleet_cost_per_hour", "allot_fleet_slots", "allot_fleet_workers", "allot_workers_disabled"); err != nil {
+		t.Error(err)
 	}
 }
 
@@ -173,7 +192,7 @@ func testSnapshot() *control.Snapshot {
 
 func TestScrapeReadsGroupsWorkersAndPendingFromTheSnapshot(t *testing.T) {
 	m := New()
-	m.Watch(fixedSnapshot{testSnapshot()})
+	m.Watch(fixedSnapshot{s: testSnapshot()})
 	want := `
 # HELP allot_group_running_slots Slots the group's running tasks hold (one per task), per queue and group.
 # TYPE allot_group_running_slots gauge
@@ -215,7 +234,7 @@ func TestScrapeFoldsTheGroupsOfAQueueThatGroupsByJob(t *testing.T) {
 		engine.GroupSummary{Queue: "urgent", Group: "job-2", Running: 1, Waiting: 3, Target: -1})
 	s.JobQueues = map[string]bool{"urgent": true}
 	m := New()
-	m.Watch(fixedSnapshot{s})
+	m.Watch(fixedSnapshot{s: s})
 	want := `
 # HELP allot_group_running_slots Slots the group's running tasks hold (one per task), per queue and group.
 # TYPE allot_group_running_slots gauge
@@ -235,7 +254,7 @@ allot_queue_waiting_tasks{group="(jobs)",queue="urgent"} 4
 
 func TestScrapeExportsEndpointMetricsPerVariantWithCumulativeCounters(t *testing.T) {
 	m := New()
-	m.Watch(fixedSnapshot{testSnapshot()})
+	m.Watch(fixedSnapshot{s: testSnapshot()})
 	want := `
 # HELP allot_endpoint_errors_total Failures on the endpoint: inaccessible inputs and failed capacity queries (seed 000 Errors); variant "" holds those of the endpoint as a whole.
 # TYPE allot_endpoint_errors_total counter
@@ -276,7 +295,7 @@ allot_endpoint_dead_letters_total{endpoint="llm"} 2
 
 func TestEveryMetricPassesTheLinter(t *testing.T) {
 	m := New()
-	m.Watch(fixedSnapshot{testSnapshot()})
+	m.Watch(fixedSnapshot{s: testSnapshot()})
 	m.RequestStarted("GET /v1/jobs")
 	m.RequestDone("GET /v1/jobs", 200, time.Millisecond)
 	problems, err := testutil.GatherAndLint(m.Registry())
@@ -314,10 +333,9 @@ func TestRequestsInFlightReturnToZero(t *testing.T) {
 // Gather lists them all.
 func exercised() *Metrics {
 	m := New()
-	m.Watch(fixedSnapshot{testSnapshot()})
+	m.Watch(fixedSnapshot{s: testSnapshot()})
 	m.Cycle(&engine.Decisions{Starts: []engine.Start{{Placement: place.Info{Pool: 2, ReuseHits: 1}}}}, time.Millisecond)
 	m.Commit([]store.Event{ev(control.EventTaskPreempted, model.ReasonPreempted)}, time.Millisecond, nil)
-	m.Fleet(control.Fleet{})
 	m.RequestStarted("GET /v1/jobs")
 	m.RequestDone("GET /v1/jobs", 200, time.Millisecond)
 	return m

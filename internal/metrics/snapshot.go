@@ -3,6 +3,7 @@ package metrics
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/engine/admit"
 	"github.com/allot-sched/allot/internal/model"
 )
@@ -14,13 +15,17 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 
 // The metrics read from the snapshot at scrape time.
 var (
-	snapAt      = desc("snapshot_timestamp_seconds", "When the scheduling loop published the snapshot that the queue, group, worker and endpoint gauges are read from (Unix time); it lags the clock by up to a cycle.")
-	readyTasks  = desc("ready_tasks", "Tasks ready to run and not running, over all queues (the ready queue of seed 002).")
-	waitingDesc = desc("queue_waiting_tasks", "Queue depth: ready tasks not running, per queue and group.", "queue", "group")
-	runningDesc = desc("group_running_slots", "Slots the group's running tasks hold (one per task), per queue and group.", "queue", "group")
-	targetDesc  = desc("group_target_slots", "The policy's target slot count for the group; absent when the policy sets none.", "queue", "group")
-	pendingDesc = desc("pending_tasks", "Waiting tasks by the reason they are not running (reason codes of GET /v1/jobs/{id}).", "reason")
-	workersDesc = desc("workers", "Registered workers by state: ready, draining, disabled, lost (disabled ones are listed here but left out of allot_fleet_cost_per_hour).", "state")
+	snapAt         = desc("snapshot_timestamp_seconds", "When the scheduling loop published the snapshot that the queue, group, worker and endpoint gauges are read from (Unix time); it lags the clock by up to a cycle.")
+	readyTasks     = desc("ready_tasks", "Tasks ready to run and not running, over all queues (the ready queue of seed 002).")
+	waitingDesc    = desc("queue_waiting_tasks", "Queue depth: ready tasks not running, per queue and group.", "queue", "group")
+	runningDesc    = desc("group_running_slots", "Slots the group's running tasks hold (one per task), per queue and group.", "queue", "group")
+	targetDesc     = desc("group_target_slots", "The policy's target slot count for the group; absent when the policy sets none.", "queue", "group")
+	pendingDesc    = desc("pending_tasks", "Waiting tasks by the reason they are not running (reason codes of GET /v1/jobs/{id}).", "reason")
+	fleetWorkers   = desc("fleet_workers", "Workers that take or run tasks (ready or draining); disabled and lost workers are left out (seed 002).")
+	fleetSlots     = desc("fleet_slots", "Slots of the workers in allot_fleet_workers.")
+	fleetCost      = desc("fleet_cost_per_hour", "Cost per hour of the workers in allot_fleet_workers; disabled workers are excluded (seed 002).")
+	disabledByDesc = desc("workers_disabled", "Disabled workers by who disabled them: the elastic coordinator or an operator (seed 002: elastic decisions stay auditable).", "by")
+	workersDesc    = desc("workers", "Registered workers by state: ready, draining, disabled, lost (disabled ones are listed here but left out of allot_fleet_cost_per_hour).", "state")
 
 	epLabels     = []string{"endpoint", "variant"}
 	epUtil       = desc("endpoint_utilization_percent", "Current endpoint utilization, 100 × load / max capacity, per endpoint and variant (seed 000 Utilization).", epLabels...)
@@ -53,6 +58,7 @@ type snapshotCollector struct{ src Snapshotter }
 // Describe sends every description.
 func (c *snapshotCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{snapAt, readyTasks, waitingDesc, runningDesc, targetDesc, pendingDesc, workersDesc,
+		fleetWorkers, fleetSlots, fleetCost, disabledByDesc,
 		epUtil, epMax, epTarget, epLoad, epAvailable, epRunning, epVisible, epBuffered, epReserved,
 		epSubmitted, epAdmitted, epExceptions, epThrottles, epInvoke, epReserve, epErrors, epDead} {
 		ch <- d
@@ -69,6 +75,12 @@ func (c *snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
 	}
 	gauge(snapAt, float64(s.At.UnixNano())/1e9)
+	fc := c.src.FleetCost()
+	gauge(fleetWorkers, float64(fc.EnabledWorkers))
+	gauge(fleetSlots, float64(fc.EnabledSlots))
+	gauge(fleetCost, fc.EnabledCostPerHour)
+	gauge(disabledByDesc, float64(fc.DisabledByElastic), api.DisabledByElastic)
+	gauge(disabledByDesc, float64(fc.DisabledByManual), api.DisabledByManual)
 	gauge(readyTasks, float64(s.ReadyTasks))
 	for _, g := range s.GroupPoints() { // per-job groups folded: the label set grows with the configuration only
 		gauge(waitingDesc, float64(g.Waiting), g.Queue, g.Group)
