@@ -162,10 +162,6 @@ func (f factory) counterVec(name, help string, labels ...string) *prometheus.Cou
 	return f.auto.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help}, labels)
 }
 
-func (f factory) gauge(name, help string) prometheus.Gauge {
-	return f.auto.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help})
-}
-
 func (f factory) gaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
 	return f.auto.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help}, labels)
 }
