@@ -10,6 +10,7 @@ import (
 
 	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/engine"
+	"github.com/allot-sched/allot/internal/model"
 	"github.com/allot-sched/allot/internal/scenario"
 )
 
@@ -188,6 +189,7 @@ func writeExplanation(w io.Writer, x api.Explanation) error {
 				}
 				p.line("      closest: %s (%s) lacks %s", cl.Worker, cl.State, strings.Join(lacks, "; "))
 			}
+			writeAssigned(p, pl)
 		}
 		if len(pe.Dependencies) > 0 {
 			var deps []string
@@ -216,6 +218,49 @@ func writeExplanation(w io.Writer, x api.Explanation) error {
 			time.Duration(e.HorizonSeconds*float64(time.Second)))
 	}
 	return p.err
+}
+
+// writeAssigned prints the worker pinned tasks wait for, why a pin does
+// not hold, and an affinity wait.
+func writeAssigned(p *printer, pl *engine.PlacementExplain) {
+	if a := pl.Assigned; a != nil {
+		by := "static-worker mode: the job's worker"
+		switch a.By {
+		case engine.AssignedSticky:
+			by = "stage stickiness: it ran parent " + a.Parent
+		case engine.AssignedPipeline:
+			by = "fixed-pipeline mode: task type " + a.Type
+		}
+		state := string(a.State)
+		switch {
+		case a.Free:
+			state += ", can take it now"
+		case a.State == model.WorkerReady:
+			state += ", busy"
+		}
+		p.line("      waits for worker %s (%s): %s; passes over %d other free worker(s)", a.Worker, by, state, a.OthersFree)
+		if a.RunningTotal > 0 {
+			var run []string
+			for _, r := range a.Running {
+				end := "no declared duration"
+				if !r.ExpectedEnd.IsZero() {
+					end = "expected to end " + r.ExpectedEnd.Format(time.RFC3339)
+				}
+				run = append(run, fmt.Sprintf("%s/%s (%s)", r.Job, r.Task, end))
+			}
+			if more := a.RunningTotal - len(a.Running); more > 0 {
+				run = append(run, fmt.Sprintf("%d more", more))
+			}
+			p.line("      %s runs %d task(s) in %d slot(s): %s", a.Worker, a.RunningTotal, a.Slots, strings.Join(run, ", "))
+		}
+	}
+	if pl.NotAssigned != "" {
+		p.line("      %s", pl.NotAssigned)
+	}
+	if aw := pl.AffinityWait; aw != nil {
+		p.line("      affinity wait: passes over %d free worker(s) until %s (affinityWait %s since it became ready at %s), waiting for one of the %d worker(s) that ran the job's tasks; then it takes a free worker",
+			aw.PassedOver, aw.Until.Format(time.RFC3339), time.Duration(aw.WaitSeconds*float64(time.Second)), aw.ReadySince.Format(time.RFC3339), aw.AffinityWorkers)
+	}
 }
 
 func taskCounts(c engine.TaskCounts) string {

@@ -52,6 +52,12 @@ func TestExplainCommandPrintsEachSection(t *testing.T) {
 			"  1 blocked task(s) (load): waiting_dependency:",
 			"    waits for: extract-0 (running on node), extract-1 (ready)",
 		}},
+		{"the worker pinned tasks wait for", "pipeline.yaml", "etl", []string{
+			"      2 removed by not_assigned_worker: the tasks may only run on worker node-0, which task type shard is assigned to (fixed-pipeline mode)",
+			"      waits for worker node-0 (fixed-pipeline mode: task type shard): ready, busy; passes over 2 other free worker(s)",
+			"      node-0 runs 1 task(s) in 1 slot(s): etl/shard-0 (expected to end 2026-01-01T00:10:00Z)",
+			"  - task type shard is assigned to worker node-0 (fixed-pipeline mode): its tasks wait for that worker",
+		}},
 		{"rank and priority", "priority.yaml", "report", []string{
 			"  job rank 2 in its group (priority 0); ahead: urgent-fix (priority 5, 0 running, 1 waiting)",
 			"  - 1 job(s) of group all are ahead of this one; raise its priority above 5",

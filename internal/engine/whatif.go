@@ -23,9 +23,11 @@ type WhatIf struct {
 	// MaxCycles bounds the scheduling cycles simulated, so an estimate on
 	// a large state stays cheap.
 	MaxCycles int
-	// Tick runs a cycle at least this often in virtual time even when no
-	// attempt ends, so time-based rules (affinity waits, starvation
-	// reservations, rebalance durations) get their chance.
+	// Tick runs a cycle at least this often in virtual time while attempts
+	// run, or while the job waits for admission, even when no attempt
+	// ends, so time-based rules (starvation reservations, rebalance
+	// durations, preemption delays, usage windows) get their chance. The
+	// end of an affinity wait gets a cycle of its own, at its exact time.
 	Tick time.Duration
 	// Runtime estimates how long an attempt of a task runs (the server:
 	// the mean of the task's stage's observed runtimes in the job, else
@@ -84,8 +86,10 @@ func (x Estimate) Wait() time.Duration { return time.Duration(x.WaitSeconds * fl
 
 // EstimateStart simulates e from time from until job's first waiting task
 // starts: each step runs a cycle, then moves the virtual clock to the next
-// estimated end of a running attempt (or the next tick) and reports that
-// attempt succeeded. e must be a throwaway copy of the state to estimate:
+// estimated end of a running attempt (or the next tick, or the end of an
+// affinity wait) and reports that attempt succeeded. It stops early, with
+// the answer unknown, when no attempt runs and no time-based rule can
+// change anything. e must be a throwaway copy of the state to estimate:
 // the simulation changes it. The assumptions: every attempt succeeds; it
 // runs for its estimated runtime (an attempt already past it ends at once);
 // no job is submitted or cancelled and no worker joins, leaves or changes
@@ -116,6 +120,7 @@ func EstimateStart(e *Engine, job string, from time.Time, w WhatIf) Estimate {
 		}
 	}
 	clock := from
+	woke := false // the clock was last moved to the end of an affinity wait
 	for {
 		if x.Cycles >= w.MaxCycles {
 			x.Note = fmt.Sprintf("unknown: the job did not start within %d simulated cycles (%s of virtual time)", w.MaxCycles, clock.Sub(from))
@@ -127,9 +132,14 @@ func EstimateStart(e *Engine, job string, from time.Time, w WhatIf) Estimate {
 			if st.Job == job {
 				x.Known, x.Start, x.Task, x.Worker = true, clock, st.Task, st.Worker
 				x.WaitSeconds = clock.Sub(from).Seconds()
-				x.Note = fmt.Sprintf("starts after %s: %d attempt(s) of other tasks end first", clock.Sub(from).Round(time.Second), x.Ends)
-				if x.Ends == 0 {
+				wait := clock.Sub(from).Round(time.Second)
+				switch {
+				case clock.Equal(from):
 					x.Note = "starts at the next cycle"
+				case woke:
+					x.Note = fmt.Sprintf("starts after %s, when an affinity wait ends (%d attempt(s) of other tasks end first)", wait, x.Ends)
+				default:
+					x.Note = fmt.Sprintf("starts after %s: %d attempt(s) of other tasks end first", wait, x.Ends)
 				}
 				return x
 			}
@@ -148,14 +158,28 @@ func EstimateStart(e *Engine, job string, from time.Time, w WhatIf) Estimate {
 			return x
 		}
 		next, ok := s.next()
-		if !ok && !s.timeRules(j) {
-			x.Note = "unknown: nothing running will end and nothing else changes, so the job cannot start in the current state (see the placement and help sections)"
+		wake, waking := s.affinityWake(clock)
+		switch {
+		case ok:
+			// Attempts run: the next end, and at least a cycle a tick, so
+			// that the rules that act on running tasks over time (the
+			// classload rebalance, preemption after preemptDelay) and the
+			// usage windows get their chance.
+			if tick := clock.Add(w.Tick); next.After(tick) {
+				next = tick
+			}
+		case j.spec.Endpoint != "" && !j.admitted:
+			next = clock.Add(w.Tick) // admission: starvation reservations, admissions per cycle
+		case !waking:
+			x.Note = "unknown: nothing will change: no attempt runs and no time-based rule is pending (an affinity wait, an admission), so the job cannot start in the current state (see the placement and help sections)"
 			return x
+		default:
+			next = wake
 		}
-		tick := clock.Add(w.Tick)
-		if !ok || next.After(tick) {
-			next = tick
+		if waking && !wake.After(next) {
+			next = wake
 		}
+		woke = waking && next.Equal(wake)
 		if next.Sub(from) > w.Horizon {
 			x.Note = fmt.Sprintf("unknown within the horizon of %s", w.Horizon)
 			return x
@@ -165,19 +189,41 @@ func EstimateStart(e *Engine, job string, from time.Time, w WhatIf) Estimate {
 	}
 }
 
-// timeRules reports whether time alone may let j start: an endpoint job
-// waiting for admission (starvation waits) or a queue whose policy has
-// time-based rules. Conservatively true for endpoint jobs and for policies
-// other than fifo and fairshare.
-func (s *whatIfSim) timeRules(j *job) bool {
-	if j.spec.Endpoint != "" && !j.admitted {
-		return true
+// affinityWake returns the earliest end of an affinity wait after clock:
+// when the next task of a job with affinity (the one a cycle tries first)
+// stops passing over free workers without affinity and takes any free
+// worker. ok is false when no such wait is pending.
+//
+// With no attempt running, it is the only time-based rule that can start
+// a task of an admitted job: the policies' other rules act on running
+// tasks (the classload rebalance and priority or sla preemption stop
+// them) or only order the groups (usage windows), and every policy hands
+// idle slots to some group that can use them, so a cycle that starts
+// nothing on an idle fleet starts nothing later either.
+func (s *whatIfSim) affinityWake(clock time.Time) (at time.Time, ok bool) {
+	found := false
+	for _, q := range s.e.queues {
+		if on, wait := affinityOf(q); on && wait > 0 {
+			found = true
+			break
+		}
 	}
-	switch j.q.pol.Name() {
-	case "fifo", "fairshare":
-		return false
+	if !found {
+		return time.Time{}, false
 	}
-	return true
+	for _, j := range s.e.active {
+		if j.done || j.ready.Len() == 0 || s.e.affinity[j].Len() == 0 {
+			continue
+		}
+		on, wait := affinityOf(j.q)
+		if !on || wait <= 0 {
+			continue
+		}
+		if until := j.ready.items[0].readyAt.Add(wait); until.After(clock) && (!ok || until.Before(at)) {
+			at, ok = until, true
+		}
+	}
+	return at, ok
 }
 
 // whatIfSim is the state of one EstimateStart run: the scheduled ends of
