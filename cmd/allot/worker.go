@@ -96,6 +96,8 @@ running tasks (SIGTERM, then SIGKILL after --grace) and reports them.`,
 	f.DurationVar(&cfg.Grace, "grace", agent.DefaultGrace, "time between SIGTERM and SIGKILL on timeouts and shutdown")
 	f.IntVar(&cfg.OutputTailBytes, "output-tail", agent.DefaultOutputTailBytes, "bytes of each task's output kept and reported")
 	f.DurationVar(&cfg.HeartbeatEvery, "heartbeat", agent.DefaultHeartbeatEvery, "interval between heartbeats")
+	// --cached came first: registration only, and models only.
+	_ = f.MarkDeprecated("cached", "use --cache model=NAME (or dataset=NAME), which heartbeats keep fresh")
 	return cmd
 }
 

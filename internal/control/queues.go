@@ -18,7 +18,11 @@ func (c *Controller) Queues(ctx context.Context) ([]api.Queue, error) {
 		out := make([]api.Queue, 0, len(c.engCfg.Queues))
 		byName := make(map[string]int, len(c.engCfg.Queues))
 		for i, q := range c.engCfg.Queues {
-			raw, _ := json.Marshal(q.Policy)
+			pc := q.Policy
+			if pc.Kind == "" {
+				pc.Kind = policy.FIFO{}.Name() // the default, named as a user would write it
+			}
+			raw, _ := json.Marshal(pc)
 			aq := api.Queue{Name: q.Name, Priority: q.Priority, Pool: q.Pool, Policy: raw}
 			if st, ok := c.eng.PolicyReport(q.Name); ok {
 				aq.Status = st

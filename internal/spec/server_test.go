@@ -35,3 +35,18 @@ func TestServerConfigChecksItsSettingsNamingTheField(t *testing.T) {
 		})
 	}
 }
+
+// The example server configuration loads, with what its comments say.
+func TestExampleServerConfigLoads(t *testing.T) {
+	cfg, err := LoadServerConfig(filepath.Join("..", "..", "examples", "server.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ec, err := cfg.EngineConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ec.Queues) != 2 || len(cfg.Endpoints) != 2 || len(cfg.Server.Inputs.Allow) != 2 || !cfg.Placement.Elastic.Enabled {
+		t.Errorf("queues %d endpoints %d inputs %v elastic %v", len(ec.Queues), len(cfg.Endpoints), cfg.Server.Inputs.Allow, cfg.Placement.Elastic.Enabled)
+	}
+}
