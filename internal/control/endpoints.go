@@ -39,6 +39,7 @@ const (
 
 func deadLetterKey(job string) string { return "job/" + job + "/deadletter" }
 func variantKey(job string) string    { return "job/" + job + "/variant" }
+func throttledKey(job string) string  { return "job/" + job + "/throttled" }
 
 // storedThrottling is the value under throttlingKey.
 type storedThrottling struct {
@@ -489,6 +490,9 @@ func (c *Controller) recordAdmission(t *txn, d *engine.Decisions) {
 				msg = fmt.Sprintf("%s: admitted by the single-job exception, job load %d exceeds the available capacity and no other job runs; target %d",
 					where(info.Endpoint, info.Variant), info.Load, vs.TargetCapacity)
 			}
+			if !info.ThrottledAt.IsZero() {
+				t.kv(throttledKey(id), nil) // its wait is over
+			}
 			t.event(EventJobAdmitted, id, "", "", model.Reason{Message: msg},
 				map[string]any{"endpoint": info.Endpoint, "variant": info.Variant, "load": info.Load, "singleJobException": info.Exception})
 		}
@@ -497,12 +501,23 @@ func (c *Controller) recordAdmission(t *txn, d *engine.Decisions) {
 		data := map[string]any{}
 		if info, ok := c.eng.Admission(th.Job); ok {
 			data = map[string]any{"endpoint": info.Endpoint, "variant": info.Variant, "load": info.Load}
+			// Kept so that a restart does not restart its starvation wait;
+			// after a restart this is the restored, earlier time again.
+			raw, _ := json.Marshal(info.ThrottledAt)
+			t.kv(throttledKey(th.Job), raw)
 		}
 		t.event(EventJobThrottled, th.Job, "", "", th.Reason, data)
 	}
 	for _, je := range d.JobsDone {
-		if lj, ok := c.jobs[je.Job]; ok && lj.model.Endpoint != "" && lj.spec.Variant == "" {
+		lj, ok := c.jobs[je.Job]
+		if !ok || lj.model.Endpoint == "" {
+			continue
+		}
+		if lj.spec.Variant == "" {
 			t.kv(variantKey(je.Job), nil)
+		}
+		if info, ok := c.eng.Admission(je.Job); !ok || !info.Admitted {
+			t.kv(throttledKey(je.Job), nil) // ended (cancelled) while it waited
 		}
 	}
 }
@@ -678,6 +693,29 @@ func (ra *admissionRecovery) prepare(lj *liveJob) error {
 	}
 	if err := ra.c.eng.Apply(engine.SetEndpoint{Endpoint: stand, At: ra.now}); err != nil {
 		return fmt.Errorf("endpoint %q: %w", j.Endpoint, err)
+	}
+	return nil
+}
+
+// restoreThrottle gives a recovered endpoint job that waited for admission
+// the time it was first throttled, so its anti-starvation wait goes on.
+func (ra *admissionRecovery) restoreThrottle(lj *liveJob) error {
+	if lj.model.Endpoint == "" {
+		return nil
+	}
+	raw, err := ra.c.st.KV(ra.ctx, throttledKey(lj.rec.ID))
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var at time.Time
+	if err := json.Unmarshal(raw, &at); err != nil {
+		return fmt.Errorf("stored throttle time: %w", err)
+	}
+	if err := ra.c.eng.Apply(engine.RestoreThrottled{Job: lj.rec.ID, At: at}); err != nil && !errors.Is(err, engine.ErrUnknownJob) {
+		return err
 	}
 	return nil
 }

@@ -398,3 +398,26 @@ func TestASecondJobUnderADeadLetteredIDIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// A job throttled before a restart is throttled since then after it: its
+// anti-starvation wait goes on rather than starting over.
+func TestThrottleTimeSurvivesARestart(t *testing.T) {
+	p := newPlaneWith(t, detConfig(1)) // target 2
+	p.register("w1", 4)
+	p.submit(endpointJob("a", 2))
+	p.submit(endpointJob("b", 2))
+	p.variantStats("det", "b throttled", func(v admit.VariantStats) bool { return v.Throttles == 1 })
+	before := p.job("b").Admission
+	if before == nil || before.ThrottledSince == nil {
+		t.Fatalf("b's admission %+v, want throttled", before)
+	}
+	p.clock.Add(2 * time.Minute)
+	restartWith(p, detConfig(1))
+	a := p.task("a", "t")
+	p.register("w1", 4, api.Attempt{Job: "a", Task: "t", Attempt: a.Attempt})
+	p.variantStats("det", "b throttled again", func(v admit.VariantStats) bool { return v.Throttles == 1 && v.Visible == 1 })
+	after := p.job("b").Admission
+	if after == nil || after.ThrottledSince == nil || !after.ThrottledSince.Equal(*before.ThrottledSince) {
+		t.Errorf("after the restart b is throttled since %v, want %v", after.ThrottledSince, *before.ThrottledSince)
+	}
+}

@@ -101,6 +101,9 @@ func (c *Controller) recover(ctx context.Context) error {
 		if err := c.eng.Apply(engine.SubmitJob{Job: lj.model}); err != nil {
 			return fmt.Errorf("stored job %q: %w", j.ID, err)
 		}
+		if err := ra.restoreThrottle(lj); err != nil {
+			return fmt.Errorf("stored job %q: %w", j.ID, err)
+		}
 		c.jobs[j.ID] = lj
 		for _, r := range tasks[j.ID] {
 			rec, ok := lj.tasks[r.Name]

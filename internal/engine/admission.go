@@ -57,6 +57,14 @@ type Redrive struct {
 	At  time.Time
 }
 
+// RestoreThrottled gives a recovered endpoint job that still waits for
+// admission the time it was first throttled before the restart: its
+// anti-starvation wait counts from then.
+type RestoreThrottled struct {
+	Job string
+	At  time.Time
+}
+
 // EndpointError counts a failure the control plane met on an endpoint, such
 // as a capacity query that failed, in the endpoint's Errors metric.
 type EndpointError struct {
@@ -64,12 +72,13 @@ type EndpointError struct {
 	At                time.Time
 }
 
-func (SetEndpoint) event()    {}
-func (RemoveEndpoint) event() {}
-func (SetThrottling) event()  {}
-func (DeadLetter) event()     {}
-func (Redrive) event()        {}
-func (EndpointError) event()  {}
+func (SetEndpoint) event()      {}
+func (RemoveEndpoint) event()   {}
+func (SetThrottling) event()    {}
+func (DeadLetter) event()       {}
+func (Redrive) event()          {}
+func (RestoreThrottled) event() {}
+func (EndpointError) event()    {}
 
 // ErrUnknownEndpoint and ErrUnknownVariant are returned, wrapped with
 // ErrInvalid, for a job naming an endpoint or variant that is not
@@ -142,6 +151,10 @@ func (e *Engine) applyAdmission(ev Event) (handled bool, err error) {
 		return true, e.deadLetter(ev)
 	case Redrive:
 		return true, e.redrive(ev)
+	case RestoreThrottled:
+		if !ctl.RestoreThrottledAt(ev.Job, ev.At) {
+			return true, fmt.Errorf("%w %q waiting for admission", ErrUnknownJob, ev.Job)
+		}
 	case EndpointError:
 		if !ctl.RecordError(ev.Endpoint, ev.Variant) {
 			return true, fmt.Errorf("%w %q", ErrUnknownEndpoint, ev.Endpoint)

@@ -287,3 +287,46 @@ func TestAdmissionIsDeterministic(t *testing.T) {
 		t.Error("two runs with the same seed differ")
 	}
 }
+
+// After a restart the starvation wait of a throttled job counts from when
+// it was first throttled, not from its first pass in the new engine.
+func TestRestoredThrottleTimeKeepsTheStarvationWait(t *testing.T) {
+	wait := 5 * time.Minute
+	build := func() *Engine {
+		cfg := admissionCfg(instanceEP("det", 1, 4))
+		cfg.Admission.Settings.StarvationWait = wait
+		e := engineWith(t, cfg, workers(4)...)
+		mustApply(t, e, newJob("small").endpoint("det", "", 2).task("x").submit())
+		mustApply(t, e, newJob("big").endpoint("det", "", 4).task("x").submit())
+		return e
+	}
+	later := t0.Add(wait)
+	for _, tc := range []struct {
+		name     string
+		restore  bool
+		reserved string
+	}{
+		{"restored: waited 5m, reserves now", true, "big"},
+		{"not restored: the wait starts again", false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := build()
+			if tc.restore {
+				mustApply(t, e, RestoreThrottled{Job: "big", At: t0})
+			}
+			e.Cycle(later) // small admitted, big throttled
+			st := e.EndpointStats()[0].Variants[0]
+			if st.ReservedFor != tc.reserved {
+				t.Errorf("reserved for %q, want %q", st.ReservedFor, tc.reserved)
+			}
+			if info, _ := e.Admission("big"); tc.restore && !info.ThrottledAt.Equal(t0) {
+				t.Errorf("throttled since %v, want %v", info.ThrottledAt, t0)
+			}
+		})
+	}
+	e := build()
+	e.Cycle(t0)
+	if err := e.Apply(RestoreThrottled{Job: "small", At: t0}); !errors.Is(err, ErrUnknownJob) {
+		t.Errorf("restoring an admitted job's throttle: %v, want ErrUnknownJob", err)
+	}
+}

@@ -272,6 +272,21 @@ func (c *Controller) Enqueue(j model.Job, seq uint64, now time.Time) *Job {
 	return r
 }
 
+// RestoreThrottledAt gives a waiting job the time it was first throttled
+// before a restart, so that its starvation wait (and what the API shows)
+// counts from then, not from its first pass in this process. It reports
+// whether the job waits for admission here.
+func (c *Controller) RestoreThrottledAt(id string, at time.Time) bool {
+	j, ok := c.jobs[id]
+	if !ok || j.state != jobWaiting {
+		return false
+	}
+	if j.ThrottledAt.IsZero() || at.Before(j.ThrottledAt) {
+		j.ThrottledAt = at
+	}
+	return true
+}
+
 // pick selects a variant by weighted random choice.
 func (c *Controller) pick(vs []model.Variant) string {
 	if len(vs) == 1 {
@@ -510,7 +525,10 @@ func (c *Controller) throttle(p *pool, j *Job, now time.Time, out []*Job) []*Job
 	if j.throttled {
 		return out
 	}
-	j.throttled, j.ThrottledAt = true, now
+	j.throttled = true
+	if j.ThrottledAt.IsZero() { // else restored: the job waits since then
+		j.ThrottledAt = now
+	}
 	p.throttles++
 	if p.firstFresh == j {
 		p.firstFresh = j.next
@@ -527,7 +545,10 @@ func (c *Controller) close(p *pool, now time.Time, out []*Job) []*Job {
 	p.closed = true
 	p.invocations += uint64(p.waiting - p.throttledInPass)
 	for j := p.firstFresh; j != nil; j = j.next {
-		j.throttled, j.ThrottledAt = true, now
+		j.throttled = true
+		if j.ThrottledAt.IsZero() {
+			j.ThrottledAt = now
+		}
 		p.throttles++
 		out = append(out, j)
 	}
