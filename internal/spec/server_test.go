@@ -38,7 +38,7 @@ func TestServerConfigChecksItsSettingsNamingTheField(t *testing.T) {
 
 // The example server configuration loads, with what its comments say.
 func TestExampleServerConfigLoads(t *testing.T) {
-	cfg, err := LoadServerConfig(filepath.Join("..", "..", "examples", "server.yaml"))
+	cfg, err := LoadServerConfig(filepath.Join("..", "..", "examples", "server", "allot.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
