@@ -35,7 +35,9 @@ func (f *clientFlags) register(cmd *cobra.Command) {
 		server = "http://" + defaultListen
 	}
 	cmd.PersistentFlags().StringVar(&f.server, "server", server, "server URL (env ALLOT_SERVER)")
-	cmd.PersistentFlags().StringVar(&f.token, "token", os.Getenv("ALLOT_TOKEN"), "bearer token (env ALLOT_TOKEN)")
+	// The environment is read when the flag is not given, not as the flag's
+	// default: a default is printed by --help, and this one is a secret.
+	cmd.PersistentFlags().StringVar(&f.token, "token", "", "bearer token (env ALLOT_TOKEN)")
 	cmd.PersistentFlags().StringVar(&f.ca, "ca", os.Getenv("ALLOT_CA"), "PEM file of the CA that signed an https server's certificate (env ALLOT_CA)")
 	cmd.PersistentFlags().StringVarP(&f.output, "output", "o", "table", "output format: table, json or yaml")
 }
@@ -53,7 +55,7 @@ func (f *clientFlags) client() (*client.Client, error) {
 	if err := f.checkOutput(); err != nil {
 		return nil, err
 	}
-	opts := []client.Option{client.WithToken(f.token)}
+	opts := []client.Option{client.WithToken(tokenOrEnv(f.token))}
 	if f.ca != "" {
 		pool, err := client.LoadCA(f.ca)
 		if err != nil {
@@ -628,4 +630,12 @@ func printStatus(w io.Writer, status any) {
 		fmt.Fprintln(tw, "  "+strings.Join(vals, "\t"))
 	}
 	_ = tw.Flush()
+}
+
+// tokenOrEnv is the --token flag, or ALLOT_TOKEN when the flag is empty.
+func tokenOrEnv(flag string) string {
+	if flag != "" {
+		return flag
+	}
+	return os.Getenv("ALLOT_TOKEN")
 }

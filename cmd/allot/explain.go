@@ -92,9 +92,12 @@ func writeExplanation(w io.Writer, x api.Explanation) error {
 	c := x.Tasks
 	p.line("job %s (queue %s): %d task(s): %s", x.Job, x.Queue, c.Total, taskCounts(c))
 	if e := x.Estimate; e != nil {
-		if e.Known {
+		switch {
+		case c.Ready+c.Blocked == 0:
+			p.line("no task waits: nothing to estimate")
+		case e.Known:
 			p.line("estimated start: in %s (%s) — task %s on worker %s", e.Wait().Round(time.Second), e.Start.Format(time.RFC3339), e.Task, e.Worker)
-		} else {
+		default:
 			p.line("estimated start: unknown (see the estimate section)")
 		}
 	}
@@ -114,7 +117,7 @@ func writeExplanation(w io.Writer, x api.Explanation) error {
 			state = "admitted by the single-job exception"
 		}
 		p.line("  endpoint %s: %s", where, state)
-		p.line("  capacity: %d of target %d in use (max %d), %d available; the job's load is %d (from %s)",
+		p.line("  capacity: %d of target %d in use (max %d), %d available; the job's load is %d (%s)",
 			a.InUse, a.TargetCapacity, a.MaxCapacity, a.Available, a.Load, a.LoadSource)
 		res := "none"
 		if a.ReservedFor != "" {

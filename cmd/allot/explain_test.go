@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/allot-sched/allot/internal/api"
+	"github.com/allot-sched/allot/internal/engine"
 )
 
 func runExplain(t *testing.T, args ...string) string {
@@ -39,7 +40,7 @@ func TestExplainCommandPrintsEachSection(t *testing.T) {
 		}},
 		{"admission figures", "endpoint.yaml", "small", []string{
 			"\nadmission:\n  endpoint sls: throttled since 2026-01-01T00:00:00Z\n",
-			"  capacity: 32 of target 32 in use (max 40), 0 available; the job's load is 8 (from regions)",
+			"  capacity: 32 of target 32 in use (max 40), 0 available; the job's load is 8 (regions)",
 			"  - endpoint sls is at capacity: 32 of 32 in use (target 32 of max 40); the job needs 8",
 			"estimated start: in 20m0s (2026-01-01T00:20:00Z) — task region-0 on worker node-1",
 		}},
@@ -94,5 +95,19 @@ func TestExplainCommandUnknownJob(t *testing.T) {
 	root.SetArgs([]string{"explain", "-f", explainData + "busy-10m.yaml", "nope"})
 	if err := root.Execute(); err == nil || !strings.Contains(err.Error(), `no job "nope"`) {
 		t.Errorf("err = %v, want no job \"nope\"", err)
+	}
+}
+
+// A job whose tasks all run has nothing to estimate, which is not the same
+// as an unknown start.
+func TestExplainOfARunningJobSaysNothingWaits(t *testing.T) {
+	var out bytes.Buffer
+	x := api.Explanation{Job: "j", Queue: "q", Tasks: engine.TaskCounts{Total: 2, Running: 2},
+		Estimate: &engine.Estimate{Note: "no task of the job waits"}}
+	if err := writeExplanation(&out, x); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "no task waits: nothing to estimate") || strings.Contains(out.String(), "unknown") {
+		t.Errorf("output:\n%s", out.String())
 	}
 }

@@ -250,3 +250,22 @@ func TestDevWithoutAuthListensOnlyOnLoopback(t *testing.T) {
 		t.Errorf("dev on 0.0.0.0 without --auth: %v", err)
 	}
 }
+
+// The token in the environment is a secret: --help must not print it as
+// the flag's default.
+func TestHelpDoesNotPrintTheTokenFromTheEnvironment(t *testing.T) {
+	t.Setenv("ALLOT_TOKEN", "allot_do_not_print_me")
+	for _, args := range [][]string{{"list", "--help"}, {"worker", "--help"}, {"endpoints", "--help"}} {
+		root := newRoot()
+		var out bytes.Buffer
+		root.SetOut(&out)
+		root.SetErr(&out)
+		root.SetArgs(args)
+		if err := root.Execute(); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		if !strings.Contains(out.String(), "--token") || strings.Contains(out.String(), "do_not_print_me") {
+			t.Errorf("allot %s prints the token (or no --token flag):\n%s", strings.Join(args, " "), out.String())
+		}
+	}
+}

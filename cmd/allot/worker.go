@@ -31,8 +31,8 @@ detected unless given), long-polls for tasks, runs each as a process, and
 reports how it ended. It keeps running tasks while the server is away and
 tells it what it still runs when it returns. Ctrl-C or SIGTERM stops the
 running tasks (SIGTERM, then SIGKILL after --grace) and reports them.`,
-		Example: `  allot worker --server http://allot:8080 --token $TOKEN
-  allot worker --server http://allot:8080 --slots 4 --label zone=eu-1 --label kind=gpu --gpus 2 --gpu-memory 80Gi`,
+		Example: `  allot worker --server http://allot:7070 --token $TOKEN
+  allot worker --server http://allot:7070 --slots 4 --label zone=eu-1 --label kind=gpu --gpus 2 --gpu-memory 80Gi`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
@@ -51,6 +51,7 @@ running tasks (SIGTERM, then SIGKILL after --grace) and reports them.`,
 					return fmt.Errorf("--gpu-memory: %w", err)
 				}
 			}
+			cfg.Token = tokenOrEnv(cfg.Token)
 			if cfg.Labels, err = parseLabels(labels); err != nil {
 				return err
 			}
@@ -80,7 +81,7 @@ running tasks (SIGTERM, then SIGKILL after --grace) and reports them.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.Server, "server", os.Getenv("ALLOT_SERVER"), "server URL (env ALLOT_SERVER)")
-	f.StringVar(&cfg.Token, "token", os.Getenv("ALLOT_TOKEN"), "bearer token with the worker role (env ALLOT_TOKEN)")
+	f.StringVar(&cfg.Token, "token", "", "bearer token with the worker role (env ALLOT_TOKEN)")
 	f.StringVar(&caFile, "ca", os.Getenv("ALLOT_CA"), "PEM file of the CA that signed an https server's certificate (env ALLOT_CA)")
 	f.StringVar(&cfg.Name, "name", "", "worker name (default: the host name)")
 	f.StringVar(&cpu, "cpu", "", "CPUs offered, e.g. 8 or 7500m (default: detected)")

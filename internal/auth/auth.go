@@ -83,6 +83,11 @@ const (
 	ChangeWorkers  Action = "change worker states"
 	ChangePolicies Action = "change queue policies"
 	ManageTokens   Action = "manage tokens"
+	// ReadEndpoints and ChangeEndpoints cover the endpoints and the
+	// throttling settings; ReadDensity the task/worker density series.
+	ReadEndpoints   Action = "read endpoints and throttling settings"
+	ChangeEndpoints Action = "change endpoints or throttling settings"
+	ReadDensity     Action = "read the density series"
 	// ReadMetrics is scraping GET /metrics: any token may, so that a
 	// Prometheus server can use the least powerful one (a worker token).
 	ReadMetrics Action = "read metrics"
@@ -91,17 +96,20 @@ const (
 // allowed lists the roles that may do each action at all; scope checks
 // (which queue, share or worker) come on top.
 var allowed = map[Action][]Role{
-	ReadJobs:       {Admin, Submitter},
-	SubmitJobs:     {Admin, Submitter},
-	CancelJobs:     {Admin, Submitter},
-	ReadEvents:     {Admin, Submitter},
-	ReadWorkers:    {Admin, Submitter},
-	ReadQueues:     {Admin, Submitter},
-	WorkerProtocol: {Admin, Worker},
-	ChangeWorkers:  {Admin},
-	ChangePolicies: {Admin},
-	ManageTokens:   {Admin},
-	ReadMetrics:    {Admin, Submitter, Worker},
+	ReadJobs:        {Admin, Submitter},
+	SubmitJobs:      {Admin, Submitter},
+	CancelJobs:      {Admin, Submitter},
+	ReadEvents:      {Admin, Submitter},
+	ReadWorkers:     {Admin, Submitter},
+	ReadQueues:      {Admin, Submitter},
+	WorkerProtocol:  {Admin, Worker},
+	ChangeWorkers:   {Admin},
+	ChangePolicies:  {Admin},
+	ManageTokens:    {Admin},
+	ReadEndpoints:   {Admin, Submitter},
+	ChangeEndpoints: {Admin},
+	ReadDensity:     {Admin, Submitter},
+	ReadMetrics:     {Admin, Submitter, Worker},
 }
 
 // ErrForbidden matches every *Denied (errors.Is).

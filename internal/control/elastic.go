@@ -35,9 +35,11 @@ func (c *Controller) pollElastic(t *txn) {
 	c.pl.nextPoll = t.now.Add(cfg.PollInterval)
 	ws := slices.DeleteFunc(c.eng.ElasticWorkers(), func(w elastic.Worker) bool {
 		// A worker rebuilt after a restart is held disabled until it
-		// registers again: that is not the coordinator's to undo.
+		// registers again, and one an operator disabled stays so until
+		// an operator enables it: neither is the coordinator's to undo.
 		lw := c.workers[w.Name]
-		return lw == nil || !lw.recovered.IsZero()
+		return lw == nil || !lw.recovered.IsZero() ||
+			(w.State == model.WorkerDisabled && c.disabledBy(lw) != api.DisabledByElastic)
 	})
 	for _, a := range co.Poll(t.now, ws, c.eng.ReadyTasks()) {
 		if err := c.toggle(t, a.Worker, a.State, api.DisabledByElastic, "elastic coordinator: "+a.Reason); err != nil {

@@ -623,7 +623,7 @@ func (ra *admissionRecovery) deadLetter(j store.Job, js spec.Job) (bool, error) 
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return true, err
 	}
-	return true, ra.c.eng.Apply(engine.DeadLetter{Job: lj.model, Reason: d.Reason, At: d.At})
+	return true, ra.c.eng.Apply(engine.DeadLetter{Job: lj.model, Reason: d.Reason, At: d.At, Restore: true})
 }
 
 // prepare gives a recovered endpoint job the variant it was given at

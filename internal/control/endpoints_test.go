@@ -421,3 +421,31 @@ func TestThrottleTimeSurvivesARestart(t *testing.T) {
 		t.Errorf("after the restart b is throttled since %v, want %v", after.ThrottledSince, *before.ThrottledSince)
 	}
 }
+
+// A dead letter restored after a restart keeps its time and is not counted
+// or logged again: the list stays oldest first across restarts.
+func TestDeadLetterKeepsItsTimeAcrossARestart(t *testing.T) {
+	p := newPlaneWith(t, detConfig(1))
+	missing := filepath.Join(t.TempDir(), "scene.tif")
+	if _, err := p.c.Submit(p.ctx(), endpointJob("img", 1, missing)); err != nil {
+		t.Fatal(err)
+	}
+	before, err := p.c.DeadLetters(p.ctx())
+	if err != nil || len(before.DeadLetters) != 1 {
+		t.Fatalf("dead letters %+v %v", before, err)
+	}
+	p.clock.Add(time.Hour)
+	restartWith(p, detConfig(1))
+	after, err := p.c.DeadLetters(p.ctx())
+	if err != nil || len(after.DeadLetters) != 1 || !after.DeadLetters[0].At.Equal(before.DeadLetters[0].At) {
+		t.Fatalf("after the restart %+v %v, want the entry of %v", after, err, before.DeadLetters[0].At)
+	}
+	p.register("w1", 1) // a round with a cycle publishes the snapshot
+	vs := p.variantStats("det", "a cycle after the restart", func(admit.VariantStats) bool { return true })
+	if vs.Errors != 0 {
+		t.Errorf("the restored dead letter is counted again: %d errors since the restart", vs.Errors)
+	}
+	if n := len(p.events(EventJobDeadLettered)); n != 1 {
+		t.Errorf("%d job_dead_lettered events, want 1", n)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -422,5 +423,38 @@ func TestWhoDisabledAWorkerSurvivesARestartAndTheCoordinatorLeavesUnregisteredWo
 	}
 	if fc := p.c.FleetCost(); fc.EnabledWorkers != 1 || fc.DisabledByElastic != 1 || fc.DisabledByManual != 1 {
 		t.Errorf("fleet cost after the restart %+v, want 1 enabled, 1 disabled by each", fc)
+	}
+}
+
+// A worker an operator disabled stays disabled, through a restart too,
+// however much work queues: the coordinator enables only what it disabled.
+func TestTheCoordinatorLeavesAManuallyDisabledWorkerAlone(t *testing.T) {
+	p := newPlacementPlane(t, elasticConfig(1))
+	for _, n := range []string{"w1", "w2", "w3"} {
+		p.register(n, 1)
+	}
+	if _, err := p.c.ToggleElastic(p.ctx(), "w3", false); err != nil {
+		t.Fatal(err)
+	}
+	p.clock.Add(90 * time.Second) // w1 or w2 idle long enough: the coordinator disables one
+	p.settle()
+	want := map[string]string{"w1": "disabled/elastic", "w2": "ready", "w3": "disabled/manual"}
+	if got := p.states(); !sameMap(got, want) {
+		t.Fatalf("after the idle poll: %v, want %v", got, want)
+	}
+	for _, restart := range []bool{false, true} {
+		if restart {
+			p.restart()
+			for _, n := range []string{"w1", "w2", "w3"} {
+				p.register(n, 1)
+			}
+		}
+		p.submit(spec.Job{ID: fmt.Sprintf("burst-%t", restart), Tasks: []spec.Task{
+			{Name: "t", Count: 6, Run: "true"}}})
+		p.clock.Add(5 * time.Minute) // well past the cooldown
+		p.settle()
+		if got := p.states(); got["w3"] != "disabled/manual" || got["w1"] != "ready" {
+			t.Errorf("restart %t: queue above the threshold: %v, want w1 enabled again and w3 still disabled by hand", restart, got)
+		}
 	}
 }

@@ -46,6 +46,10 @@ type DeadLetter struct {
 	Job    model.Job
 	Reason string
 	At     time.Time
+	// Restore puts back an entry of the list after a restart: it keeps
+	// its time, and is neither counted in the endpoint's metrics nor
+	// listed in Decisions.DeadLettered again.
+	Restore bool
 }
 
 // Redrive submits a dead-lettered job again. The control plane checks the
@@ -175,6 +179,9 @@ func (e *Engine) deadLetter(ev DeadLetter) error {
 		return fmt.Errorf("job %q: %w", id, ErrDuplicate)
 	}
 	at := e.advance(ev.At)
+	if !ev.At.IsZero() {
+		at = ev.At // a restored entry keeps its time, older than the clock
+	}
 	msg := ev.Reason
 	if msg == "" {
 		msg = "an input is inaccessible"
@@ -183,8 +190,10 @@ func (e *Engine) deadLetter(ev DeadLetter) error {
 	job.Tasks = slices.Clone(job.Tasks)
 	e.adm.dead[id] = &DeadLetterEntry{Job: job, At: at,
 		Reason: model.Because(model.ReasonInputInaccessible, "dead-lettered at validation: %s", msg)}
-	e.adm.deadSince = append(e.adm.deadSince, id)
-	e.adm.ctl.RecordDeadLetter(job)
+	if !ev.Restore {
+		e.adm.deadSince = append(e.adm.deadSince, id)
+		e.adm.ctl.RecordDeadLetter(job)
+	}
 	return nil
 }
 

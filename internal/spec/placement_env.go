@@ -97,11 +97,22 @@ func applyPlacementEnv(c *errs, get func(string) (string, bool), p *Placement) {
 			set(n)
 		}
 	}
-	seconds := func(env string, min float64, set func(float64)) {
-		number(env, min, 365*24*3600, set)
+	// seconds reads a whole or fractional number of seconds within
+	// [lo, hi], as the seed's *_SEC variables are.
+	seconds := func(env string, lo, hi float64, set func(float64)) {
+		if v, ok := get(env); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || math.IsNaN(f) || f < lo || f > hi {
+				c.add(env, "%q is not a number of seconds from %s to %s", v,
+					strconv.FormatFloat(lo, 'f', -1, 64), strconv.FormatFloat(hi, 'f', -1, 64))
+				return
+			}
+			set(f)
+		}
 	}
+	const day, year = 24 * 3600, 365 * 24 * 3600
 	boolVar(EnvContextReuse, func(b bool) { p.EnableContextReuse = &b })
-	seconds(EnvWorkerCacheTTL, 1, func(f float64) {
+	seconds(EnvWorkerCacheTTL, 1, year, func(f float64) {
 		d := Duration(time.Duration(f * float64(time.Second)))
 		p.CacheTTL = &d
 	})
@@ -112,13 +123,13 @@ func applyPlacementEnv(c *errs, get func(string) (string, bool), p *Placement) {
 	boolVar(EnvStageStickiness, func(b bool) { p.EnableStageStickiness = b })
 	e := &p.Elastic
 	boolVar(EnvElasticScaling, func(b bool) { e.Enabled = b })
-	seconds(EnvElasticIdle, 0, func(f float64) { e.IdleSeconds = &f })
+	seconds(EnvElasticIdle, 0, year, func(f float64) { e.IdleSeconds = &f })
 	count(EnvElasticQueueMax, func(n int) { e.QueueMaxForDisable = &n })
 	count(EnvElasticQueueThreshold, func(n int) { e.QueueThresholdForEnable = &n })
 	count(EnvElasticMinActive, func(n int) { e.MinActiveWorkers = &n })
-	seconds(EnvElasticPoll, 1, func(f float64) { e.PollIntervalSeconds = &f })
-	seconds(EnvElasticCooldown, 0, func(f float64) { e.ToggleCooldownSeconds = &f })
-	seconds(EnvDensityBucket, 1, func(f float64) {
+	seconds(EnvElasticPoll, 1, day, func(f float64) { e.PollIntervalSeconds = &f })
+	seconds(EnvElasticCooldown, 0, day, func(f float64) { e.ToggleCooldownSeconds = &f })
+	seconds(EnvDensityBucket, 1, day, func(f float64) {
 		d := Duration(time.Duration(f * float64(time.Second)))
 		p.DensityBucket = &d
 	})

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -230,8 +231,11 @@ func TestUnknownJobAndPageAre404AndAPIRoutesKeepPriority(t *testing.T) {
 func TestJobsFilterByQueueAndStateListsWhatTheAPIDoes(t *testing.T) {
 	f := newFixture(t, false)
 	f.scenario()
+	missing := filepath.Join(t.TempDir(), "scene.tif")
+	f.must(201, "POST", "/v1/jobs", "id: lost-input\nqueue: batch\ninputs: ["+missing+"]\ntasks: [{name: a, run: 'true'}]\n", nil)
 	links := regexp.MustCompile(`<a href="/jobs/([^"]+)">`)
-	for _, q := range []string{"", "queue=batch", "queue=build", "state=running", "state=pending", "queue=build&state=pending"} {
+	for _, q := range []string{"", "queue=batch", "queue=build", "state=running", "state=pending", "queue=build&state=pending",
+		"state=dead_lettered"} {
 		apiPath := "/v1/jobs?" + q
 		if !strings.Contains(q, "state=") {
 			apiPath += "&state=pending,running" // the page's default
@@ -249,6 +253,9 @@ func TestJobsFilterByQueueAndStateListsWhatTheAPIDoes(t *testing.T) {
 		}
 		if strings.Join(got, " ") != strings.Join(want, " ") {
 			t.Errorf("/jobs?%s lists %v, the API %v", q, got, want)
+		}
+		if q == "state=dead_lettered" && strings.Join(got, " ") != "lost-input" {
+			t.Errorf("/jobs?%s lists %v, want the dead-lettered job", q, got)
 		}
 	}
 }

@@ -285,7 +285,7 @@ type pendingReason struct {
 }
 
 // jobStates are the job states a filter may name.
-var jobStates = []string{"pending", "running", "succeeded", "failed", "cancelled"}
+var jobStates = []string{"pending", "running", "succeeded", "failed", "cancelled", control.JobDeadLettered}
 
 const jobsPageLimit = 200
 

@@ -329,30 +329,39 @@ func TestSubmittersAndWorkersMayNotUseOtherRoutes(t *testing.T) {
 	s.must(t, 200, wk.Secret, "POST", "/v1/workers", `{"name":"w1"}`, nil)
 	cases := []struct {
 		who, token, method, path, body string
+		action                         string // in the message, when the test says which
 	}{
-		{"submitter", sub.Secret, "POST", "/v1/workers", `{"name":"w1"}`},
-		{"submitter", sub.Secret, "POST", "/v1/workers/w1/lease", `{}`},
-		{"submitter", sub.Secret, "POST", "/v1/workers/w1/reports", `{"reports":[]}`},
-		{"submitter", sub.Secret, "POST", "/v1/workers/w1/heartbeat", ``},
-		{"submitter", sub.Secret, "POST", "/v1/workers/w1/state", `{"state":"disabled"}`},
-		{"submitter", sub.Secret, "PUT", "/v1/queues/batch/policy", `{"kind":"fifo"}`},
-		{"submitter", sub.Secret, "POST", "/v1/tokens", `{"role":"admin"}`},
-		{"submitter", sub.Secret, "GET", "/v1/tokens", ``},
-		{"submitter", sub.Secret, "DELETE", "/v1/tokens/" + wk.ID, ``},
-		{"worker", wk.Secret, "POST", "/v1/jobs", "id: j\ntasks: [{name: x, run: 'true'}]\n"},
-		{"worker", wk.Secret, "GET", "/v1/jobs", ``},
-		{"worker", wk.Secret, "GET", "/v1/events", ``},
-		{"worker", wk.Secret, "GET", "/v1/workers", ``},
-		{"worker", wk.Secret, "GET", "/v1/queues", ``},
-		{"worker", wk.Secret, "POST", "/v1/workers/w1/state", `{"state":"disabled"}`},
-		{"worker", wk.Secret, "PUT", "/v1/queues/batch/policy", `{"kind":"fifo"}`},
-		{"worker", wk.Secret, "GET", "/v1/tokens", ``},
+		{"submitter", sub.Secret, "PUT", "/v1/endpoints/det", `{"type":"http"}`, "change endpoints or throttling settings"},
+		{"submitter", sub.Secret, "DELETE", "/v1/endpoints/det", ``, "change endpoints or throttling settings"},
+		{"submitter", sub.Secret, "PUT", "/v1/throttling", `{}`, "change endpoints or throttling settings"},
+		{"submitter", sub.Secret, "POST", "/v1/workers/w1/elastic", `{"enabled":false}`, "change worker states"},
+		{"worker", wk.Secret, "GET", "/v1/endpoints", ``, "read endpoints and throttling settings"},
+		{"worker", wk.Secret, "GET", "/v1/throttling", ``, "read endpoints and throttling settings"},
+		{"worker", wk.Secret, "GET", "/v1/density", ``, "read the density series"},
+		{"worker", wk.Secret, "GET", "/v1/jobs/j/explain", ``, "read jobs"},
+		{"submitter", sub.Secret, "POST", "/v1/workers", `{"name":"w1"}`, ""},
+		{"submitter", sub.Secret, "POST", "/v1/workers/w1/lease", `{}`, ""},
+		{"submitter", sub.Secret, "POST", "/v1/workers/w1/reports", `{"reports":[]}`, ""},
+		{"submitter", sub.Secret, "POST", "/v1/workers/w1/heartbeat", ``, ""},
+		{"submitter", sub.Secret, "POST", "/v1/workers/w1/state", `{"state":"disabled"}`, ""},
+		{"submitter", sub.Secret, "PUT", "/v1/queues/batch/policy", `{"kind":"fifo"}`, ""},
+		{"submitter", sub.Secret, "POST", "/v1/tokens", `{"role":"admin"}`, ""},
+		{"submitter", sub.Secret, "GET", "/v1/tokens", ``, ""},
+		{"submitter", sub.Secret, "DELETE", "/v1/tokens/" + wk.ID, ``, ""},
+		{"worker", wk.Secret, "POST", "/v1/jobs", "id: j\ntasks: [{name: x, run: 'true'}]\n", ""},
+		{"worker", wk.Secret, "GET", "/v1/jobs", ``, ""},
+		{"worker", wk.Secret, "GET", "/v1/events", ``, ""},
+		{"worker", wk.Secret, "GET", "/v1/workers", ``, ""},
+		{"worker", wk.Secret, "GET", "/v1/queues", ``, ""},
+		{"worker", wk.Secret, "POST", "/v1/workers/w1/state", `{"state":"disabled"}`, ""},
+		{"worker", wk.Secret, "PUT", "/v1/queues/batch/policy", `{"kind":"fifo"}`, ""},
+		{"worker", wk.Secret, "GET", "/v1/tokens", ``, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.who+"/"+tc.method+tc.path, func(t *testing.T) {
 			status, eb, raw, _ := s.as(t, tc.token, tc.method, tc.path, tc.body)
-			if status != 403 || eb.Error.Code != api.CodeForbidden || !strings.Contains(eb.Error.Message, "a "+tc.who+" token may not") {
-				t.Fatalf("%d %s, want 403 forbidden saying what a %s may not do", status, raw, tc.who)
+			if status != 403 || eb.Error.Code != api.CodeForbidden || !strings.Contains(eb.Error.Message, "a "+tc.who+" token may not "+tc.action) {
+				t.Fatalf("%d %s, want 403 forbidden saying a %s may not %s", status, raw, tc.who, tc.action)
 			}
 		})
 	}

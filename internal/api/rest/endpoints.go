@@ -10,17 +10,17 @@ import (
 )
 
 // The endpoint, throttling and dead-letter routes (seed 000;
-// docs/endpoints.md). Reading endpoints and settings is what reading queues
-// is; changing them is what changing policies is: an admin's job.
+// docs/endpoints.md). Admins and submitters read endpoints and settings;
+// only an admin changes them, as with queue policies.
 
 func (s *Server) endpoints(w http.ResponseWriter, r *http.Request) {
-	if s.allow(w, r, auth.ReadQueues) {
+	if s.allow(w, r, auth.ReadEndpoints) {
 		writeJSON(w, 200, s.ctrl.Endpoints()) // no loop round
 	}
 }
 
 func (s *Server) setEndpoint(w http.ResponseWriter, r *http.Request) {
-	if !s.allow(w, r, auth.ChangePolicies) {
+	if !s.allow(w, r, auth.ChangeEndpoints) {
 		return
 	}
 	var e spec.Endpoint
@@ -37,7 +37,7 @@ func (s *Server) setEndpoint(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) removeEndpoint(w http.ResponseWriter, r *http.Request) {
-	if !s.allow(w, r, auth.ChangePolicies) {
+	if !s.allow(w, r, auth.ChangeEndpoints) {
 		return
 	}
 	if err := s.ctrl.RemoveEndpoint(r.Context(), r.PathValue("name")); err != nil {
@@ -49,13 +49,13 @@ func (s *Server) removeEndpoint(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) throttling(w http.ResponseWriter, r *http.Request) {
-	if s.allow(w, r, auth.ReadQueues) {
+	if s.allow(w, r, auth.ReadEndpoints) {
 		writeJSON(w, 200, s.ctrl.Throttling()) // no loop round
 	}
 }
 
 func (s *Server) setThrottling(w http.ResponseWriter, r *http.Request) {
-	if !s.allow(w, r, auth.ChangePolicies) {
+	if !s.allow(w, r, auth.ChangeEndpoints) {
 		return
 	}
 	var th spec.Throttling

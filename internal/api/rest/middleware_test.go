@@ -168,7 +168,7 @@ func TestLogLinesAboutAJobCarryItsID(t *testing.T) {
 	o := newObserved(t, metricsScheduling())
 	o.runScenario(t)
 	for _, want := range []map[string]any{
-		{"msg": "job submitted", "job": "ok", "request_id": "submit-ok"},
+		{"msg": "job submitted", "job": "ok", "request_id": "submit-ok", "tasks": float64(1), "state": "pending"},
 		{"msg": "task requeued", "job": "flaky", "task": "f", "reason": "retry", "worker": "w1"},
 		{"msg": "task failed", "job": "bad", "task": "b", "reason": "failed"},
 		{"msg": "task failed", "job": "bad", "task": "c", "reason": "dependency_failure"},

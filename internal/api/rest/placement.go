@@ -37,7 +37,7 @@ func (s *Server) elasticToggle(w http.ResponseWriter, r *http.Request) {
 
 // density serves the task/worker density series: GET /v1/density.
 func (s *Server) density(w http.ResponseWriter, r *http.Request) {
-	if s.allow(w, r, auth.ReadWorkers) {
+	if s.allow(w, r, auth.ReadDensity) {
 		writeJSON(w, 200, s.ctrl.Density()) // no loop round
 	}
 }

@@ -207,7 +207,11 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, spec.WithLines(err, root))
 		return
 	}
-	s.logger(r).Info("job submitted", "job", job.ID, "queue", job.Queue, "tasks", len(job.Counts), "by", principal(r).TokenID)
+	tasks := 0
+	for _, n := range job.Counts { // by state
+		tasks += n
+	}
+	s.logger(r).Info("job submitted", "job", job.ID, "queue", job.Queue, "state", job.State, "tasks", tasks, "by", principal(r).TokenID)
 	writeJSON(w, http.StatusCreated, job)
 }
 
