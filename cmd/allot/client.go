@@ -24,7 +24,7 @@ import (
 // clientFlags are the flags every client command shares.
 type clientFlags struct {
 	server string
-	token  string
+	token  tokenFlag
 	ca     string
 	output string
 }
@@ -37,7 +37,7 @@ func (f *clientFlags) register(cmd *cobra.Command) {
 	cmd.PersistentFlags().StringVar(&f.server, "server", server, "server URL (env ALLOT_SERVER)")
 	// The environment is read when the flag is not given, not as the flag's
 	// default: a default is printed by --help, and this one is a secret.
-	cmd.PersistentFlags().StringVar(&f.token, "token", "", "bearer token (env ALLOT_TOKEN)")
+	cmd.PersistentFlags().Var(&f.token, "token", "bearer token (env ALLOT_TOKEN)")
 	cmd.PersistentFlags().StringVar(&f.ca, "ca", os.Getenv("ALLOT_CA"), "PEM file of the CA that signed an https server's certificate (env ALLOT_CA)")
 	cmd.PersistentFlags().StringVarP(&f.output, "output", "o", "table", "output format: table, json or yaml")
 }
@@ -55,7 +55,7 @@ func (f *clientFlags) client() (*client.Client, error) {
 	if err := f.checkOutput(); err != nil {
 		return nil, err
 	}
-	opts := []client.Option{client.WithToken(tokenOrEnv(f.token))}
+	opts := []client.Option{client.WithToken(f.token.value())}
 	if f.ca != "" {
 		pool, err := client.LoadCA(f.ca)
 		if err != nil {
@@ -632,10 +632,24 @@ func printStatus(w io.Writer, status any) {
 	_ = tw.Flush()
 }
 
-// tokenOrEnv is the --token flag, or ALLOT_TOKEN when the flag is empty.
-func tokenOrEnv(flag string) string {
-	if flag != "" {
-		return flag
+// tokenFlag is a --token flag: the flag when given (even empty, which
+// means no token), else ALLOT_TOKEN. The environment is not the flag's
+// default because --help prints defaults, and this one is a secret.
+type tokenFlag struct {
+	v   string
+	set bool
+}
+
+func (f *tokenFlag) String() string { return "" }
+func (f *tokenFlag) Type() string   { return "string" }
+func (f *tokenFlag) Set(v string) error {
+	f.v, f.set = v, true
+	return nil
+}
+
+func (f *tokenFlag) value() string {
+	if f.set {
+		return f.v
 	}
 	return os.Getenv("ALLOT_TOKEN")
 }

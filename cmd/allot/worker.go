@@ -22,6 +22,7 @@ func newWorkerCmd() *cobra.Command {
 		cost                   float64
 		caFile                 string
 		cache                  []string
+		token                  tokenFlag
 	)
 	cmd := &cobra.Command{
 		Use:   "worker --server URL",
@@ -51,7 +52,7 @@ running tasks (SIGTERM, then SIGKILL after --grace) and reports them.`,
 					return fmt.Errorf("--gpu-memory: %w", err)
 				}
 			}
-			cfg.Token = tokenOrEnv(cfg.Token)
+			cfg.Token = token.value()
 			if cfg.Labels, err = parseLabels(labels); err != nil {
 				return err
 			}
@@ -81,7 +82,7 @@ running tasks (SIGTERM, then SIGKILL after --grace) and reports them.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.Server, "server", os.Getenv("ALLOT_SERVER"), "server URL (env ALLOT_SERVER)")
-	f.StringVar(&cfg.Token, "token", "", "bearer token with the worker role (env ALLOT_TOKEN)")
+	f.Var(&token, "token", "bearer token with the worker role (env ALLOT_TOKEN)")
 	f.StringVar(&caFile, "ca", os.Getenv("ALLOT_CA"), "PEM file of the CA that signed an https server's certificate (env ALLOT_CA)")
 	f.StringVar(&cfg.Name, "name", "", "worker name (default: the host name)")
 	f.StringVar(&cpu, "cpu", "", "CPUs offered, e.g. 8 or 7500m (default: detected)")
