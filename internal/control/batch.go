@@ -2,8 +2,8 @@ package control
 
 import (
 	"encoding/json"
-	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/engine"
@@ -31,10 +31,30 @@ import (
 const batchRefusal = `echo "allot: this assignment is a merged batch (docs/placement.md#task-merging) and this worker's agent cannot run batches: upgrade allot worker" >&2; exit 3`
 
 // reasonMerged marks the stored record of a task that runs as a member of
-// another task's merged batch (its message names the head). A restarted
-// server cannot put a member back into its batch, so it requeues it
-// instead (recover.go); the worker is told to stop it when it registers.
+// another task's merged batch; its message names the head (mergedMessage),
+// so that a restarted server puts the member back into its batch
+// (recover.go).
 const reasonMerged = "merged"
+
+// mergedPrefix starts the message of a member's record; the head's name
+// follows, quoted.
+const mergedPrefix = "runs in merged batch "
+
+func mergedMessage(head string) string { return mergedPrefix + strconv.Quote(head) }
+
+// batchHead returns the head of the merged batch rec was stored running
+// in, or false for a task that runs on its own.
+func batchHead(rec *store.Task) (string, bool) {
+	if !inBatch(rec) {
+		return "", false
+	}
+	q, ok := strings.CutPrefix(rec.Message, mergedPrefix)
+	if !ok {
+		return "", false
+	}
+	head, err := strconv.Unquote(q)
+	return head, err == nil
+}
 
 // assign queues the assignment a of start s for its worker. A batch head
 // opens a batch assignment; a member joins the one of its head, which
@@ -49,7 +69,7 @@ func (c *Controller) assign(t *txn, rec *store.Task, s engine.Start, a api.Assig
 		t.assign[w] = append(t.assign[w], api.Assignment{Attempt: a.Attempt, Run: batchRefusal, Batch: []api.Assignment{a}})
 		return
 	}
-	rec.Reason, rec.Message = reasonMerged, fmt.Sprintf("runs in merged batch %q", s.Batch)
+	rec.Reason, rec.Message = reasonMerged, mergedMessage(s.Batch)
 	t.touchTask(rec)
 	as := t.assign[w]
 	for i := len(as) - 1; i >= 0; i-- {

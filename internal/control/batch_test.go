@@ -279,36 +279,38 @@ func TestLostWorkerRequeuesTheBatchToAnother(t *testing.T) {
 	}
 }
 
-// A restarted server cannot put members back into their batch: the head
-// keeps running, the members are requeued, and the worker is told to stop
-// them when it registers again.
-func TestRestartKeepsTheHeadAndRequeuesTheMembers(t *testing.T) {
+// A restarted server puts a running batch back together: the head and its
+// members keep running on their worker in one slot, nothing is stopped or
+// run again, and the head's report ends the members with it. A member whose
+// head is not running there any more waits again and is stopped.
+func TestRestartKeepsAMergedBatchWhole(t *testing.T) {
 	p := newPlane(t)
 	p.register("w1", 1)
 	p.submit(batchSpec("j", 3))
 	b := p.leaseBatch("w1")
 	p.restart()
 	p.register("w1", 1, attemptsOf(b)...)
-	l := p.leaseUntil("w1", "stop orders for the members", func(l api.Lease) bool { return len(l.Stops) == 2 })
-	if !hasStop(l.Stops, member(b, "infer-1")) || !hasStop(l.Stops, member(b, "infer-2")) || hasStop(l.Stops, b.Attempt) {
-		t.Errorf("stops %+v, want the two members only", l.Stops)
+	l := p.leaseHolding("w1")
+	if len(l.Stops) != 0 || len(l.Assignments) != 0 {
+		t.Fatalf("after the restart: %+v, want nothing stopped or handed again", l)
 	}
-	if tk := p.task("j", "infer-0"); tk.State != "running" || tk.Attempt != 1 {
-		t.Errorf("the head is %s at attempt %d, want still running at 1", tk.State, tk.Attempt)
+	for _, name := range []string{"infer-0", "infer-1", "infer-2"} {
+		if tk := p.task("j", name); tk.State != "running" || tk.Attempt != 1 || tk.Worker != "w1" {
+			t.Errorf("%s is %s at attempt %d on %q, want running at 1 on w1", name, tk.State, tk.Attempt, tk.Worker)
+		}
 	}
-	// The head ends; the members run again, merged anew.
-	if err := p.report("w1", succeeded(b.Attempt)); err != nil {
-		t.Fatal(err)
+	if w := p.worker("w1"); w.Running != 3 {
+		t.Errorf("w1 runs %d, want the batch's 3 tasks", w.Running)
 	}
-	again := p.leaseBatch("w1")
-	if got := batchTasks(again); !slices.Equal(got, []string{"infer-1", "infer-2"}) || again.Batch[0].Attempt.Attempt != 2 {
-		t.Fatalf("then %v at attempt %d, want infer-1, infer-2 at 2", got, again.Batch[0].Attempt.Attempt)
-	}
-	if err := p.report("w1", succeeded(member(again, "infer-2")), succeeded(again.Attempt)); err != nil {
+	// The members report as they end, the head last: the job is done.
+	if err := p.report("w1", succeeded(member(b, "infer-1")), succeeded(member(b, "infer-2")), succeeded(b.Attempt)); err != nil {
 		t.Fatal(err)
 	}
 	if j := p.job("j"); j.State != "succeeded" {
 		t.Errorf("job %s, want succeeded", j.State)
+	}
+	if n := len(p.events(EventTaskRequeued)); n != 0 {
+		t.Errorf("%d task_requeued events, want none", n)
 	}
 }
 

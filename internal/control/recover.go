@@ -114,10 +114,11 @@ func (c *Controller) recover(ctx context.Context) error {
 		}
 		// Ended tasks first: a running task may need one listed after it
 		// in the spec, and only a task whose needs succeeded can run.
-		for _, running := range []bool{false, true} {
+		// Members of merged batches last, once their heads run again.
+		for phase := range 3 {
 			for _, mt := range lj.model.Tasks {
 				rec := lj.tasks[mt.Name]
-				if (rec.State == string(model.TaskRunning)) != running {
+				if restorePhase(rec) != phase {
 					continue
 				}
 				if err := c.restoreTask(rec); err != nil {
@@ -129,13 +130,34 @@ func (c *Controller) recover(ctx context.Context) error {
 	return ra.finish()
 }
 
+// restorePhase orders a job's task records for recovery: those not running,
+// then running ones, then members of merged batches.
+func restorePhase(rec *store.Task) int {
+	switch {
+	case rec.State != string(model.TaskRunning):
+		return 0
+	case inBatch(rec):
+		return 2
+	}
+	return 1
+}
+
 func (c *Controller) restoreTask(rec *store.Task) error {
 	switch model.TaskState(rec.State) {
 	case model.TaskRunning:
-		if lw, ok := c.workers[rec.Worker]; ok && lw.rec.State != workerLost && !inBatch(rec) { // a batch member is requeued (batch.go)
-			c.indexRunning(rec)
-			return c.eng.Apply(engine.RestoreRunning{Job: rec.Job, Task: rec.Name, Worker: rec.Worker,
-				Started: rec.Started, Attempt: rec.Attempt, Fails: rec.Fails})
+		if lw, ok := c.workers[rec.Worker]; ok && lw.rec.State != workerLost {
+			head, member := batchHead(rec)
+			err := c.eng.Apply(engine.RestoreRunning{Job: rec.Job, Task: rec.Name, Worker: rec.Worker,
+				Started: rec.Started, Attempt: rec.Attempt, Fails: rec.Fails, Batch: head})
+			if err == nil {
+				c.indexRunning(rec)
+				return nil
+			}
+			if !member || !errors.Is(err, engine.ErrInvalid) {
+				return err
+			}
+			// Its head is not running there any more (it was requeued):
+			// the member waits again, and its worker is told to stop it.
 		}
 		rec.State = string(model.TaskReady)
 		return c.eng.Apply(engine.RestoreTask{Job: rec.Job, Task: rec.Name, State: model.TaskReady, Attempt: rec.Attempt, Fails: rec.Fails})

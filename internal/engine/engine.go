@@ -620,6 +620,9 @@ func (e *Engine) restore(ev RestoreRunning) error {
 	if t.state != model.TaskReady {
 		return fmt.Errorf("job %q task %q: %w: only a ready task can be restored as running (state %s)", ev.Job, ev.Task, ErrInvalid, t.state)
 	}
+	if ev.Batch != "" && ev.Batch != ev.Task {
+		return e.restoreMember(t, ev)
+	}
 	var w *place.Worker
 	if ev.Worker != "" {
 		var ok bool
@@ -648,6 +651,31 @@ func (e *Engine) restore(ev RestoreRunning) error {
 	t.started = started
 	if j := t.job; j.heapPos >= 0 && j.q.jobOrder == policy.ByFewestRunning {
 		j.g.jobs.fix(j.heapPos) // its running count is the job's rank
+	}
+	if ev.Attempt > 0 {
+		t.attempt = ev.Attempt
+	}
+	t.fails = max(t.fails, ev.Fails)
+	return nil
+}
+
+// restoreMember puts t back into the merged batch of its head, which runs
+// on ev.Worker.
+func (e *Engine) restoreMember(t *task, ev RestoreRunning) error {
+	head, err := e.lookup(ev.Job, ev.Batch)
+	if err != nil {
+		return fmt.Errorf("job %q task %q: batch: %w", ev.Job, ev.Task, err)
+	}
+	if head.state != model.TaskRunning || head.member() || head.worker == nil || head.worker.Spec.Name != ev.Worker {
+		return fmt.Errorf("job %q task %q: %w: its batch's head %q does not run on worker %q", ev.Job, ev.Task, ErrInvalid, ev.Batch, ev.Worker)
+	}
+	e.dropWaiting(t)
+	e.occupyMember(t, head, e.now)
+	if j := t.job; j.heapPos >= 0 && j.q.jobOrder == policy.ByFewestRunning {
+		j.g.jobs.fix(j.heapPos)
+	}
+	if !ev.Started.IsZero() {
+		t.started = ev.Started
 	}
 	if ev.Attempt > 0 {
 		t.attempt = ev.Attempt

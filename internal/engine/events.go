@@ -48,6 +48,10 @@ type RestoreRunning struct {
 	// Attempt and Fails restore the task's counters (a server restart);
 	// zero keeps the engine's own.
 	Attempt, Fails int
+	// Batch names the head of the merged batch the task rode in. The head
+	// must be restored first, running on Worker; the task joins its batch
+	// and holds no slot of its own.
+	Batch string
 }
 
 // RestoreTask restores a task that is not running to the state a store

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -450,5 +451,33 @@ func TestWorkerStatusForTheElasticCoordinator(t *testing.T) {
 	if len(ws) != 2 || ws[0].Running != 0 || !ws[0].IdleSince.Equal(later) || ws[1].Running != 1 ||
 		ws[1].State != model.WorkerDisabled || !ws[1].LastToggle.Equal(later) || !ws[1].IdleSince.Equal(t0) {
 		t.Fatalf("workers %+v", ws)
+	}
+}
+
+// A merged batch restored after a restart is the batch it was: its members
+// ride in the head's slot, and the head's report ends them.
+func TestMergedBatchIsRestored(t *testing.T) {
+	e := engineWith(t, Config{Placement: PlacementConfig{Strategy: "best", MergeMax: 3}}, newWorker("w1").add())
+	mustApply(t, e, batchJob("j", 4, "bert").submit())
+	mustApply(t, e, newJob("solo").task("s").submit())
+	mustApply(t, e, RestoreRunning{Job: "j", Task: "infer-0", Worker: "w1", Started: t0, Attempt: 1})
+	for _, m := range []string{"infer-1", "infer-2"} {
+		mustApply(t, e, RestoreRunning{Job: "j", Task: m, Worker: "w1", Started: t0, Attempt: 1, Batch: "infer-0"})
+	}
+	// A member's head must run on that worker.
+	if err := e.Apply(RestoreRunning{Job: "j", Task: "infer-3", Worker: "w1", Batch: "infer-9"}); !errors.Is(err, ErrUnknownTask) {
+		t.Errorf("a member of an unknown head: %v", err)
+	}
+	if err := e.Apply(RestoreRunning{Job: "j", Task: "infer-3", Worker: "w2", Batch: "infer-0"}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a member on another worker than its head: %v", err)
+	}
+	d := e.Cycle(t0)
+	if len(d.Starts) != 0 || d.Groups[0].Running != 1 {
+		t.Fatalf("after the restore: starts %v, group %+v; want the batch holding w1's one slot", startsOf(d), d.Groups[0])
+	}
+	mustApply(t, e, finishOK("j", "infer-0"))
+	d = e.Cycle(t0)
+	if got := endedOf(d); !same(got, []string{"j/infer-1:succeeded:batch_done", "j/infer-2:succeeded:batch_done"}) {
+		t.Fatalf("ended %v", got)
 	}
 }
