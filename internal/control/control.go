@@ -96,6 +96,8 @@ type Controller struct {
 	running map[string]map[*store.Task]struct{}
 	// recent keeps each queue's recent runtimes, for explain's estimate.
 	recent map[string]*runtimeWindow
+	// nextHistory is when the policies' history is stored next.
+	nextHistory time.Time
 
 	// Shared with API goroutines.
 	mu       sync.Mutex
@@ -158,6 +160,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			c.err = ctx.Err()
 			c.drain(ErrStopped)
+			c.saveHistoryAtStop()
 			return nil
 		case r := <-c.reqs:
 			batch = append(batch, r)
@@ -205,6 +208,7 @@ func (c *Controller) round(ctx context.Context, batch []*request, ticked bool) e
 		r.val, r.err = r.fn(t)
 	}
 	if ticked {
+		c.saveHistory(t, false)
 		c.checkLost(t)
 		c.pollElastic(t)
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/allot-sched/allot/internal/engine"
 	"github.com/allot-sched/allot/internal/engine/admit"
 	"github.com/allot-sched/allot/internal/engine/policy"
-	"github.com/allot-sched/allot/internal/engine/policy/fairshare"
 	"github.com/allot-sched/allot/internal/model"
 	"github.com/allot-sched/allot/internal/store"
 )
@@ -128,15 +127,7 @@ func (c *Controller) replayState(now time.Time) *replay {
 		r.runtimes[m.ID] = lj.runtimes(queueMedian)
 	}
 	for _, q := range c.engCfg.Queues {
-		rep, ok := c.eng.PolicyReport(q.Name)
-		if !ok {
-			continue
-		}
-		if shares, ok := rep.([]fairshare.ShareStatus); ok {
-			h := policy.History{Usage: map[string]float64{}}
-			for _, s := range shares {
-				h.Usage[s.Share] = s.SlotSeconds
-			}
+		if h, ok := c.eng.History(q.Name); ok {
 			r.history[q.Name] = h
 		}
 	}
@@ -198,7 +189,7 @@ func (lj *liveJob) runtimes(queueMedian time.Duration) map[string]time.Duration 
 // build replays the copy into a fresh engine, the way recover rebuilds the
 // engine from the store: endpoints and throttling as they are now,
 // workers in their states, jobs in submission order, ended tasks before
-// running ones, and the fairshare usage.
+// running ones, and what each policy remembers (usage, the rebalance clock).
 func (r *replay) build() (*engine.Engine, error) {
 	e, err := engine.New(r.cfg)
 	if err != nil {

@@ -44,6 +44,9 @@ func (c *Controller) recover(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := c.restoreHistory(ctx); err != nil {
+		return err
+	}
 	workers, err := c.st.Workers(ctx)
 	if err != nil {
 		return err

@@ -189,8 +189,14 @@ func (e *Engine) Apply(ev Event) error {
 		if !ok {
 			return fmt.Errorf("%w %q", ErrUnknownQueue, ev.Queue)
 		}
+		at := e.advance(ev.At)
+		if !ev.At.IsZero() {
+			// History stored before a restart is as of then: the
+			// policy ages it from then (fairshare decays it).
+			at = ev.At
+		}
 		if h, ok := q.pol.(policy.HistoryTaker); ok {
-			h.SetHistory(ev.History, e.advance(ev.At))
+			h.SetHistory(ev.History, at)
 		}
 		return nil
 	case ForgetJob:
@@ -780,6 +786,22 @@ func (e *Engine) PolicyReport(queue string) (any, bool) {
 		return nil, false
 	}
 	return r.Report(e.now), true
+}
+
+// History returns what a queue's policy remembers (usage, a rebalance
+// clock) as of the engine's time, in the form SetHistory takes back; false
+// for a policy that remembers nothing. A server stores it so that fairness
+// over time survives a restart.
+func (e *Engine) History(queue string) (policy.History, bool) {
+	q, ok := e.queueBy[queue]
+	if !ok {
+		return policy.History{}, false
+	}
+	g, ok := q.pol.(policy.HistoryGiver)
+	if !ok {
+		return policy.History{}, false
+	}
+	return g.History(e.now), true
 }
 
 // requeueCode is the reason code of a Requeued outcome.

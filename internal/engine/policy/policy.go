@@ -191,6 +191,14 @@ type HistoryTaker interface {
 	SetHistory(h History, now time.Time)
 }
 
+// HistoryGiver is a policy whose decisions depend on its past (usage, a
+// rebalance clock): History says where it stands at now, in the form
+// SetHistory takes back, so that a restarted server, or a what-if copy of
+// the engine, goes on where it left off.
+type HistoryGiver interface {
+	History(now time.Time) History
+}
+
 // AffinityPolicy is a policy that wants intrinsic affinity (seed 001): the
 // engine remembers, per job, the workers that ran its tasks, and placement
 // prefers a free one of them. A policy cannot see workers, so it only says

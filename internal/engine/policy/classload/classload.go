@@ -99,6 +99,16 @@ func (p *Policy) Order() (policy.JobOrder, policy.TaskOrder) {
 // of each cycle and keeps no usage.
 func (p *Policy) Account(string, int, time.Time) {}
 
+// History implements policy.HistoryGiver: how long the spread has been
+// above the threshold, as of now.
+func (p *Policy) History(now time.Time) policy.History {
+	var h policy.History
+	if p.clock.running && now.After(p.clock.since) {
+		h.RebalanceExceededFor = now.Sub(p.clock.since)
+	}
+	return h
+}
+
 // SetHistory implements policy.HistoryTaker: a scenario or a restarted
 // server states how long the spread has already been above the threshold.
 func (p *Policy) SetHistory(h policy.History, now time.Time) {

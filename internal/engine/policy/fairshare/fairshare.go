@@ -63,6 +63,7 @@ type share struct {
 var (
 	_ policy.Policy       = (*Policy)(nil)
 	_ policy.HistoryTaker = (*Policy)(nil)
+	_ policy.HistoryGiver = (*Policy)(nil)
 )
 
 // New builds the policy from its configuration block; nil means all
@@ -190,9 +191,10 @@ func (p *Policy) SetHistory(h policy.History, now time.Time) {
 	}
 }
 
-// History returns each share's decayed usage at now, in the form SetHistory
-// takes, so that a server can store it and a policy change can carry it over.
-// Shares with no usage are left out; it is empty when shareDecaySeconds is 0.
+// History implements policy.HistoryGiver: each share's decayed usage at
+// now, in the form SetHistory takes, so that a server can store it and a
+// policy change can carry it over. Shares with no usage are left out; it is
+// empty when shareDecaySeconds is 0.
 func (p *Policy) History(now time.Time) policy.History {
 	h := policy.History{Usage: map[string]float64{}}
 	for key, s := range p.shares {

@@ -62,6 +62,12 @@ func (*Priority) Order() (policy.JobOrder, policy.TaskOrder) {
 // Account implements policy.Policy: it integrates the job's usage.
 func (p *Priority) Account(group string, delta int, at time.Time) { p.book.account(group, delta, at) }
 
+// History implements policy.HistoryGiver: each job's usage over the
+// window, as of now.
+func (p *Priority) History(now time.Time) policy.History {
+	return policy.History{Usage: p.book.usages(now)}
+}
+
 // SetHistory implements policy.HistoryTaker: usage per job, in slot-seconds
 // over the window, as of now.
 func (p *Priority) SetHistory(h policy.History, now time.Time) {

@@ -48,6 +48,12 @@ func (*SLA) Order() (policy.JobOrder, policy.TaskOrder) {
 // Account implements policy.Policy: it integrates the job's usage.
 func (s *SLA) Account(group string, delta int, at time.Time) { s.book.account(group, delta, at) }
 
+// History implements policy.HistoryGiver: each job's usage over the
+// window, as of now.
+func (s *SLA) History(now time.Time) policy.History {
+	return policy.History{Usage: s.book.usages(now)}
+}
+
 // SetHistory implements policy.HistoryTaker: usage per job, in slot-seconds
 // over the window, as of now.
 func (s *SLA) SetHistory(h policy.History, now time.Time) {

@@ -159,6 +159,18 @@ func (b *book) see(key string, rate float64, now time.Time) *account {
 	return a
 }
 
+// usages returns every job's usage over the window at now, in
+// slot-seconds, leaving out those with none.
+func (b *book) usages(now time.Time) map[string]float64 {
+	out := make(map[string]float64, len(b.jobs))
+	for key, a := range b.jobs {
+		if u := b.usage(a, now); u > 0 {
+			out[key] = u
+		}
+	}
+	return out
+}
+
 // restore sets key's usage to u slot-seconds as of now (from a scenario's or
 // the store's history): a virtual rate over the window before now.
 func (b *book) restore(key string, u float64, now time.Time) {

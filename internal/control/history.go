@@ -1,0 +1,88 @@
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/allot-sched/allot/internal/engine"
+	"github.com/allot-sched/allot/internal/engine/policy"
+	"github.com/allot-sched/allot/internal/store"
+)
+
+// Fairness over time must survive a restart: a share that used the fleet
+// all morning must not start the afternoon with a clean slate because the
+// server was upgraded. The loop stores what each queue's policy remembers
+// (its decayed or windowed usage, the classload rebalance clock) every
+// HistoryEvery of its clock and when it stops; recovery hands it back as of
+// when it was stored, so the policy ages it over the downtime.
+
+// HistorySaveEvery is how often the loop stores the policies' history: a
+// crash loses at most this much of it.
+const HistorySaveEvery = 30 * time.Second
+
+func historyKey(queue string) string { return "queue/" + queue + "/history" }
+
+// storedHistory is a queue's policy history as stored.
+type storedHistory struct {
+	At      time.Time      `json:"at"`
+	History policy.History `json:"history"`
+}
+
+// saveHistory stores every queue's policy history when it is due.
+func (c *Controller) saveHistory(t *txn, force bool) {
+	if !force && t.now.Before(c.nextHistory) {
+		return
+	}
+	c.nextHistory = t.now.Add(HistorySaveEvery)
+	for _, q := range c.engCfg.Queues {
+		h, ok := c.eng.History(q.Name)
+		if !ok {
+			continue
+		}
+		// As of the engine's time, which History reads it at.
+		raw, err := json.Marshal(storedHistory{At: c.eng.Now(), History: h})
+		if err != nil {
+			continue
+		}
+		t.kv(historyKey(q.Name), raw)
+	}
+}
+
+// saveHistoryAtStop stores the history once more as the loop stops, with
+// a context of its own: the loop's has ended.
+func (c *Controller) saveHistoryAtStop() {
+	t := &txn{c: c, now: c.cfg.Clock().UTC()}
+	c.saveHistory(t, true)
+	if t.batch.Empty() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.st.Commit(ctx, t.batch); err != nil {
+		c.cfg.Logger.Warn("storing the policies' history at stop", "err", err)
+	}
+}
+
+// restoreHistory gives each queue's policy the history stored for it.
+func (c *Controller) restoreHistory(ctx context.Context) error {
+	for _, q := range c.engCfg.Queues {
+		raw, err := c.st.KV(ctx, historyKey(q.Name))
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		var sh storedHistory
+		if err := json.Unmarshal(raw, &sh); err != nil {
+			return fmt.Errorf("stored history of queue %q: %w", q.Name, err)
+		}
+		if err := c.eng.Apply(engine.SetHistory{Queue: q.Name, History: sh.History, At: sh.At}); err != nil {
+			return fmt.Errorf("stored history of queue %q: %w", q.Name, err)
+		}
+	}
+	return nil
+}
