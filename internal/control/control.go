@@ -150,6 +150,7 @@ func New(ctx context.Context, cfg Config, st store.Store) (*Controller, error) {
 // restart and rebuild from the store.
 func (c *Controller) Run(ctx context.Context) error {
 	defer close(c.done)
+	defer c.saveHistoryAtStop() // however the loop ends, before done closes
 	tick := time.NewTicker(c.cfg.CycleEvery)
 	defer tick.Stop()
 	batch := make([]*request, 0, c.cfg.MaxBatch)
@@ -160,7 +161,6 @@ func (c *Controller) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			c.err = ctx.Err()
 			c.drain(ErrStopped)
-			c.saveHistoryAtStop()
 			return nil
 		case r := <-c.reqs:
 			batch = append(batch, r)
