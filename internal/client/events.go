@@ -136,7 +136,12 @@ func (f *follower) session(ctx context.Context) (int, error) {
 		if ev.ID != 0 && ev.ID <= f.last {
 			return nil // already delivered before a reconnect
 		}
-		if err := f.fn(ev); err != nil {
+		// The time fn takes is the caller's, not the stream's silence: a
+		// slow consumer must not get its connection cut under it.
+		idle.Stop()
+		err = f.fn(ev)
+		idle.Reset(f.c.streamIdle)
+		if err != nil {
 			return callbackError{err}
 		}
 		if ev.ID > f.last {
@@ -145,7 +150,10 @@ func (f *follower) session(ctx context.Context) (int, error) {
 		n++
 		return nil
 	}, func(d time.Duration) { f.retry, f.delay = d, d })
+	var ce callbackError
 	switch {
+	case errors.As(err, &ce):
+		// fn's error stands, even if the idle timer fired meanwhile.
 	case silent.Load():
 		err = errStreamSilent
 	case err == nil:

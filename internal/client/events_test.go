@@ -285,3 +285,75 @@ func TestFollowEventsReconnectsWhenTheStreamGoesSilent(t *testing.T) {
 		t.Errorf("connections %q, want a second one after event 1", conns)
 	}
 }
+
+// The time fn takes is not the stream's silence: a consumer slower than
+// streamIdle keeps its connection, and its error is returned as is rather
+// than taken for a dead stream and followed on.
+func TestFollowEventsGivesASlowConsumerTime(t *testing.T) {
+	const idle = 50 * time.Millisecond
+	errDone := errors.New("done")
+	for _, tc := range []struct {
+		name string
+		fn   func(ev api.Event) error // the consumer, slow on event 1
+	}{
+		{"slow on an event, then stops", func(ev api.Event) error {
+			time.Sleep(4 * idle)
+			return errDone
+		}},
+		{"slow on an event, then goes on", func(ev api.Event) error {
+			if ev.ID == 1 {
+				time.Sleep(4 * idle)
+				return nil
+			}
+			return errDone
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			released := make(chan struct{})
+			var mu sync.Mutex
+			conns := 0
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				conns++
+				first := conns == 1
+				mu.Unlock()
+				w.Header().Set("Content-Type", "text/event-stream")
+				if first {
+					_, _ = io.WriteString(w, "id: 1\ndata: {\"id\":1,\"kind\":\"job_submitted\"}\n\n")
+					w.(http.Flusher).Flush()
+					select { // event 2 only once the consumer is done with 1
+					case <-released:
+					case <-r.Context().Done():
+						return
+					}
+				}
+				_, _ = io.WriteString(w, "id: 2\ndata: {\"id\":2,\"kind\":\"job_ended\"}\n\n")
+				w.(http.Flusher).Flush()
+				<-r.Context().Done()
+			}))
+			t.Cleanup(srv.Close)
+			c, err := New(srv.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.reconnectMin, c.reconnectMax, c.streamIdle = 5*time.Millisecond, 20*time.Millisecond, idle
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			err = c.FollowEvents(ctx, 0, "", func(ev api.Event) error {
+				err := tc.fn(ev)
+				if ev.ID == 1 {
+					close(released)
+				}
+				return err
+			})
+			if !errors.Is(err, errDone) {
+				t.Errorf("FollowEvents = %v, want the consumer's error", err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if conns != 1 {
+				t.Errorf("%d connections, want 1: the consumer's pace is no silence of the stream", conns)
+			}
+		})
+	}
+}

@@ -354,3 +354,25 @@ func TestTheBatchRefusalFailsWithItsReason(t *testing.T) {
 		t.Errorf("the refusal says %q", stderr.String())
 	}
 }
+
+// Explain's what-if copy holds a running merged batch as the batch it is:
+// its members ride in the head's slot, not wait for slots of their own.
+func TestExplainsCopyKeepsAMergedBatchWhole(t *testing.T) {
+	p := newPlane(t)
+	p.register("w1", 1)
+	p.submit(batchSpec("j", 3))
+	p.leaseBatch("w1")
+	v, err := p.c.do(p.ctx(), func(t *txn) (any, error) { return p.c.replayState(t.now), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := v.(*replay).build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"infer-0", "infer-1", "infer-2"} {
+		if st, on, _ := e.TaskState("j", name); st != model.TaskRunning || on != "w1" {
+			t.Errorf("in the copy %s is %s on %q, want running on w1", name, st, on)
+		}
+	}
+}

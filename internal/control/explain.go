@@ -207,16 +207,19 @@ func (r *replay) build() (*engine.Engine, error) {
 		if err := e.Apply(engine.SubmitJob{Job: j}); err != nil {
 			continue
 		}
-		for _, running := range []bool{false, true} {
+		// In recovery's order (restorePhase): members of merged batches
+		// last, back in their heads' batches rather than in slots of
+		// their own.
+		for phase := range 3 {
 			for _, rec := range r.tasks[j.ID] {
-				st := model.TaskState(rec.State)
-				if (st == model.TaskRunning) != running {
+				if restorePhase(&rec) != phase {
 					continue
 				}
-				switch st {
+				switch st := model.TaskState(rec.State); st {
 				case model.TaskRunning:
+					head, _ := batchHead(&rec)
 					apply(engine.RestoreRunning{Job: rec.Job, Task: rec.Name, Worker: rec.Worker, Started: rec.Started,
-						Attempt: rec.Attempt, Fails: rec.Fails})
+						Attempt: rec.Attempt, Fails: rec.Fails, Batch: head})
 				case model.TaskReady, model.TaskBlocked:
 					apply(engine.RestoreTask{Job: rec.Job, Task: rec.Name, State: model.TaskReady, Attempt: rec.Attempt, Fails: rec.Fails})
 				default:

@@ -29,6 +29,10 @@ func historyKey(queue string) string { return "queue/" + queue + "/history" }
 type storedHistory struct {
 	At      time.Time      `json:"at"`
 	History policy.History `json:"history"`
+	// Policy is the kind of policy that remembered it: another kind
+	// reads the same figures differently (fairshare's usage is per share,
+	// priority's per job), so history is handed back only to its own kind.
+	Policy string `json:"policy,omitempty"`
 }
 
 // saveHistory stores every queue's policy history when it is due.
@@ -43,7 +47,7 @@ func (c *Controller) saveHistory(t *txn, force bool) {
 			continue
 		}
 		// As of the engine's time, which History reads it at.
-		raw, err := json.Marshal(storedHistory{At: c.eng.Now(), History: h})
+		raw, err := json.Marshal(storedHistory{At: c.eng.Now(), History: h, Policy: q.Policy.Kind})
 		if err != nil {
 			continue
 		}
@@ -80,7 +84,20 @@ func (c *Controller) restoreHistory(ctx context.Context) error {
 		if err := json.Unmarshal(raw, &sh); err != nil {
 			return fmt.Errorf("stored history of queue %q: %w", q.Name, err)
 		}
-		if err := c.eng.Apply(engine.SetHistory{Queue: q.Name, History: sh.History, At: sh.At}); err != nil {
+		if sh.Policy != "" && sh.Policy != q.Policy.Kind {
+			c.cfg.Logger.Info("the queue's policy changed since its history was stored; it starts afresh",
+				"queue", q.Name, "stored", sh.Policy, "policy", q.Policy.Kind)
+			continue
+		}
+		at := sh.At
+		if sh.History.RebalanceExceededFor > 0 {
+			// A rebalance clock does not run while the server is down:
+			// aged over the downtime, it could stop tasks in the first
+			// cycle for a spread nobody watched. It goes on from the
+			// restart; usage (none in a classload history) would age.
+			at = c.cfg.Clock().UTC()
+		}
+		if err := c.eng.Apply(engine.SetHistory{Queue: q.Name, History: sh.History, At: at}); err != nil {
 			return fmt.Errorf("stored history of queue %q: %w", q.Name, err)
 		}
 	}

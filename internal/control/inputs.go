@@ -72,6 +72,36 @@ func (ic *InputChecker) Permitted(raw string) error {
 	return errors.New("not under a prefix the server allows (server.inputs.allow)")
 }
 
+// permittedFile says why the local file p may not be checked although its
+// name lies under an allowed directory: Permitted compares names, but the
+// system follows links and resolves ".." after them, so a link inside an
+// allowed directory could lead the check anywhere. The file itself, links
+// resolved, must lie under an allowed directory (links resolved too).
+func (ic *InputChecker) permittedFile(p string) error {
+	if len(ic.Allow) == 0 {
+		return nil
+	}
+	real, err := filepath.EvalSymlinks(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return errors.New("no such file")
+	case err != nil:
+		return errors.New("not accessible: its path cannot be resolved")
+	}
+	for _, a := range ic.Allow {
+		if a.Scheme != "file" {
+			continue
+		}
+		if a.Holds("file", "", real) {
+			return nil
+		}
+		if dir, err := filepath.EvalSymlinks(a.Path); err == nil && (spec.InputPrefix{Scheme: "file", Path: dir}).Holds("file", "", real) {
+			return nil
+		}
+	}
+	return errors.New("leads outside the prefixes the server allows through a link (server.inputs.allow)")
+}
+
 // NewInputChecker builds the checker of a server whose inputs are limited
 // to allow (entries of server.inputs.allow, already checked).
 func NewInputChecker(allow []string) (*InputChecker, error) {
@@ -121,6 +151,9 @@ func (ic *InputChecker) CheckInput(ctx context.Context, raw string) error {
 	}
 	switch strings.ToLower(u.Scheme) {
 	case "":
+		if err := ic.permittedFile(raw); err != nil {
+			return err
+		}
 		return checkFile(raw)
 	case "file":
 		if u.Host != "" && u.Host != "localhost" {
@@ -128,6 +161,9 @@ func (ic *InputChecker) CheckInput(ctx context.Context, raw string) error {
 		}
 		if u.Path == "" {
 			return errors.New("file URL without a path")
+		}
+		if err := ic.permittedFile(u.Path); err != nil {
+			return err
 		}
 		return checkFile(u.Path)
 	case "http", "https":

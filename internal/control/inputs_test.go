@@ -108,3 +108,67 @@ func TestSubmissionRefusesInputsOutsideTheAllowListNamingTheField(t *testing.T) 
 		t.Errorf("a bad allow entry: %v, want an error naming server.inputs.allow[0]", err)
 	}
 }
+
+// A link inside an allowed directory does not lead the check outside it:
+// the file the server would open, with links and ".." resolved as the
+// system resolves them, must lie under an allowed directory too. A link
+// that stays inside, and an allowed directory that is itself a link, pass.
+func TestInputCheckDoesNotFollowALinkOutsideTheAllowList(t *testing.T) {
+	tiff := []byte("II*\x00 a valid header")
+	root := t.TempDir()
+	allowed, outside := filepath.Join(root, "allowed"), filepath.Join(root, "outside")
+	for _, d := range []string{allowed, outside, filepath.Join(outside, "deep")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(p string) {
+		if err := os.WriteFile(p, tiff, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := func(target, name string) {
+		if err := os.Symlink(target, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(allowed, "in.tif"))
+	write(filepath.Join(outside, "secret.tif"))
+	link(filepath.Join(outside, "secret.tif"), filepath.Join(allowed, "escape.tif"))
+	link(outside, filepath.Join(allowed, "dir"))
+	link(filepath.Join(outside, "deep"), filepath.Join(allowed, "deep"))
+	link(filepath.Join(allowed, "in.tif"), filepath.Join(allowed, "alias.tif"))
+	link(allowed, filepath.Join(root, "via")) // an allowed directory that is a link
+	via, err := NewInputChecker([]string{filepath.Join(root, "via")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := via.CheckInput(context.Background(), filepath.Join(root, "via", "in.tif")); err != nil {
+		t.Errorf("a file under an allowed directory that is a link: %v, want it readable", err)
+	}
+	ic, err := NewInputChecker([]string{allowed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		input string
+		ok    bool
+	}{
+		{filepath.Join(allowed, "in.tif"), true},
+		{filepath.Join(allowed, "alias.tif"), true},
+		{filepath.Join(allowed, "escape.tif"), false},
+		{"file://" + filepath.Join(allowed, "escape.tif"), false},
+		{filepath.Join(allowed, "dir", "secret.tif"), false},
+		// Lexically allowed/secret.tif; the system goes up from outside/deep.
+		{filepath.Join(allowed, "deep") + "/../secret.tif", false},
+	}
+	for _, tc := range cases {
+		err := ic.CheckInput(context.Background(), tc.input)
+		if tc.ok && err != nil {
+			t.Errorf("CheckInput(%q) = %v, want it readable", tc.input, err)
+		}
+		if !tc.ok && (err == nil || !strings.Contains(err.Error(), "server.inputs.allow")) {
+			t.Errorf("CheckInput(%q) = %v, want it refused as outside server.inputs.allow", tc.input, err)
+		}
+	}
+}

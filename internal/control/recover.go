@@ -24,7 +24,7 @@ import (
 // task recorded on a worker that is unknown or lost is requeued at once.
 func (c *Controller) recover(ctx context.Context) error {
 	now := c.cfg.Clock().UTC()
-	for _, q := range c.engCfg.Queues {
+	for i, q := range c.engCfg.Queues {
 		raw, err := c.st.KV(ctx, policyKey(q.Name))
 		if errors.Is(err, store.ErrNotFound) {
 			continue
@@ -39,6 +39,9 @@ func (c *Controller) recover(ctx context.Context) error {
 		if err := c.eng.Apply(engine.SetPolicy{Queue: q.Name, Policy: pc, At: now}); err != nil {
 			return fmt.Errorf("stored policy of queue %q: %w", q.Name, err)
 		}
+		// What the queue lists, explain's copy builds and the stored
+		// history is checked against is the policy in force.
+		c.engCfg.Queues[i].Policy = pc
 	}
 	ra, err := c.recoverAdmission(ctx, now) // endpoints and throttling changed at run time (endpoints.go)
 	if err != nil {
