@@ -58,7 +58,7 @@ func (l *loop) init(reg prometheus.Registerer) {
 	l.starts = f.counter("task_starts_total", "Task attempts started (task_started events).")
 	l.ends = f.counterVec("task_ends_total", "Task attempts or tasks that ended, by outcome: succeeded, failed, retried, requeued, preempted, cancelled.", "outcome")
 	l.requeues = f.counterVec("task_requeues_total",
-		"Tasks put back in the ready queue, by reason code: retry, worker_lost, preempted, rebalanced, sticky_worker_busy, ... (seed 002 TASK_REQUEUED).", "reason")
+		"Tasks put back in the ready queue, by reason code: retry, worker_lost, lease_lost, worker_stopped, preempted, rebalanced, sticky_worker_busy, ... (seed 002 TASK_REQUEUED).", "reason")
 	l.failures = f.counterVec("task_failures_total", "Tasks that ended failed, by reason code: failed (attempts exhausted), dependency_failure, ... (seed 002 TASK_FAILED).", "reason")
 	l.preempts = f.counterVec("preemptions_total", "Running tasks stopped by the scheduler and requeued, by reason code.", "reason")
 	l.submitted = f.counter("jobs_submitted_total", "Jobs accepted.")
@@ -71,7 +71,8 @@ func (l *loop) init(reg prometheus.Registerer) {
 	for _, o := range []string{"succeeded", "failed", "retried", "requeued", "preempted", "cancelled"} {
 		l.ends.WithLabelValues(o)
 	}
-	for _, r := range []string{model.ReasonRetry, model.ReasonWorkerLost, model.ReasonPreempted, model.ReasonStickyWorkerBusy} {
+	for _, r := range []string{model.ReasonRetry, model.ReasonWorkerLost, model.ReasonLeaseLost, model.ReasonWorkerStopped,
+		model.ReasonPreempted, model.ReasonStickyWorkerBusy} {
 		l.requeues.WithLabelValues(r)
 	}
 	for _, r := range []string{model.ReasonFailed, model.ReasonDependencyFailure} {
