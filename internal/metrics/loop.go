@@ -75,7 +75,7 @@ func (l *loop) init(reg prometheus.Registerer) {
 		model.ReasonPreempted, model.ReasonStickyWorkerBusy} {
 		l.requeues.WithLabelValues(r)
 	}
-	for _, r := range []string{model.ReasonFailed, model.ReasonDependencyFailure} {
+	for _, r := range []string{model.ReasonFailed, model.ReasonDependencyFailure, model.ReasonBatchFailure} {
 		l.failures.WithLabelValues(r)
 	}
 	for _, s := range []model.TaskState{model.TaskSucceeded, model.TaskFailed, model.TaskCancelled} {
