@@ -110,9 +110,15 @@ func TestHistoryOfAnotherPolicyKindIsNotRestored(t *testing.T) {
 	if err := p.report("w1", succeeded(a)); err != nil {
 		t.Fatal(err)
 	}
-	p.register("w1", 1) // a round at the new time
-	h, ok := p.c.eng.History("batch")
-	if !ok || h.Usage["j"] == 0 {
+	// Read on the loop, which owns the engine.
+	v, err := p.c.do(p.ctx(), func(*txn) (any, error) {
+		h, _ := p.c.eng.History("batch")
+		return h, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := v.(policy.History); h.Usage["j"] == 0 {
 		t.Fatalf("priority history %+v, want usage of job j to store", h)
 	}
 	restartWith(p, spec.Scheduling{Queues: []spec.Queue{{Name: "batch", Policy: policy.Config{Kind: "fairshare",
