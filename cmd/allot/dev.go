@@ -17,7 +17,6 @@ import (
 	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/auth"
 	"github.com/allot-sched/allot/internal/client"
-	"github.com/allot-sched/allot/internal/spec"
 )
 
 func newDevCmd() *cobra.Command {
@@ -38,15 +37,8 @@ admin token's secret is in DATA_DIR/admin.token, and the local workers get a
 worker token of their own.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var cfg spec.ServerConfig
-			if configFile != "" {
-				var err error
-				if cfg, err = spec.LoadServerConfig(configFile); err != nil {
-					return fmt.Errorf("%s:\n%w", configFile, err)
-				}
-			}
-			// The seed's throttling variables work in dev as in server.
-			if err := applyServerEnv(&cfg, os.LookupEnv); err != nil {
+			cfg, err := loadServerConfig(configFile)
+			if err != nil {
 				return err
 			}
 			cfg.Server.Listen = listen

@@ -28,16 +28,6 @@ func addEndpointCommands(root *cobra.Command) {
 	}
 }
 
-// applyServerEnv lets the seed's environment variables override the
-// throttling block of the server's configuration: in the seed, they are the
-// configuration. A bad value stops the server, naming the variable.
-func applyServerEnv(cfg *spec.ServerConfig, lookup func(string) (string, bool)) error {
-	if err := cfg.Scheduling.ApplyEnv(lookup); err != nil {
-		return fmt.Errorf("environment:\n%w", err)
-	}
-	return nil
-}
-
 func newEndpointsCmd(f *clientFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "endpoints",

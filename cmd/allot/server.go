@@ -50,14 +50,8 @@ allot tokens create. --tls-cert and --tls-key serve the API over HTTPS.`,
   ALLOT_TOKEN=$(cat /var/lib/allot/admin.token) allot tokens list`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var cfg spec.ServerConfig
-			if configFile != "" {
-				var err error
-				if cfg, err = spec.LoadServerConfig(configFile); err != nil {
-					return fmt.Errorf("%s:\n%w", configFile, err)
-				}
-			}
-			if err := applyServerEnv(&cfg, os.LookupEnv); err != nil {
+			cfg, err := loadServerConfig(configFile)
+			if err != nil {
 				return err
 			}
 			if cmd.Flags().Changed("listen") || cfg.Server.Listen == "" {
@@ -264,4 +258,32 @@ func serverTLS(t spec.TLSSettings) (*tls.Config, error) {
 		return nil, fmt.Errorf("server.tls: %w", err)
 	}
 	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// loadServerConfig reads the configuration file, if any, and overlays the
+// seeds' environment variables, which win over the file in server and dev
+// alike.
+func loadServerConfig(file string) (spec.ServerConfig, error) {
+	var cfg spec.ServerConfig
+	if file != "" {
+		var err error
+		if cfg, err = spec.LoadServerConfig(file); err != nil {
+			return cfg, fmt.Errorf("%s:\n%w", file, err)
+		}
+	}
+	if err := applyServerEnv(&cfg, os.LookupEnv); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+// applyServerEnv lets the seeds' environment variables override the
+// throttling and placement blocks of the server's configuration: in the
+// seeds, they are the configuration. A bad value stops the server, naming
+// the variable.
+func applyServerEnv(cfg *spec.ServerConfig, lookup func(string) (string, bool)) error {
+	if err := cfg.Scheduling.ApplyEnv(lookup); err != nil {
+		return fmt.Errorf("environment:\n%w", err)
+	}
+	return nil
 }

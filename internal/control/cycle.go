@@ -26,7 +26,7 @@ func (c *Controller) cycle(t *txn) {
 			break
 		}
 	}
-	c.publish(t.now, d)
+	c.publish(t, d)
 }
 
 // record turns decisions into record updates, events and worker orders. It

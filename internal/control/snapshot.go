@@ -114,14 +114,12 @@ func (c *Controller) Snapshot() *Snapshot {
 
 // publish builds the snapshot from the round's last cycle. It runs on the
 // loop, which owns the engine and the worker records.
-func (c *Controller) publish(now time.Time, d *engine.Decisions) {
+func (c *Controller) publish(t *txn, d *engine.Decisions) {
+	now := t.now
 	s := &Snapshot{At: now, Groups: d.Groups, Pending: d.Pending, Endpoints: c.eng.EndpointStats(),
-		Workers: make(map[string]int, 4), ReadyTasks: c.eng.ReadyTasks()}
+		Workers: c.workerCounts(t), ReadyTasks: c.eng.ReadyTasks()}
 	if s.Groups == nil {
 		s.Groups = []engine.GroupSummary{}
-	}
-	for _, lw := range c.workers {
-		s.Workers[lw.rec.State]++
 	}
 	for _, g := range d.Groups {
 		// A group named after a live job of its queue is that job: the
@@ -148,4 +146,28 @@ func (c *Controller) publish(now time.Time, d *engine.Decisions) {
 	}
 	s.History = hist
 	c.snap = s
+}
+
+// workerCounts counts the workers by state, or keeps the last snapshot's
+// counts when no worker came, left or changed state in this round (each of
+// those appends an event): the walk over every worker stays off the common
+// round. Published counts are never modified, so snapshots may share them.
+func (c *Controller) workerCounts(t *txn) map[string]int {
+	if prev := c.snap; prev != nil { // only the loop writes c.snap
+		changed := false
+		for i := range t.batch.Events {
+			switch t.batch.Events[i].Kind {
+			case EventWorkerRegistered, EventWorkerLost, EventWorkerState:
+				changed = true
+			}
+		}
+		if !changed {
+			return prev.Workers
+		}
+	}
+	counts := make(map[string]int, 4)
+	for _, lw := range c.workers {
+		counts[lw.rec.State]++
+	}
+	return counts
 }

@@ -548,15 +548,7 @@ func (e *Engine) release(t *task, now time.Time) {
 	if t.worker.Running == 0 {
 		t.worker.IdleSince = now
 	}
-	if t.prevOnWorker != nil {
-		t.prevOnWorker.nextOnWorker = t.nextOnWorker
-	} else {
-		e.onWorker[t.worker.Idx] = t.nextOnWorker
-	}
-	if t.nextOnWorker != nil {
-		t.nextOnWorker.prevOnWorker = t.prevOnWorker
-	}
-	t.prevOnWorker, t.nextOnWorker = nil, nil
+	e.offWorker(t)
 	j.g.removeRunning(t)
 	j.running--
 	if j.heapPos >= 0 && j.q.jobOrder == policy.ByFewestRunning {
@@ -569,24 +561,43 @@ func (e *Engine) release(t *task, now time.Time) {
 // occupy runs t on w from now.
 func (e *Engine) occupy(t *task, w *place.Worker, now time.Time) {
 	j := t.job
+	e.startOn(t, w, now)
+	e.fleet.Occupy(w, t.spec.Resources)
+	j.g.addRunning(t)
+	j.q.pol.Account(j.g.key, 1, now)
+}
+
+// startOn marks t running on w: a new attempt, its start, and its place in
+// w's list of tasks. Slots, policy usage and batches are the callers'.
+func (e *Engine) startOn(t *task, w *place.Worker, now time.Time) {
 	t.state = model.TaskRunning
 	t.worker, t.lastWorker = w, w
 	t.started = now
 	t.attempt++
 	e.startSeq++
 	t.startSeq = e.startSeq
-	e.fleet.Occupy(w, t.spec.Resources)
 	for len(e.onWorker) <= w.Idx {
 		e.onWorker = append(e.onWorker, nil)
 	}
-	if head := e.onWorker[w.Idx]; head != nil {
-		head.prevOnWorker = t
-		t.nextOnWorker = head
+	if first := e.onWorker[w.Idx]; first != nil {
+		first.prevOnWorker = t
+		t.nextOnWorker = first
 	}
 	e.onWorker[w.Idx] = t
-	j.running++
-	j.g.addRunning(t)
-	j.q.pol.Account(j.g.key, 1, now)
+	t.job.running++
+}
+
+// offWorker takes t out of its worker's list of tasks.
+func (e *Engine) offWorker(t *task) {
+	if t.prevOnWorker != nil {
+		t.prevOnWorker.nextOnWorker = t.nextOnWorker
+	} else {
+		e.onWorker[t.worker.Idx] = t.nextOnWorker
+	}
+	if t.nextOnWorker != nil {
+		t.nextOnWorker.prevOnWorker = t.prevOnWorker
+	}
+	t.prevOnWorker, t.nextOnWorker = nil, nil
 }
 
 func (e *Engine) cancel(jobID string, now time.Time) error {

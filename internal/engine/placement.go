@@ -158,41 +158,18 @@ func (e *Engine) merge(t *task, info place.Info, now time.Time, d *Decisions) {
 // holds no slot of its own, so the fleet and the policy see the batch as
 // the one task it occupies a slot as.
 func (e *Engine) occupyMember(m, head *task, now time.Time) {
-	w := head.worker
-	m.state = model.TaskRunning
-	m.worker, m.lastWorker = w, w
-	m.started = now
-	m.attempt++
-	e.startSeq++
-	m.startSeq = e.startSeq
+	e.startOn(m, head.worker, now)
 	if head.batch == nil {
 		head.batch = &batch{head: head}
 	}
 	head.batch.members = append(head.batch.members, m)
 	m.batch = head.batch
-	for len(e.onWorker) <= w.Idx {
-		e.onWorker = append(e.onWorker, nil)
-	}
-	if first := e.onWorker[w.Idx]; first != nil {
-		first.prevOnWorker = m
-		m.nextOnWorker = first
-	}
-	e.onWorker[w.Idx] = m
-	m.job.running++
 }
 
 // releaseMember takes batch member t off its worker; it held no slot.
 func (e *Engine) releaseMember(t *task) {
 	j := t.job
-	if t.prevOnWorker != nil {
-		t.prevOnWorker.nextOnWorker = t.nextOnWorker
-	} else {
-		e.onWorker[t.worker.Idx] = t.nextOnWorker
-	}
-	if t.nextOnWorker != nil {
-		t.nextOnWorker.prevOnWorker = t.prevOnWorker
-	}
-	t.prevOnWorker, t.nextOnWorker = nil, nil
+	e.offWorker(t)
 	b := t.batch
 	if i := slices.Index(b.members, t); i >= 0 {
 		b.members = slices.Delete(b.members, i, i+1)

@@ -15,9 +15,5 @@ func (s *Server) explain(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	x, err := s.ctrl.Explain(r.Context(), id)
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, x)
+	s.reply(w, x, err)
 }

@@ -237,11 +237,7 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 	}
 	f.Limit = int(limit)
 	list, err := s.ctrl.Jobs(r.Context(), f)
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
-	writeJSON(w, 200, list)
+	s.reply(w, list, err)
 }
 
 func intParam(s string) (int64, error) {
@@ -260,11 +256,7 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	job, err := s.ctrl.Job(r.Context(), r.PathValue("id"))
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
-	writeJSON(w, 200, job)
+	s.reply(w, job, err)
 }
 
 func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
@@ -272,11 +264,7 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	job, err := s.ctrl.Cancel(r.Context(), r.PathValue("id"))
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
-	writeJSON(w, 200, job)
+	s.reply(w, job, err)
 }
 
 func (s *Server) setPriority(w http.ResponseWriter, r *http.Request) {
@@ -288,11 +276,7 @@ func (s *Server) setPriority(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	job, err := s.ctrl.SetPriority(r.Context(), r.PathValue("id"), req.Priority, req.Urgent)
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
-	writeJSON(w, 200, job)
+	s.reply(w, job, err)
 }
 
 func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
@@ -300,11 +284,7 @@ func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	logs, err := s.ctrl.Logs(r.Context(), r.PathValue("id"))
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
-	writeJSON(w, 200, logs)
+	s.reply(w, logs, err)
 }
 
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
@@ -403,11 +383,7 @@ func (s *Server) workers(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ws, err := s.ctrl.Workers(r.Context())
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
-	writeJSON(w, 200, ws)
+	s.reply(w, ws, err)
 }
 
 func (s *Server) register(w http.ResponseWriter, r *http.Request) {
@@ -439,11 +415,7 @@ func (s *Server) lease(w http.ResponseWriter, r *http.Request) {
 	}
 	wait := min(time.Duration(req.Wait), api.MaxLeaseWait)
 	l, err := s.ctrl.Lease(r.Context(), r.PathValue("name"), wait, req.Running)
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
-	writeJSON(w, 200, l)
+	s.reply(w, l, err)
 }
 
 func (s *Server) reports(w http.ResponseWriter, r *http.Request) {
@@ -487,11 +459,7 @@ func (s *Server) workerState(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	wk, err := s.ctrl.SetWorkerState(r.Context(), r.PathValue("name"), model.WorkerState(req.State))
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
-	writeJSON(w, 200, wk)
+	s.reply(w, wk, err)
 }
 
 func (s *Server) queues(w http.ResponseWriter, r *http.Request) {
@@ -499,11 +467,7 @@ func (s *Server) queues(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	qs, err := s.ctrl.Queues(r.Context())
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
-	writeJSON(w, 200, qs)
+	s.reply(w, qs, err)
 }
 
 func (s *Server) setPolicy(w http.ResponseWriter, r *http.Request) {
@@ -515,11 +479,7 @@ func (s *Server) setPolicy(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q, err := s.ctrl.SetPolicy(r.Context(), r.PathValue("name"), pc)
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
-	writeJSON(w, 200, q)
+	s.reply(w, q, err)
 }
 
 // fail answers with the status and body err deserves.
@@ -546,6 +506,16 @@ func (s *Server) fail(w http.ResponseWriter, err error) {
 		s.opt.Logger.Error("request failed", "err", err)
 		writeError(w, http.StatusInternalServerError, api.Error{Code: api.CodeInternal, Message: err.Error()})
 	}
+}
+
+// reply answers a read or a change: the error as fail maps it, else v with
+// 200.
+func (s *Server) reply(w http.ResponseWriter, v any, err error) {
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

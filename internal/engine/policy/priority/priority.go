@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"time"
 
 	"github.com/allot-sched/allot/internal/engine/policy"
 	"github.com/allot-sched/allot/internal/model"
@@ -38,43 +37,18 @@ func init() {
 
 // Priority is the "priority" policy (seed 001, priority mode).
 type Priority struct {
-	cfg  policy.PriorityConfig
-	book *book
+	cfg policy.PriorityConfig
+	perJob
 	last served // the last Allocate's service order (policy.Ranker)
 }
 
 // NewPriority builds the policy from a validated config with defaults.
 func NewPriority(cfg policy.PriorityConfig) *Priority {
-	return &Priority{cfg: cfg, book: newBook(cfg.UsageWindow)}
+	return &Priority{cfg: cfg, perJob: perJob{newBook(cfg.UsageWindow)}}
 }
 
 // Name implements policy.Policy.
 func (*Priority) Name() string { return "priority" }
-
-// GroupOf implements policy.Policy: every job is its own group.
-func (*Priority) GroupOf(j *model.Job) string { return j.ID }
-
-// Order implements policy.Policy.
-func (*Priority) Order() (policy.JobOrder, policy.TaskOrder) {
-	return policy.ByPriorityThenAge, policy.ByDeclaration
-}
-
-// Account implements policy.Policy: it integrates the job's usage.
-func (p *Priority) Account(group string, delta int, at time.Time) { p.book.account(group, delta, at) }
-
-// History implements policy.HistoryGiver: each job's usage over the
-// window, as of now.
-func (p *Priority) History(now time.Time) policy.History {
-	return policy.History{Usage: p.book.usages(now)}
-}
-
-// SetHistory implements policy.HistoryTaker: usage per job, in slot-seconds
-// over the window, as of now.
-func (p *Priority) SetHistory(h policy.History, now time.Time) {
-	for key, u := range h.Usage {
-		p.book.restore(key, u, now)
-	}
-}
 
 // job is what one cycle works out about one job.
 type job struct {

@@ -3,7 +3,6 @@ package priority
 import (
 	"math"
 	"sort"
-	"time"
 
 	"github.com/allot-sched/allot/internal/engine/policy"
 	"github.com/allot-sched/allot/internal/model"
@@ -17,8 +16,8 @@ import (
 // A group's slots are split evenly among its jobs, and all jobs are served
 // by the Usage algorithm, which evens out the rounding over time.
 type SLA struct {
-	cfg    policy.SLAConfig
-	book   *book
+	cfg policy.SLAConfig
+	perJob
 	index  map[string]int // group name → position in cfg.Groups
 	counts bool           // values are slot counts, not fractions
 	last   served         // the last Allocate's service order (policy.Ranker)
@@ -26,7 +25,7 @@ type SLA struct {
 
 // NewSLA builds the policy from a validated config with defaults.
 func NewSLA(cfg policy.SLAConfig) *SLA {
-	s := &SLA{cfg: cfg, book: newBook(cfg.UsageWindow), index: map[string]int{}, counts: !cfg.Fractional()}
+	s := &SLA{cfg: cfg, perJob: perJob{newBook(cfg.UsageWindow)}, index: map[string]int{}, counts: !cfg.Fractional()}
 	for i, g := range cfg.Groups {
 		s.index[g.Name] = i
 	}
@@ -35,32 +34,6 @@ func NewSLA(cfg policy.SLAConfig) *SLA {
 
 // Name implements policy.Policy.
 func (*SLA) Name() string { return "sla" }
-
-// GroupOf implements policy.Policy: every job is its own group; its SLA
-// group is an attribute the policy reads from the view.
-func (*SLA) GroupOf(j *model.Job) string { return j.ID }
-
-// Order implements policy.Policy.
-func (*SLA) Order() (policy.JobOrder, policy.TaskOrder) {
-	return policy.ByPriorityThenAge, policy.ByDeclaration
-}
-
-// Account implements policy.Policy: it integrates the job's usage.
-func (s *SLA) Account(group string, delta int, at time.Time) { s.book.account(group, delta, at) }
-
-// History implements policy.HistoryGiver: each job's usage over the
-// window, as of now.
-func (s *SLA) History(now time.Time) policy.History {
-	return policy.History{Usage: s.book.usages(now)}
-}
-
-// SetHistory implements policy.HistoryTaker: usage per job, in slot-seconds
-// over the window, as of now.
-func (s *SLA) SetHistory(h policy.History, now time.Time) {
-	for key, u := range h.Usage {
-		s.book.restore(key, u, now)
-	}
-}
 
 // slaGroup is what one cycle works out about one SLA group.
 type slaGroup struct {

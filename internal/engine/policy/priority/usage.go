@@ -3,7 +3,41 @@ package priority
 import (
 	"sort"
 	"time"
+
+	"github.com/allot-sched/allot/internal/engine/policy"
+	"github.com/allot-sched/allot/internal/model"
 )
+
+// perJob is what the priority and sla policies share: every job is its own
+// group (an SLA group is an attribute the policy reads from the view), jobs
+// are served by priority then age, and each job's usage is booked over the
+// usage window.
+type perJob struct{ book *book }
+
+// GroupOf implements policy.Policy: every job is its own group.
+func (perJob) GroupOf(j *model.Job) string { return j.ID }
+
+// Order implements policy.Policy.
+func (perJob) Order() (policy.JobOrder, policy.TaskOrder) {
+	return policy.ByPriorityThenAge, policy.ByDeclaration
+}
+
+// Account implements policy.Policy: it integrates the job's usage.
+func (p perJob) Account(group string, delta int, at time.Time) { p.book.account(group, delta, at) }
+
+// History implements policy.HistoryGiver: each job's usage over the
+// window, as of now.
+func (p perJob) History(now time.Time) policy.History {
+	return policy.History{Usage: p.book.usages(now)}
+}
+
+// SetHistory implements policy.HistoryTaker: usage per job, in slot-seconds
+// over the window, as of now.
+func (p perJob) SetHistory(h policy.History, now time.Time) {
+	for key, u := range h.Usage {
+		p.book.restore(key, u, now)
+	}
+}
 
 // book keeps each job's usage: the slot-time it held over a sliding window,
 // running tasks included (seed 001, Usage algorithm).
