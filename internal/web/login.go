@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"path"
 	"strings"
 
 	"github.com/allot-sched/allot/internal/auth"
@@ -130,11 +131,46 @@ func sameOrigin(r *http.Request) bool {
 	return err == nil && u.Host == r.Host
 }
 
-// safeNext keeps a post-login redirect on this site: a local path, never
-// "//host" or a full URL, so the login page cannot send a user elsewhere.
+// safeNext keeps a post-login redirect on this site: it returns next when
+// next is a plain path of this server (with an optional query), and "/"
+// for anything else. Browsers do not read a Location the way Go does: they
+// drop tabs and newlines anywhere, trim control characters and spaces, and
+// take a backslash for a slash, so "/\t/evil.example" or "/\\evil.example"
+// reach another host. Rather than predict every such rewrite, safeNext
+// accepts only what needs none: no control character, space or backslash,
+// even percent-encoded; no scheme, host or user; a path that is already
+// clean (no "//", "." or ".." segment, so "/..//evil" is refused too);
+// and not the login or logout page, which would loop.
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") || strings.HasPrefix(next, "/login") {
-		return "/"
+	const home = "/"
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || unsafeInURL(next) {
+		return home
 	}
-	return next
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" {
+		return home
+	}
+	p := u.Path // percent-decoded: "/%2F%2Fevil" is "///evil" here
+	if unsafeInURL(p) || !clean(p) || p == "/login" || p == "/logout" {
+		return home
+	}
+	out := u.EscapedPath()
+	if u.RawQuery != "" {
+		out += "?" + u.RawQuery
+	}
+	return out
+}
+
+// unsafeInURL reports whether s holds a character a browser may drop or
+// rewrite when it reads a URL: a control character, a space, a backslash,
+// or anything outside ASCII.
+func unsafeInURL(s string) bool {
+	return strings.IndexFunc(s, func(r rune) bool { return r <= ' ' || r >= 0x7f || r == '\\' }) >= 0
+}
+
+// clean reports whether p is an absolute path that path.Clean leaves as it
+// is (but for one trailing slash): no empty, "." or ".." segment.
+func clean(p string) bool {
+	trimmed := strings.TrimSuffix(p, "/")
+	return trimmed == "" && p == "/" || trimmed != "" && path.Clean(trimmed) == trimmed
 }
