@@ -57,6 +57,9 @@ type Principal struct {
 	// Workers limits a worker: exact names, or prefixes written with a
 	// trailing "*".
 	Workers []string
+	// Limits bound what a submitter's jobs may ask of the scheduler
+	// (AllowScheduling); an admin has none.
+	Limits store.TokenLimits
 }
 
 // Anonymous is the principal of every request when authentication is
@@ -65,7 +68,7 @@ var Anonymous = Principal{Name: "anonymous", Role: Admin}
 
 // FromToken is the principal of a stored token.
 func FromToken(t store.Token) Principal {
-	return Principal{TokenID: t.ID, Name: t.Name, Role: Role(t.Role), Queues: t.Queues, Shares: t.Shares, Workers: t.Workers}
+	return Principal{TokenID: t.ID, Name: t.Name, Role: Role(t.Role), Queues: t.Queues, Shares: t.Shares, Workers: t.Workers, Limits: t.Limits}
 }
 
 // Action is what a route does, as far as authorisation is concerned.
@@ -212,7 +215,7 @@ func (p Principal) ActAs(name string) error {
 	if err := p.Allow(WorkerProtocol); err != nil {
 		return err
 	}
-	if p.Role == Admin || matchWorker(p.Workers, name) {
+	if p.Role == Admin || matchPattern(p.Workers, name) {
 		return nil
 	}
 	return &Denied{Field: "name", Message: fmt.Sprintf("worker %q is not allowed for this token (allowed: %s)", name, list(p.Workers))}
@@ -221,21 +224,6 @@ func (p Principal) ActAs(name string) error {
 // matchName reports whether name is in allowed, or allowed holds Any.
 func matchName(allowed []string, name string) bool {
 	return slices.Contains(allowed, Any) || slices.Contains(allowed, name)
-}
-
-// matchWorker reports whether name matches one of the patterns: an exact
-// name, or a prefix followed by "*".
-func matchWorker(patterns []string, name string) bool {
-	for _, p := range patterns {
-		if prefix, ok := strings.CutSuffix(p, "*"); ok {
-			if strings.HasPrefix(name, prefix) {
-				return true
-			}
-		} else if p == name {
-			return true
-		}
-	}
-	return false
 }
 
 func list(names []string) string {

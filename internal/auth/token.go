@@ -83,6 +83,9 @@ type Spec struct {
 	Queues  []string
 	Shares  []string
 	Workers []string
+	// Limits bound a submitter's jobs (see Principal.AllowScheduling);
+	// other roles have none.
+	Limits store.TokenLimits
 	// ExpiresIn makes the token expire that long after creation; zero: never.
 	ExpiresIn time.Duration
 }
@@ -126,11 +129,12 @@ func (s Spec) Check() error {
 			continue
 		}
 		for i, it := range items {
-			if msg := checkScopeItem(field, it); msg != "" {
+			if msg := checkScopeItem(it, field == "workers"); msg != "" {
 				add(fmt.Sprintf("%s[%d]", field, i), "%s", msg)
 			}
 		}
 	}
+	checkLimits(s.Role, s.Limits, add)
 	if s.ExpiresIn < 0 {
 		add("expiresIn", "must not be negative")
 	}
@@ -140,7 +144,10 @@ func (s Spec) Check() error {
 	return nil
 }
 
-func checkScopeItem(field, it string) string {
+// checkScopeItem checks one entry of a token's lists: patterns (workers,
+// and the lists of the limits) are exact names or prefixes ending in "*";
+// the other entries (queues, shares) are exact names or Any.
+func checkScopeItem(it string, pattern bool) string {
 	switch {
 	case it == "":
 		return "empty"
@@ -148,9 +155,9 @@ func checkScopeItem(field, it string) string {
 		return fmt.Sprintf("longer than %d characters", MaxNameLen)
 	case strings.IndexFunc(it, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }) >= 0:
 		return fmt.Sprintf("%q contains a space or control character", it)
-	case field == "workers" && strings.Contains(strings.TrimSuffix(it, "*"), "*"):
-		return fmt.Sprintf("%q: * may only end a worker pattern", it)
-	case field != "workers" && it != Any && strings.Contains(it, "*"):
+	case pattern && strings.Contains(strings.TrimSuffix(it, "*"), "*"):
+		return fmt.Sprintf("%q: * may only end a pattern", it)
+	case !pattern && it != Any && strings.Contains(it, "*"):
 		return fmt.Sprintf("%q: use exact names, or %q alone for any", it, Any)
 	}
 	return ""
@@ -164,7 +171,8 @@ func New(s Spec, now time.Time) (store.Token, string, error) {
 	}
 	secret := NewSecret()
 	t := store.Token{ID: NewID(), Hash: Hash(secret), Name: s.Name, Role: string(s.Role),
-		Queues: tidy(s.Queues), Shares: tidy(s.Shares), Workers: tidy(s.Workers), Created: now.UTC()}
+		Queues: tidy(s.Queues), Shares: tidy(s.Shares), Workers: tidy(s.Workers),
+		Limits: tidyLimits(s.Limits), Created: now.UTC()}
 	if s.ExpiresIn > 0 {
 		t.Expires = t.Created.Add(s.ExpiresIn)
 	}

@@ -47,11 +47,14 @@ func JobEnded(state string) bool {
 // Job is a stored job. Spec holds the submitted job document (JSON, as
 // normalised by the API), so the job can be rebuilt exactly after a restart.
 type Job struct {
-	ID        string          `json:"id"`
-	Seq       int64           `json:"seq"` // submission order, assigned by the store
-	Queue     string          `json:"queue"`
-	Share     string          `json:"share,omitempty"`
-	Requestor string          `json:"requestor,omitempty"`
+	ID        string `json:"id"`
+	Seq       int64  `json:"seq"` // submission order, assigned by the store
+	Queue     string `json:"queue"`
+	Share     string `json:"share,omitempty"`
+	Requestor string `json:"requestor,omitempty"`
+	// Submitter is who submitted the job: the name of the token used
+	// (package auth), empty when authentication was off.
+	Submitter string          `json:"submitter,omitempty"`
 	State     string          `json:"state"` // pending, running, succeeded, failed, cancelled
 	Priority  int             `json:"priority"`
 	Urgent    bool            `json:"urgent,omitempty"`
@@ -109,16 +112,41 @@ type Event struct {
 // outside Commit, directly, because they are not scheduling state: the
 // control loop never reads them.
 type Token struct {
-	ID      string    `json:"id"`
-	Hash    []byte    `json:"-"`
-	Name    string    `json:"name,omitempty"`
-	Role    string    `json:"role"`
-	Queues  []string  `json:"queues,omitempty"`
-	Shares  []string  `json:"shares,omitempty"`
-	Workers []string  `json:"workers,omitempty"`
-	Created time.Time `json:"created"`
-	Expires time.Time `json:"expires,omitempty"` // zero: never
-	Revoked time.Time `json:"revoked,omitempty"` // zero: not revoked
+	ID      string   `json:"id"`
+	Hash    []byte   `json:"-"`
+	Name    string   `json:"name,omitempty"`
+	Role    string   `json:"role"`
+	Queues  []string `json:"queues,omitempty"`
+	Shares  []string `json:"shares,omitempty"`
+	Workers []string `json:"workers,omitempty"`
+	// Limits bound what a submitter's jobs may ask of the scheduler; the
+	// zero value is the most restrictive (see TokenLimits).
+	Limits  TokenLimits `json:"limits,omitzero"`
+	Created time.Time   `json:"created"`
+	Expires time.Time   `json:"expires,omitempty"` // zero: never
+	Revoked time.Time   `json:"revoked,omitempty"` // zero: not revoked
+}
+
+// TokenLimits are what a submitter token lets its jobs ask of the
+// scheduler beyond a queue and share: the attributes the priority, sla and
+// classload policies divide the workers by, and the Unix user a task runs
+// as. Package auth decides what they allow (docs/security.md); the store
+// keeps them as one JSON document, so a new limit needs no new column. The
+// zero value allows the least: priority at most 0, not urgent, no SLA
+// group, no user, and no requestor but the token's own name.
+type TokenLimits struct {
+	MaxPriority int  `json:"maxPriority,omitempty"`
+	Urgent      bool `json:"urgent,omitempty"`
+	// Requestors, SLAGroups and Users hold exact names, or prefixes
+	// written with a trailing "*" ("*" alone: any).
+	Requestors []string `json:"requestors,omitempty"`
+	SLAGroups  []string `json:"slaGroups,omitempty"`
+	Users      []string `json:"users,omitempty"`
+}
+
+// IsZero reports whether l is the zero value (all defaults).
+func (l TokenLimits) IsZero() bool {
+	return l.MaxPriority == 0 && !l.Urgent && len(l.Requestors) == 0 && len(l.SLAGroups) == 0 && len(l.Users) == 0
 }
 
 // Batch is a set of changes committed in one transaction: upserts of jobs,

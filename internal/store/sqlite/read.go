@@ -220,7 +220,7 @@ func scanJob(r scanner) (store.Job, error) {
 		submitted, ended sql.NullInt64
 		spec             []byte
 	)
-	if err := r.Scan(&j.Seq, &j.ID, &j.Queue, &j.Share, &j.Requestor, &j.State, &priority, &j.Urgent,
+	if err := r.Scan(&j.Seq, &j.ID, &j.Queue, &j.Share, &j.Requestor, &j.Submitter, &j.State, &priority, &j.Urgent,
 		&submitted, &ended, &spec); err != nil {
 		return store.Job{}, err
 	}

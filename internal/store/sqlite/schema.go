@@ -107,6 +107,19 @@ var migrations = []migration{
 			) STRICT`,
 		},
 	},
+	{
+		name: "token limits",
+		stmts: []string{
+			// What a submitter's jobs may ask of the scheduler (maximum
+			// priority, urgency, requestors, SLA groups, users), as one
+			// JSON document; NULL is the defaults, so tokens made before
+			// this step get the most restrictive limits.
+			`ALTER TABLE tokens ADD COLUMN limits BLOB`,
+			// Who submitted each job (the token's name); jobs stored
+			// before this step have none.
+			`ALTER TABLE jobs ADD COLUMN submitter TEXT NOT NULL DEFAULT ''`,
+		},
+	},
 }
 
 // unfinishedWhere selects jobs that have not ended (store.JobEnded). It is
@@ -120,7 +133,13 @@ var schemaVersion = len(migrations)
 // migrate brings the database to schemaVersion in one transaction, so a
 // crash half-way leaves the old schema intact. A database written by a newer
 // binary is refused rather than guessed at.
-func migrate(ctx context.Context, db *sql.DB, now time.Time) (err error) {
+func migrate(ctx context.Context, db *sql.DB, now time.Time) error {
+	return migrateTo(ctx, db, schemaVersion, now)
+}
+
+// migrateTo applies the steps up to version; tests use it to make the
+// database an older binary would have left.
+func migrateTo(ctx context.Context, db *sql.DB, version int, now time.Time) (err error) {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
@@ -141,10 +160,10 @@ func migrate(ctx context.Context, db *sql.DB, now time.Time) (err error) {
 	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_version`).Scan(&have); err != nil {
 		return fmt.Errorf("read schema_version: %w", err)
 	}
-	if have > schemaVersion {
-		return fmt.Errorf("database schema version %d is newer than this binary supports (%d): run a newer allot", have, schemaVersion)
+	if have > version {
+		return fmt.Errorf("database schema version %d is newer than this binary supports (%d): run a newer allot", have, version)
 	}
-	for v := have; v < schemaVersion; v++ {
+	for v := have; v < version; v++ {
 		m := migrations[v]
 		for i, stmt := range m.stmts {
 			if _, err := tx.ExecContext(ctx, stmt); err != nil {

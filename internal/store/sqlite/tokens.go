@@ -13,7 +13,7 @@ import (
 
 // tokenCols are the columns of the tokens table in the order scanToken
 // reads them.
-const tokenCols = `id, hash, name, role, queues, shares, workers, created, expires, revoked`
+const tokenCols = `id, hash, name, role, queues, shares, workers, limits, created, expires, revoked`
 
 // PutToken implements store.Store. Tokens are written in their own small
 // transaction on the writer connection, so they queue behind (and never
@@ -28,7 +28,7 @@ func (s *Store) PutToken(ctx context.Context, t store.Token) error {
 		// DO NOTHING on either unique key (id, hash): no row changed means
 		// a duplicate, told apart from other failures without parsing
 		// SQLite's message.
-		res, err := tx.ExecContext(ctx, `INSERT INTO tokens (`+tokenCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		res, err := tx.ExecContext(ctx, `INSERT INTO tokens (`+tokenCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT DO NOTHING`, args...)
 		if err != nil {
 			return constraint(err)
@@ -142,16 +142,25 @@ func tokenRow(t store.Token) ([]any, error) {
 		}
 		lists[i] = b
 	}
-	return []any{t.ID, t.Hash, t.Name, t.Role, lists[0], lists[1], lists[2], times[0], times[1], times[2]}, nil
+	var limits any // NULL: the defaults
+	if !t.Limits.IsZero() {
+		b, err := json.Marshal(t.Limits)
+		if err != nil {
+			return nil, err
+		}
+		limits = b
+	}
+	return []any{t.ID, t.Hash, t.Name, t.Role, lists[0], lists[1], lists[2], limits, times[0], times[1], times[2]}, nil
 }
 
 func scanToken(r scanner) (store.Token, error) {
 	var (
 		t                         store.Token
 		queues, shares, workers   []byte
+		limits                    []byte
 		created, expires, revoked sql.NullInt64
 	)
-	if err := r.Scan(&t.ID, &t.Hash, &t.Name, &t.Role, &queues, &shares, &workers, &created, &expires, &revoked); err != nil {
+	if err := r.Scan(&t.ID, &t.Hash, &t.Name, &t.Role, &queues, &shares, &workers, &limits, &created, &expires, &revoked); err != nil {
 		return store.Token{}, err
 	}
 	for _, l := range []struct {
@@ -166,6 +175,17 @@ func scanToken(r scanner) (store.Token, error) {
 		}
 		if len(*l.out) == 0 {
 			*l.out = nil
+		}
+	}
+	if len(limits) > 0 {
+		if err := json.Unmarshal(limits, &t.Limits); err != nil {
+			return store.Token{}, fmt.Errorf("token %q: limits: %w", t.ID, err)
+		}
+		l := &t.Limits
+		for _, lst := range []*[]string{&l.Requestors, &l.SLAGroups, &l.Users} {
+			if len(*lst) == 0 {
+				*lst = nil
+			}
 		}
 	}
 	t.Created, t.Expires, t.Revoked = timeOf(created), timeOf(expires), timeOf(revoked)

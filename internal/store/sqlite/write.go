@@ -76,7 +76,7 @@ func upsertSuffix(table string, key, cols, keepIfNull []string) string {
 }
 
 var (
-	jobColumns    = strings.Split(`id, queue, share, requestor, state, priority, urgent, submitted, ended, spec`, ", ")
+	jobColumns    = strings.Split(`id, queue, share, requestor, submitter, state, priority, urgent, submitted, ended, spec`, ", ")
 	taskColumns   = strings.Split(`job, name, idx, state, attempt, fails, worker, started, ended, exit_code, output, result, reason, message`, ", ")
 	workerColumns = strings.Split(`name, state, registered, last_seen, spec`, ", ")
 	eventColumns  = strings.Split(`at, kind, job, task, worker, reason, message, data`, ", ")
@@ -347,7 +347,7 @@ func jobRow(j store.Job) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []any{j.ID, j.Queue, j.Share, j.Requestor, j.State, int64(j.Priority), j.Urgent, submitted, ended, spec}, nil
+	return []any{j.ID, j.Queue, j.Share, j.Requestor, j.Submitter, j.State, int64(j.Priority), j.Urgent, submitted, ended, spec}, nil
 }
 
 // taskRow validates t and returns the values for taskValues.

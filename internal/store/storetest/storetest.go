@@ -55,6 +55,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ConcurrentReadersSeeWholeCommits", testConcurrentReaders},
 		{"CallsAfterCloseFail", testClose},
 		{"TokensRoundTrip", testTokensRoundTrip},
+		{"TokenLimitsRoundTrip", testTokenLimitsRoundTrip},
 		{"TokenDuplicateIsRejectedAndWritesNothing", testTokenDuplicate},
 		{"TokenInvalidWritesNothing", testTokenInvalid},
 		{"RevokeTokenKeepsTheFirstTime", testRevokeToken},
@@ -84,7 +85,7 @@ var t0 = time.Date(2026, 3, 14, 15, 9, 26, 535897932, time.UTC)
 // newJob builds a pending job; fields are set by the caller as needed.
 func newJob(id, queue, share string) store.Job {
 	return store.Job{
-		ID: id, Queue: queue, Share: share, Requestor: "ann", State: "pending", Priority: 1,
+		ID: id, Queue: queue, Share: share, Requestor: "ann", Submitter: "ann's token", State: "pending", Priority: 1,
 		Submitted: t0, Spec: json.RawMessage(fmt.Sprintf(`{"id":%q}`, id)),
 	}
 }

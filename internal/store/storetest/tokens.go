@@ -60,6 +60,34 @@ func testTokensRoundTrip(t *testing.T, o opener) {
 	}
 }
 
+func testTokenLimitsRoundTrip(t *testing.T, o opener) {
+	s := o.store(t)
+	plain := newToken("tok-plain", "submitter", t0)
+	plain.Queues, plain.Shares = []string{"*"}, []string{"*"}
+	limited := newToken("tok-limited", "submitter", t0.Add(time.Second))
+	limited.Queues, limited.Shares = []string{"*"}, []string{"*"}
+	limited.Limits = store.TokenLimits{MaxPriority: 9999, Urgent: true, Requestors: []string{"ci", "team-a-*"},
+		SLAGroups: []string{"gold"}, Users: []string{"svc-*"}}
+	emptyLists := newToken("tok-empty", "submitter", t0.Add(2*time.Second))
+	emptyLists.Limits = store.TokenLimits{MaxPriority: 3, Requestors: []string{}, SLAGroups: []string{}}
+	for _, tok := range []store.Token{plain, limited, emptyLists} {
+		mustPutToken(t, s, tok)
+	}
+	emptyLists.Limits.Requestors, emptyLists.Limits.SLAGroups = nil, nil // empty reads back as nil
+	equal(t, "Tokens", allTokens(t, s), []store.Token{plain, limited, emptyLists})
+	got, err := s.TokenByHash(t.Context(), limited.Hash)
+	if err != nil {
+		t.Fatalf("TokenByHash: %v", err)
+	}
+	equal(t, "TokenByHash", got, limited)
+	revoked, err := s.RevokeToken(t.Context(), limited.ID, t0.Add(time.Hour))
+	if err != nil {
+		t.Fatalf("RevokeToken: %v", err)
+	}
+	limited.Revoked = t0.Add(time.Hour)
+	equal(t, "revoked token", revoked, limited)
+}
+
 func testTokenDuplicate(t *testing.T, o opener) {
 	s := o.store(t)
 	first := newToken("tok-1", "admin", t0)
