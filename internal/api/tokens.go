@@ -14,12 +14,20 @@ type Token struct {
 	Role string `json:"role"`
 	// Queues and Shares limit a submitter ("*": any); Workers limits a
 	// worker to these names (a trailing "*" matches a prefix).
-	Queues  []string   `json:"queues,omitempty"`
-	Shares  []string   `json:"shares,omitempty"`
-	Workers []string   `json:"workers,omitempty"`
-	Created time.Time  `json:"created"`
-	Expires *time.Time `json:"expires,omitempty"`
-	Revoked *time.Time `json:"revoked,omitempty"`
+	Queues  []string `json:"queues,omitempty"`
+	Shares  []string `json:"shares,omitempty"`
+	Workers []string `json:"workers,omitempty"`
+	// MaxPriority, Urgent, Requestors, SLAGroups and Users are a
+	// submitter's limits (docs/security.md); MaxPriority is shown for every
+	// submitter token, the others when set.
+	MaxPriority *int       `json:"maxPriority,omitempty"`
+	Urgent      bool       `json:"urgent,omitempty"`
+	Requestors  []string   `json:"requestors,omitempty"`
+	SLAGroups   []string   `json:"slaGroups,omitempty"`
+	Users       []string   `json:"users,omitempty"`
+	Created     time.Time  `json:"created"`
+	Expires     *time.Time `json:"expires,omitempty"`
+	Revoked     *time.Time `json:"revoked,omitempty"`
 }
 
 // CreateToken is the body of POST /v1/tokens.
@@ -29,6 +37,16 @@ type CreateToken struct {
 	Queues  []string `json:"queues,omitempty"`
 	Shares  []string `json:"shares,omitempty"`
 	Workers []string `json:"workers,omitempty"`
+	// MaxPriority is the highest priority the token's jobs may have
+	// (default 0); Urgent lets them be urgent (default: not). Requestors,
+	// SLAGroups and Users list the names its jobs may use, exact or
+	// prefixes ending in "*" (default: no SLA group, no user, and no
+	// requestor but the token's name). Submitter tokens only.
+	MaxPriority int      `json:"maxPriority,omitempty"`
+	Urgent      bool     `json:"urgent,omitempty"`
+	Requestors  []string `json:"requestors,omitempty"`
+	SLAGroups   []string `json:"slaGroups,omitempty"`
+	Users       []string `json:"users,omitempty"`
 	// ExpiresIn makes the token expire this long after its creation; zero:
 	// it never expires.
 	ExpiresIn spec.Duration `json:"expiresIn,omitempty"`

@@ -41,10 +41,13 @@ const (
 
 // Job is a job as the API shows it.
 type Job struct {
-	ID        string         `json:"id"`
-	Queue     string         `json:"queue"`
-	Share     string         `json:"share,omitempty"`
-	Requestor string         `json:"requestor,omitempty"`
+	ID        string `json:"id"`
+	Queue     string `json:"queue"`
+	Share     string `json:"share,omitempty"`
+	Requestor string `json:"requestor,omitempty"`
+	// Submitter is the name of the token that submitted the job (its ID
+	// when it has no name); empty when authentication was off.
+	Submitter string         `json:"submitter,omitempty"`
 	Priority  int            `json:"priority"`
 	Urgent    bool           `json:"urgent,omitempty"`
 	State     string         `json:"state"`

@@ -25,8 +25,31 @@ var (
 	ErrInvalid  = errors.New("invalid")
 )
 
-// Submit validates and stores a job, and answers once it is durable.
+// IDTakenError is the answer to a submission whose job ID is already
+// used. It is the same whoever owns that job and whatever state it is in,
+// and names nothing but the ID the caller sent: job IDs are global, so the
+// refusal itself shows that the ID exists, but it must not tell another
+// team anything about the job (docs/security.md).
+type IDTakenError struct {
+	ID string
+}
+
+func (e *IDTakenError) Error() string {
+	return fmt.Sprintf("job ID %q is taken: choose another, or leave id out and the server makes one", e.ID)
+}
+
+// Is makes errors.Is(err, ErrConflict) hold for an *IDTakenError.
+func (e *IDTakenError) Is(target error) bool { return target == ErrConflict }
+
+// Submit validates and stores a job submitted by no one in particular
+// (authentication off); see SubmitBy.
 func (c *Controller) Submit(ctx context.Context, js spec.Job) (api.Job, error) {
+	return c.SubmitBy(ctx, "", js)
+}
+
+// SubmitBy validates and stores a job, recording submitter (the name of
+// the caller's token) with it, and answers once it is durable.
+func (c *Controller) SubmitBy(ctx context.Context, submitter string, js spec.Job) (api.Job, error) {
 	if err := c.CheckJob(js); err != nil {
 		return api.Job{}, err
 	}
@@ -34,7 +57,7 @@ func (c *Controller) Submit(ctx context.Context, js spec.Job) (api.Job, error) {
 	if err != nil {
 		return api.Job{}, err
 	}
-	v, err := c.do(ctx, func(t *txn) (any, error) { return c.submit(ctx, t, js, why) })
+	v, err := c.do(ctx, func(t *txn) (any, error) { return c.submit(ctx, t, js, submitter, why) })
 	if err != nil {
 		return api.Job{}, err
 	}
@@ -138,29 +161,21 @@ func (c *Controller) defaultQueue() string {
 	return spec.DefaultQueue
 }
 
-func (c *Controller) submit(ctx context.Context, t *txn, js spec.Job, inaccessible string) (any, error) {
+func (c *Controller) submit(ctx context.Context, t *txn, js spec.Job, submitter, inaccessible string) (any, error) {
 	if js.Queue == "" {
 		js.Queue = c.defaultQueue()
 	}
 	if js.ID == "" {
 		js.ID = newJobID(t.now)
 	}
-	if _, live := c.jobs[js.ID]; live {
-		return nil, fmt.Errorf("%w: job %q already exists", ErrConflict, js.ID)
-	}
-	if _, dead := c.eng.DeadLettered(js.ID); dead {
-		// Possibly dead-lettered earlier in this round, so not stored yet.
-		return nil, fmt.Errorf("%w: job %q already exists (dead-lettered)", ErrConflict, js.ID)
-	}
-	if _, _, err := c.st.Job(ctx, js.ID); err == nil {
-		return nil, fmt.Errorf("%w: job %q already exists", ErrConflict, js.ID)
-	} else if !errors.Is(err, store.ErrNotFound) {
+	if err := c.idFree(ctx, js.ID); err != nil {
 		return nil, err
 	}
 	lj, err := newLiveJob(js, t.now)
 	if err != nil {
 		return nil, err
 	}
+	lj.rec.Submitter = submitter
 	if inaccessible != "" {
 		return c.deadLetterNew(t, lj, inaccessible)
 	}
@@ -178,8 +193,32 @@ func (c *Controller) submit(ctx context.Context, t *txn, js spec.Job, inaccessib
 	for _, mt := range lj.model.Tasks {
 		t.touchTask(lj.tasks[mt.Name])
 	}
-	t.event(EventJobSubmitted, js.ID, "", "", model.Reason{}, map[string]any{"queue": js.Queue, "tasks": len(lj.model.Tasks)})
+	data := map[string]any{"queue": js.Queue, "tasks": len(lj.model.Tasks)}
+	if submitter != "" {
+		data["submitter"] = submitter
+	}
+	t.event(EventJobSubmitted, js.ID, "", "", model.Reason{}, data)
 	return c.view(lj, false), nil
+}
+
+// idFree returns an *IDTakenError when a job with this ID is live,
+// dead-lettered (possibly earlier in this round, so not stored yet) or
+// stored; the answer is the same in every case.
+func (c *Controller) idFree(ctx context.Context, id string) error {
+	if _, live := c.jobs[id]; live {
+		return &IDTakenError{ID: id}
+	}
+	if _, dead := c.eng.DeadLettered(id); dead {
+		return &IDTakenError{ID: id}
+	}
+	_, _, err := c.st.Job(ctx, id)
+	switch {
+	case err == nil:
+		return &IDTakenError{ID: id}
+	case errors.Is(err, store.ErrNotFound):
+		return nil
+	}
+	return err
 }
 
 // newLiveJob expands a checked spec into the records the loop keeps.
@@ -306,7 +345,7 @@ func (c *Controller) view(lj *liveJob, withTasks bool) api.Job {
 }
 
 func jobHeader(j store.Job) api.Job {
-	out := api.Job{ID: j.ID, Queue: j.Queue, Share: j.Share, Requestor: j.Requestor, Priority: j.Priority,
+	out := api.Job{ID: j.ID, Queue: j.Queue, Share: j.Share, Requestor: j.Requestor, Submitter: j.Submitter, Priority: j.Priority,
 		Urgent: j.Urgent, State: j.State, Submitted: j.Submitted, Counts: map[string]int{}}
 	if !j.Ended.IsZero() {
 		e := j.Ended

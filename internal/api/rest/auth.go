@@ -150,7 +150,9 @@ func (q *queueDefault) get(ctx context.Context, ctrl *control.Controller) (strin
 }
 
 // allowSubmit answers 403 and returns false unless the caller may submit
-// js: its queue (or the default one) and its share must be the token's.
+// js: its queue (or the default one) and its share must be the token's,
+// and its priority, urgency, requestor and SLA group within the token's
+// limits.
 func (s *Server) allowSubmit(w http.ResponseWriter, r *http.Request, js spec.Job) bool {
 	p := principal(r)
 	if p.Role == auth.Admin {
@@ -164,5 +166,10 @@ func (s *Server) allowSubmit(w http.ResponseWriter, r *http.Request, js spec.Job
 			return false
 		}
 	}
-	return s.check(w, p.AllowSubmit(queue, js.Share))
+	return s.check(w, p.AllowSubmit(queue, js.Share)) && s.check(w, p.AllowScheduling(jobScheduling(js)))
+}
+
+// jobScheduling is what js asks of the scheduler, for the token's limits.
+func jobScheduling(js spec.Job) auth.Scheduling {
+	return auth.Scheduling{Priority: js.Priority, Urgent: js.Urgent, Requestor: js.Requestor, SLAGroup: js.SLAGroup}
 }

@@ -202,7 +202,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	if !s.allowSubmit(w, r, js) {
 		return
 	}
-	job, err := s.ctrl.Submit(r.Context(), js)
+	job, err := s.ctrl.SubmitBy(r.Context(), principal(r).SubmitterName(), js)
 	if err != nil {
 		s.fail(w, spec.WithLines(err, root))
 		return
@@ -272,7 +272,7 @@ func (s *Server) setPriority(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req api.PriorityChange
-	if !s.decodeJSON(w, r, &req) {
+	if !s.decodeJSON(w, r, &req) || !s.check(w, principal(r).AllowPriority(req.Priority, req.Urgent)) {
 		return
 	}
 	job, err := s.ctrl.SetPriority(r.Context(), r.PathValue("id"), req.Priority, req.Urgent)
@@ -487,9 +487,12 @@ func (s *Server) fail(w http.ResponseWriter, err error) {
 	var list spec.Errors
 	var fe *spec.FieldError
 	var denied *auth.Denied
+	var taken *control.IDTakenError
 	switch {
 	case errors.As(err, &denied):
 		forbidden(w, denied)
+	case errors.As(err, &taken):
+		writeError(w, http.StatusConflict, api.Error{Code: api.CodeConflict, Message: taken.Error(), Field: "id"})
 	case errors.As(err, &list) && len(list) > 0:
 		writeError(w, http.StatusBadRequest, api.Error{Code: api.CodeInvalid, Message: list.Error(), Field: list[0].Path, Line: list[0].Line, Details: list})
 	case errors.As(err, &fe):

@@ -24,7 +24,9 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tok, secret, err := auth.New(auth.Spec{Name: req.Name, Role: auth.Role(req.Role), Queues: req.Queues, Shares: req.Shares,
-		Workers: req.Workers, ExpiresIn: time.Duration(req.ExpiresIn)}, time.Now())
+		Workers: req.Workers, ExpiresIn: time.Duration(req.ExpiresIn),
+		Limits: store.TokenLimits{MaxPriority: req.MaxPriority, Urgent: req.Urgent, Requestors: req.Requestors,
+			SLAGroups: req.SLAGroups, Users: req.Users}}, time.Now())
 	if err != nil {
 		s.fail(w, err)
 		return
@@ -101,6 +103,11 @@ func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) {
 // tokenView is a token as the API shows it: everything but the hash.
 func tokenView(t store.Token) api.Token {
 	out := api.Token{ID: t.ID, Name: t.Name, Role: t.Role, Queues: t.Queues, Shares: t.Shares, Workers: t.Workers, Created: t.Created}
+	if t.Role == string(auth.Submitter) {
+		l := t.Limits
+		maxPriority := l.MaxPriority
+		out.MaxPriority, out.Urgent, out.Requestors, out.SLAGroups, out.Users = &maxPriority, l.Urgent, l.Requestors, l.SLAGroups, l.Users
+	}
 	if !t.Expires.IsZero() {
 		e := t.Expires
 		out.Expires = &e
