@@ -267,6 +267,9 @@ func jobTable(w io.Writer, j api.Job) error {
 	if j.Share != "" {
 		fmt.Fprintf(w, "  share %s", j.Share)
 	}
+	if j.Submitter != "" {
+		fmt.Fprintf(w, "  submitter %s", j.Submitter)
+	}
 	fmt.Fprintf(w, "  submitted %s\n", j.Submitted.Format(time.RFC3339))
 	if a := j.Admission; a != nil {
 		fmt.Fprintf(w, "endpoint %s", a.Endpoint)
@@ -321,9 +324,10 @@ func newListCmd(f *clientFlags) *cobra.Command {
 			}
 			return f.print(cmd.OutOrStdout(), list, func(w io.Writer) error {
 				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-				fmt.Fprintln(tw, "JOB\tQUEUE\tSHARE\tPRIORITY\tSTATE\tSUBMITTED")
+				fmt.Fprintln(tw, "JOB\tQUEUE\tSHARE\tPRIORITY\tSTATE\tSUBMITTER\tSUBMITTED")
 				for _, j := range list.Jobs {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", j.ID, j.Queue, j.Share, j.Priority, j.State, j.Submitted.Format(time.RFC3339))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", j.ID, j.Queue, j.Share, j.Priority, j.State, j.Submitter,
+						j.Submitted.Format(time.RFC3339))
 				}
 				return tw.Flush()
 			})

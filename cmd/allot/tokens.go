@@ -18,9 +18,10 @@ func newTokensCmd(f *clientFlags) *cobra.Command {
 		Use:   "tokens",
 		Short: "Manage API tokens (admin): `tokens create|list|revoke`",
 		Long: `tokens manages the bearer tokens of the API. Only an admin token may. A token
-has a role: admin (everything), submitter (jobs of its queues and shares), or
-worker (the worker protocol, for its worker names). The server stores only a
-hash of each secret: the secret is printed once, when the token is created.`,
+has a role: admin (everything), submitter (jobs of its queues and shares,
+within its limits), or worker (the worker protocol, for its worker names).
+The server stores only a hash of each secret: the secret is printed once,
+when the token is created.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return listTokens(cmd, f) },
 	}
@@ -62,8 +63,16 @@ func newTokensCreateCmd(f *clientFlags) *cobra.Command {
 		Short: "Create a token and print its secret (shown only this once)",
 		Long: `create makes a token. A submitter token needs --queue and --share (each
 repeatable; '*' allows any); a worker token needs --worker (an exact name, or a
-prefix ending in '*'). The secret is printed once; the server keeps only its hash.`,
+prefix ending in '*'). The secret is printed once; the server keeps only its hash.
+
+A submitter's jobs are also limited in what they ask of the scheduler. Without
+limits a submitter token allows priority 0 at most, no urgent jobs, no SLA
+group, no run-as user, and no requestor but the token's --name. Raise them with
+--max-priority, --urgent, --requestor, --sla-group and --user (names, or
+prefixes ending in '*'; '*' alone allows any).`,
 		Example: `  allot tokens create --role submitter --queue batch --share research --name alice --expires 720h
+  allot tokens create --role submitter --queue grid --share '*' --name grid-ci \
+      --max-priority 7 --urgent --requestor 'team-a-*' --sla-group silver --user 'svc-a-*'
   allot tokens create --role worker --worker 'gpu-*' --name gpu-fleet
   export ALLOT_TOKEN=$(allot tokens create --role admin --name ops -q)`,
 		Args: cobra.NoArgs,
@@ -99,6 +108,11 @@ prefix ending in '*'). The secret is printed once; the server keeps only its has
 	fl.StringSliceVar(&req.Queues, "queue", nil, "submitter: a queue it may use ('*': any; repeatable)")
 	fl.StringSliceVar(&req.Shares, "share", nil, "submitter: a share it may use ('*': any; repeatable)")
 	fl.StringSliceVar(&req.Workers, "worker", nil, "worker: a worker name it may act for, or a prefix ending in '*' (repeatable)")
+	fl.IntVar(&req.MaxPriority, "max-priority", 0, "submitter: the highest priority its jobs may have (default 0)")
+	fl.BoolVar(&req.Urgent, "urgent", false, "submitter: its jobs may be urgent")
+	fl.StringSliceVar(&req.Requestors, "requestor", nil, "submitter: a requestor its jobs may name, or a prefix ending in '*' (repeatable; default: only the token's --name)")
+	fl.StringSliceVar(&req.SLAGroups, "sla-group", nil, "submitter: an SLA group its jobs may name, or a prefix ending in '*' (repeatable; default: none)")
+	fl.StringSliceVar(&req.Users, "user", nil, "submitter: a Unix user its jobs may run as, or a prefix ending in '*' (repeatable; default: none)")
 	fl.DurationVar(&expires, "expires", 0, "the token expires this long after now, e.g. 720h (default: never)")
 	fl.BoolVarP(&quiet, "quiet", "q", false, "print only the secret")
 	return cmd
@@ -134,17 +148,26 @@ func listTokens(cmd *cobra.Command, f *clientFlags) error {
 	})
 }
 
-// scope is a token's limits in one column.
+// scope is a token's scope and limits in one column.
 func scope(t api.Token) string {
 	var parts []string
-	for _, l := range []struct {
-		name  string
-		items []string
-	}{{"queues", t.Queues}, {"shares", t.Shares}, {"workers", t.Workers}} {
-		if len(l.items) > 0 {
-			parts = append(parts, l.name+"="+strings.Join(l.items, ","))
+	add := func(name string, items []string) {
+		if len(items) > 0 {
+			parts = append(parts, name+"="+strings.Join(items, ","))
 		}
 	}
+	add("queues", t.Queues)
+	add("shares", t.Shares)
+	add("workers", t.Workers)
+	if t.MaxPriority != nil {
+		parts = append(parts, fmt.Sprintf("maxPriority=%d", *t.MaxPriority))
+	}
+	if t.Urgent {
+		parts = append(parts, "urgent")
+	}
+	add("requestors", t.Requestors)
+	add("slaGroups", t.SLAGroups)
+	add("users", t.Users)
 	if len(parts) == 0 {
 		return "-"
 	}
