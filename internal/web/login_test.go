@@ -36,6 +36,7 @@ var loginRedirects = []struct {
 	{"a page with a query", "/jobs?state=running&queue=batch", "/jobs?state=running&queue=batch"},
 	{"a query that holds slashes", "/jobs?next=//evil.example", "/jobs?next=//evil.example"},
 	{"trailing slash", "/jobs/", "/jobs/"},
+	{"a fragment is dropped", "/jobs#//evil.example", "/jobs"},
 	{"empty", "", "/"},
 	{"protocol-relative", "//evil.example", "/"},
 	{"protocol-relative with a path", "//evil.example/x", "/"},
