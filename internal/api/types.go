@@ -187,6 +187,10 @@ type Assignment struct {
 	Env     map[string]string `json:"env,omitempty"`
 	WorkDir string            `json:"workdir,omitempty"`
 	Timeout spec.Duration     `json:"timeout,omitempty"`
+	// User is the Unix user the job asks its tasks to run as (the job's
+	// user field); the worker runs the attempt as that user only if its
+	// --allow-user list allows it, and fails the attempt otherwise.
+	User string `json:"user,omitempty"`
 	// Batch, when set, makes the assignment a merged batch (tasks of one
 	// job stage sharing a model, docs/placement.md#task-merging): the
 	// worker runs these assignments one after another, in this order, in

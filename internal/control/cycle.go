@@ -132,7 +132,7 @@ func (c *Controller) assignment(lj *liveJob, s engine.Start) (api.Assignment, er
 		// Nothing to substitute: the common case, and it must not cost
 		// a walk over the job's tasks.
 		a := api.Assignment{Attempt: api.Attempt{Job: s.Job, Task: s.Task, Attempt: s.Attempt},
-			Run: entry.Run, Command: entry.Command, Env: entry.Env, WorkDir: entry.WorkDir, Timeout: entry.Timeout}
+			Run: entry.Run, Command: entry.Command, Env: entry.Env, WorkDir: entry.WorkDir, Timeout: entry.Timeout, User: lj.spec.User}
 		return a, nil
 	}
 	results := make(map[string]json.RawMessage, len(refs))
@@ -149,7 +149,7 @@ func (c *Controller) assignment(lj *liveJob, s engine.Start) (api.Assignment, er
 		return out, nil
 	}
 	a := api.Assignment{Attempt: api.Attempt{Job: s.Job, Task: s.Task, Attempt: s.Attempt},
-		WorkDir: entry.WorkDir, Timeout: entry.Timeout}
+		WorkDir: entry.WorkDir, Timeout: entry.Timeout, User: lj.spec.User}
 	var err error
 	if a.Run, err = sub(entry.Run); err != nil {
 		return a, err
