@@ -418,7 +418,9 @@ func (a *Agent) accept(as api.Assignment) {
 	}
 	if a.closing {
 		for _, m := range membersOf(as) {
-			a.report.add(api.Report{Attempt: m.Attempt, ExitCode: -1, Error: "the worker is shutting down"})
+			rep := reportOf(m)
+			rep.Error = "the worker is shutting down"
+			a.report.add(rep)
 		}
 		return
 	}
@@ -495,7 +497,9 @@ func (a *Agent) stop(s api.StopOrder) {
 				break
 			}
 		}
-		a.report.add(api.Report{Attempt: s.Attempt, ExitCode: -1, Stopped: true, Error: cause + " before it started"})
+		rep := reportOf(at.as)
+		rep.Stopped, rep.Error = true, cause+" before it started"
+		a.report.add(rep)
 	}
 	a.mu.Unlock()
 	switch {
@@ -530,7 +534,9 @@ func (a *Agent) shutdown() {
 	a.mu.Unlock()
 	for _, at := range queued {
 		for _, m := range unitOf(at) {
-			a.report.add(api.Report{Attempt: m.as.Attempt, ExitCode: -1, Error: "the worker shut down before the attempt started", Stopped: true})
+			rep := reportOf(m.as)
+			rep.Stopped, rep.Error = true, "the worker shut down before the attempt started"
+			a.report.add(rep)
 		}
 	}
 	if len(started) > 0 {
@@ -558,7 +564,9 @@ func (a *Agent) sendReports(ctx context.Context, b []api.Report) error {
 	case client.IsNotFound(err):
 		a.reregister(ctx, gen)
 		return err
-	case client.IsInvalid(err), client.IsTooLarge(err):
+	case client.IsInvalid(err), client.IsTooLarge(err), client.IsForbidden(err):
+		// Forbidden: a report the server will never take (a secret it
+		// does not know); sent alone, the others of the batch go through.
 		return fmt.Errorf("%w: %w", errRejected, err)
 	default:
 		return err

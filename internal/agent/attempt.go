@@ -52,6 +52,13 @@ type attempt struct {
 
 func newAttempt(as api.Assignment) *attempt { return &attempt{as: as} }
 
+// reportOf starts the report of assignment as: it names the attempt and
+// carries the attempt's secret, without which the server refuses it. The
+// exit code is -1 (did not run) until a process sets it.
+func reportOf(as api.Assignment) api.Report {
+	return api.Report{Attempt: as.Attempt, Secret: as.Secret, ExitCode: -1}
+}
+
 // terminate ends the attempt: SIGTERM to its process group now, SIGKILL
 // after grace. Called again (a stop order after a timeout), it keeps the
 // first cause but may bring the SIGKILL forward. Before the process starts
@@ -112,7 +119,7 @@ type runner struct {
 // since a task that cannot run is a report too (exit code -1 and Error).
 func (r runner) run(at *attempt) api.Report {
 	as := at.as
-	rep := api.Report{Attempt: as.Attempt, ExitCode: -1}
+	rep := reportOf(as)
 	cmd, err := command(as)
 	if err != nil {
 		rep.Error = err.Error()

@@ -85,6 +85,8 @@ func (c *Controller) record(t *txn, d *engine.Decisions) (again bool) {
 		rec.State, rec.Worker, rec.Attempt, rec.Started = string(model.TaskRunning), s.Worker, s.Attempt, t.now
 		c.indexRunning(rec)
 		rec.Ended, rec.ExitCode, rec.Output, rec.Result, rec.Reason, rec.Message = time.Time{}, nil, "", nil, "", ""
+		secret, hash := newAttemptSecret()
+		rec.SecretHash = hash
 		t.touchTask(rec)
 		if lj.rec.State == "pending" {
 			lj.rec.State = "running"
@@ -99,6 +101,7 @@ func (c *Controller) record(t *txn, d *engine.Decisions) (again bool) {
 			}
 			continue
 		}
+		a.Secret = secret
 		c.assign(t, rec, s, a) // a merged batch is one entry (batch.go)
 	}
 	for _, je := range d.JobsDone {
