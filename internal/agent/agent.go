@@ -70,6 +70,12 @@ type Config struct {
 	// base of relative ones; empty gives each attempt a fresh temporary
 	// directory, removed when it ends.
 	WorkDir string
+	// StateDir is the agent's private directory (created 0700; one that
+	// others may write to is refused). The agent holds it locked while it
+	// runs, so two agents cannot share it, and records there the process
+	// groups of its running tasks: at start it kills what a crash of its
+	// previous run left (leftovers.go). Empty keeps no state.
+	StateDir string
 	// OutputTailBytes is how much of the end of a task's output (stdout and
 	// stderr together) travels with its report.
 	OutputTailBytes int
@@ -203,6 +209,18 @@ func (a *Agent) backoff() backoff { return backoff{min: a.cfg.BackoffMin, max: a
 // server refuses the first registration (a wrong token, an invalid name)
 // or when reports could not be delivered before returning.
 func (a *Agent) Run(ctx context.Context) error {
+	// A descriptor the process inherited without close-on-exec would
+	// reach every task.
+	if err := closeOnExecInherited(); err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	if a.cfg.StateDir != "" {
+		sd, err := a.takeStateDir()
+		if err != nil {
+			return err
+		}
+		defer sd.close()
+	}
 	if err := a.register(ctx, true); err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -231,6 +249,28 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	a.log.Info("worker stopped")
 	return nil
+}
+
+// takeStateDir locks the state directory, kills what the agent's previous
+// run left running, and has the runner record the groups of the tasks it
+// starts. It runs before the first registration: the server requeues what
+// the previous run held, and the retries must not run beside its orphans.
+func (a *Agent) takeStateDir() (*stateDir, error) {
+	sd, err := openStateDir(a.cfg.StateDir)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	killed, err := sd.killLeftovers()
+	for _, g := range killed {
+		a.log.Warn("killed a task the agent's previous run left running", append(attemptAttrs(api.Attempt{Job: g.Job, Task: g.Task, Attempt: g.Attempt}),
+			"processGroup", g.PGID)...)
+	}
+	if err != nil {
+		sd.close()
+		return nil, fmt.Errorf("agent: tasks left by the previous run: %w", err)
+	}
+	a.run.groups = sd.groups
+	return sd, nil
 }
 
 // running lists the attempts the worker holds (running or queued for a

@@ -113,6 +113,10 @@ type runner struct {
 	tailBytes int
 	grace     time.Duration
 	log       *slog.Logger
+	// groups records the process groups of running tasks, so that a
+	// restarted agent kills what a crash left (leftovers.go); nil records
+	// nothing.
+	groups *taskGroups
 }
 
 // run runs the attempt to its end and returns its report; it never fails,
@@ -141,7 +145,7 @@ func (r runner) run(at *attempt) api.Report {
 	if at.batchHead != "" {
 		cmd.Env = append(cmd.Env, "ALLOT_BATCH="+at.batchHead)
 	}
-	ownGroup(cmd)
+	setTaskAttrs(cmd, nil)
 
 	// The process writes into a pipe we read ourselves, rather than letting
 	// exec copy its output: then Wait returns when the process ends, not
@@ -162,7 +166,7 @@ func (r runner) run(at *attempt) api.Report {
 		pw.Close()
 		return rep
 	}
-	err = cmd.Start()
+	err = startTask(cmd)
 	pw.Close()
 	if err != nil {
 		at.mu.Unlock()
@@ -172,6 +176,10 @@ func (r runner) run(at *attempt) api.Report {
 	}
 	at.proc = cmd.Process
 	at.mu.Unlock()
+	if err := r.groups.add(cmd.Process.Pid, as.Attempt); err != nil {
+		r.log.Warn("could not record the task's process group: what it leaves would survive a crash of the agent",
+			append(attemptAttrs(as.Attempt), "err", err)...)
+	}
 
 	copied := make(chan struct{})
 	go func() {
@@ -187,6 +195,9 @@ func (r runner) run(at *attempt) api.Report {
 		timer.Stop()
 	}
 	cause, stopped := at.reaped()
+	if err := r.groups.remove(cmd.Process.Pid); err != nil {
+		r.log.Warn("could not update the record of the tasks' process groups", append(attemptAttrs(as.Attempt), "err", err)...)
+	}
 	select {
 	case <-copied:
 	case <-time.After(outputDrain):
