@@ -76,6 +76,15 @@ type Config struct {
 	// groups of its running tasks: at start it kills what a crash of its
 	// previous run left (leftovers.go). Empty keeps no state.
 	StateDir string
+	// RunAs is the user tasks run as when their job names none; empty runs
+	// them as the agent's own user. Only an agent running as root can
+	// name another user (the CLI defaults it to nobody for root).
+	RunAs string
+	// AllowUsers are the users a job may ask its tasks to run as (its
+	// user field), as patterns (path.Match: svc-*); root only when a
+	// pattern is exactly "root". A job naming another user fails its
+	// attempt here, with a reason.
+	AllowUsers []string
 	// OutputTailBytes is how much of the end of a task's output (stdout and
 	// stderr together) travels with its report.
 	OutputTailBytes int
@@ -177,9 +186,13 @@ func New(cfg Config) (*Agent, error) {
 		if cfg.WorkDir, err = filepath.Abs(cfg.WorkDir); err != nil {
 			return nil, fmt.Errorf("agent: workdir: %w", err)
 		}
-		if err := os.MkdirAll(cfg.WorkDir, 0o755); err != nil {
-			return nil, fmt.Errorf("agent: workdir: %w", err)
-		}
+	}
+	users, err := newUserPolicy(cfg.RunAs, cfg.AllowUsers)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	if err := shareWorkDir(cfg.WorkDir, users); err != nil {
+		return nil, fmt.Errorf("agent: workdir: %w", err)
 	}
 	cfg.Resources = detectResources(cfg.Resources, cfg.Logger)
 	log := cfg.Logger.With("worker", cfg.Name)
@@ -189,7 +202,7 @@ func New(cfg Config) (*Agent, error) {
 		log: log,
 		reg: api.Register{Name: cfg.Name, Resources: cfg.Resources, Labels: cfg.Labels, Slots: cfg.Slots,
 			CostPerHour: cfg.CostPerHour, Cached: cfg.Cached, Cache: cfg.Cache},
-		run:      runner{workDir: cfg.WorkDir, tailBytes: cfg.OutputTailBytes, grace: cfg.Grace, log: log},
+		run:      runner{workDir: cfg.WorkDir, tailBytes: cfg.OutputTailBytes, grace: cfg.Grace, log: log, users: users},
 		attempts: map[api.Attempt]*attempt{},
 	}
 	a.report = newReporter(a.sendReports, a.backoff(), log)

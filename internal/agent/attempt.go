@@ -117,6 +117,9 @@ type runner struct {
 	// restarted agent kills what a crash left (leftovers.go); nil records
 	// nothing.
 	groups *taskGroups
+	// users decides the user each task runs as (runas.go); nil runs every
+	// task as the agent's user.
+	users *userPolicy
 }
 
 // run runs the attempt to its end and returns its report; it never fails,
@@ -125,6 +128,11 @@ func (r runner) run(at *attempt) api.Report {
 	as := at.as
 	rep := reportOf(as)
 	cmd, err := command(as)
+	if err != nil {
+		rep.Error = err.Error()
+		return rep
+	}
+	user, err := r.users.userFor(as)
 	if err != nil {
 		rep.Error = err.Error()
 		return rep
@@ -139,13 +147,19 @@ func (r runner) run(at *attempt) api.Report {
 			r.log.Warn("could not remove an attempt's directory", "dir", tmp, "err", err)
 		}
 	}()
+	// The directory is the task's (it writes its result there, and works
+	// there when it names no workdir), whoever it runs as.
+	if err := giveTo(tmp, user); err != nil {
+		rep.Error = fmt.Sprintf("could not give the attempt's directory to user %q: %v", user.Name, err)
+		return rep
+	}
 	resultPath := filepath.Join(tmp, "result.json")
 	cmd.Dir = r.dir(as, tmp)
-	cmd.Env = environ(as, resultPath)
+	cmd.Env = environ(as, resultPath, user)
 	if at.batchHead != "" {
 		cmd.Env = append(cmd.Env, "ALLOT_BATCH="+at.batchHead)
 	}
-	setTaskAttrs(cmd, nil)
+	setTaskAttrs(cmd, user)
 
 	// The process writes into a pipe we read ourselves, rather than letting
 	// exec copy its output: then Wait returns when the process ends, not
@@ -256,14 +270,19 @@ func (r runner) dir(as api.Assignment, tmp string) string {
 }
 
 // environ is the agent's environment without its token (a task must not
-// be able to act as the worker), then the assignment's variables, then
-// the ALLOT_* variables that identify the attempt; later entries win.
-func environ(as api.Assignment, resultPath string) []string {
+// be able to act as the worker), then HOME, USER and LOGNAME of the user
+// the task runs as (when it is not the agent's), then the assignment's
+// variables, then the ALLOT_* variables that identify the attempt; later
+// entries win.
+func environ(as api.Assignment, resultPath string, user *taskUser) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "ALLOT_TOKEN=") {
 			env = append(env, kv)
 		}
+	}
+	if user != nil {
+		env = append(env, "HOME="+user.Home, "USER="+user.Name, "LOGNAME="+user.Name)
 	}
 	keys := make([]string, 0, len(as.Env))
 	for k := range as.Env {
@@ -284,8 +303,12 @@ func environ(as api.Assignment, resultPath string) []string {
 // readResult reads the result file a task may write: nothing (no file, or
 // an empty one) is no result; anything else must be one JSON object of at
 // most MaxResultBytes.
+//
+// The file is the task's: a link or anything but a regular file is
+// refused, so a task running as another user cannot have the agent read
+// what it may not (or wait on a pipe forever).
 func readResult(path string) (json.RawMessage, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, openResultFlags, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -293,6 +316,9 @@ func readResult(path string) (json.RawMessage, error) {
 		return nil, fmt.Errorf("invalid result: %w", err)
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, errors.New("invalid result: the result file is not a regular file")
+	}
 	b, err := io.ReadAll(io.LimitReader(f, MaxResultBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("invalid result: %w", err)
