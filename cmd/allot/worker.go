@@ -45,21 +45,7 @@ before it registers (see docs/agent.md).`,
   allot worker --server http://allot:7070 --token-file worker.token --run-as allot-task --allow-user 'svc-*'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			// The token first, before anything starts: shedding it starts
-			// the process again.
-			tok, shown, err := token.read(cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			if shown {
-				if err := scrubToken(tok); err != nil {
-					return err
-				}
-			}
-			if err := protectProcess(); err != nil {
-				return err
-			}
-			cfg.Token = tok
+			var err error
 			if cpu != "" {
 				if cfg.Resources.CPU, err = spec.ParseCPU(cpu); err != nil {
 					return fmt.Errorf("--cpu: %w", err)
@@ -92,6 +78,21 @@ before it registers (see docs/agent.md).`,
 					return fmt.Errorf("--ca: %w", err)
 				}
 			}
+			// The token once the flags are known good, before anything
+			// starts: shedding it starts the process again.
+			tok, shown, err := token.read(cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			if shown {
+				if err := scrubToken(tok); err != nil {
+					return err
+				}
+			}
+			if err := protectProcess(); err != nil {
+				return err
+			}
+			cfg.Token = tok
 			if !cmd.Flags().Changed("run-as") && os.Geteuid() == 0 {
 				cfg.RunAs = "nobody" // a root agent's tasks must not be root
 			}
