@@ -171,13 +171,14 @@ func TestTheAgentRecordsTheGroupsOfRunningTasks(t *testing.T) {
 	cfg.StateDir = dir
 	start(t, cfg)
 	pidFile := filepath.Join(t.TempDir(), "pid")
-	a := assign("j", "t", 1, "echo $$ > "+pidFile+"; sleep 0.3", nil)
+	a := assign("j", "t", 1, "echo $$ > "+pidFile+"; sleep 1", nil)
 	fs.give(api.Lease{Assignments: []api.Assignment{a}})
 	pid := readPID(t, pidFile)
-	st := readGroupsFile(t, dir)
-	if len(st.Groups) != 1 || st.Groups[0].PGID != pid || st.Groups[0].Task != "t" || st.Groups[0].Start == 0 {
-		t.Errorf("while the task runs the state lists %+v, want its group %d", st.Groups, pid)
-	}
+	// The task may write its PID before the agent records its group.
+	waitFor(t, "the task's group to be recorded", func() bool {
+		st := readGroupsFile(t, dir)
+		return len(st.Groups) == 1 && st.Groups[0].PGID == pid && st.Groups[0].Task == "t" && st.Groups[0].Start != 0
+	})
 	waitFor(t, "the report", func() bool { _, ok := fs.report(a.Attempt); return ok })
 	if st := readGroupsFile(t, dir); len(st.Groups) != 0 {
 		t.Errorf("after the task ended the state lists %+v, want nothing", st.Groups)
