@@ -469,22 +469,21 @@ tasks:
 		t.Fatal("the background process died at once; this test no longer tests the restart's cleanup")
 	}
 
-	crashWorker(c, "w1", 2) // the same name, so the same state directory
-	waitUntil(t, "w1 to register again", 15*time.Second, func() bool {
-		n := 0
-		for _, e := range c.events() {
-			if e.Kind == "worker_registered" && e.Worker == "w1" {
-				n++
-			}
-		}
-		return n >= 2 || c.job(j.ID).State == "succeeded"
-	})
-	if alive(pids["background"]) {
-		t.Errorf("the background process the first run left (pid %d) still runs after the worker registered again", pids["background"])
-	}
+	// The same name, so the same state directory. Its registration
+	// requeues both attempts (it no longer runs them), and the retries run
+	// once it has registered: by then the leftover must be gone.
+	crashWorker(c, "w1", 2)
 	final := c.waitJob(j.ID, 30*time.Second)
 	if final.State != "succeeded" {
 		t.Errorf("job %s: %+v", final.State, final.Tasks)
+	}
+	for _, tk := range final.Tasks {
+		if tk.Attempt != 2 {
+			t.Errorf("%s ended at attempt %d, want its retry (2)", tk.Name, tk.Attempt)
+		}
+	}
+	if alive(pids["background"]) {
+		t.Errorf("the background process the first run left (pid %d) still runs beside the retry", pids["background"])
 	}
 }
 
