@@ -31,14 +31,7 @@ const heartbeat = "300ms"
 // crashWorker starts a worker with a short heartbeat interval.
 func crashWorker(c *cluster, name string, slots int) *exec.Cmd {
 	c.t.Helper()
-	w := exec.Command(bin, "worker", "--server", c.url, "--token", c.workerToken, "--name", name, "--slots", fmt.Sprint(slots),
-		"--cpu", "4", "--memory", "8Gi", "--heartbeat", heartbeat, "--grace", "1s")
-	w.Stderr = logWriter(c.t, name)
-	if err := w.Start(); err != nil {
-		c.t.Fatal(err)
-	}
-	c.workers = append(c.workers, w)
-	return w
+	return c.startWorker(name, "--slots", fmt.Sprint(slots), "--cpu", "4", "--memory", "8Gi", "--heartbeat", heartbeat, "--grace", "1s")
 }
 
 // killServer ends the server process with SIGKILL: no shutdown, no flush.

@@ -32,6 +32,10 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
+	// Agents started as another user (nobody) must be able to run it.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		panic(err)
+	}
 	bin = filepath.Join(dir, "allot")
 	build := exec.Command("go", "build", "-o", bin, "../cmd/allot")
 	build.Stderr = os.Stderr
@@ -60,6 +64,9 @@ type cluster struct {
 	// empty when the server runs with --no-auth.
 	admin       string
 	workerToken string
+	// stateDirs holds each worker's state directory, by name: a worker
+	// started again under its name finds what its previous run left.
+	stateDirs string
 }
 
 // admins maps a server's host:port to its admin secret, for adminTransport.
@@ -89,7 +96,7 @@ func freePort(t *testing.T) string {
 // start runs a server process on a fresh data directory.
 func start(t *testing.T, args ...string) *cluster {
 	t.Helper()
-	c := &cluster{t: t, dataDir: t.TempDir()}
+	c := &cluster{t: t, dataDir: t.TempDir(), stateDirs: t.TempDir()}
 	addr := freePort(t)
 	c.url = "http://" + addr
 	t.Cleanup(c.stop)
@@ -146,7 +153,22 @@ func (c *cluster) waitReady() {
 // worker starts an allot worker process.
 func (c *cluster) worker(name string, slots int) *exec.Cmd {
 	c.t.Helper()
-	w := exec.Command(bin, "worker", "--server", c.url, "--token", c.workerToken, "--name", name, "--slots", fmt.Sprint(slots), "--cpu", "4", "--memory", "8Gi")
+	return c.startWorker(name, "--slots", fmt.Sprint(slots), "--cpu", "4", "--memory", "8Gi")
+}
+
+// startWorker starts an allot worker process with the cluster's worker
+// token (in its environment), a state directory of its name's, and args.
+// Tasks write into the test's own directories, which only root may write
+// to: a worker run by root runs its tasks as root here (tenants_test.go
+// tests the default, nobody).
+func (c *cluster) startWorker(name string, args ...string) *exec.Cmd {
+	c.t.Helper()
+	args = append([]string{"worker", "--server", c.url, "--name", name, "--state-dir", filepath.Join(c.stateDirs, name)}, args...)
+	if os.Geteuid() == 0 {
+		args = append(args, "--run-as", "root")
+	}
+	w := exec.Command(bin, args...)
+	w.Env = append(os.Environ(), "ALLOT_TOKEN="+c.workerToken)
 	w.Stderr = logWriter(c.t, name)
 	if err := w.Start(); err != nil {
 		c.t.Fatal(err)

@@ -334,7 +334,7 @@ func (b *benchRun) work(ctx context.Context, name string) error {
 		now := time.Now()
 		reports := make([]api.Report, len(l.Assignments))
 		for i, a := range l.Assignments {
-			reports[i] = api.Report{Attempt: a.Attempt}
+			reports[i] = api.Report{Attempt: a.Attempt, Secret: a.Secret}
 		}
 		b.mu.Lock()
 		for _, a := range l.Assignments {

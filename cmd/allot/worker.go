@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -22,7 +23,7 @@ func newWorkerCmd() *cobra.Command {
 		cost                   float64
 		caFile                 string
 		cache                  []string
-		token                  tokenFlag
+		token                  workerTokenFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "worker --server URL",
@@ -31,9 +32,17 @@ func newWorkerCmd() *cobra.Command {
 detected unless given), long-polls for tasks, runs each as a process, and
 reports how it ended. It keeps running tasks while the server is away and
 tells it what it still runs when it returns. Ctrl-C or SIGTERM stops the
-running tasks (SIGTERM, then SIGKILL after --grace) and reports them.`,
-		Example: `  allot worker --server http://allot:7070 --token $TOKEN
-  allot worker --server http://allot:7070 --slots 4 --label zone=eu-1 --label kind=gpu --gpus 2 --gpu-memory 80Gi`,
+running tasks (SIGTERM, then SIGKILL after --grace) and reports them.
+
+The token comes from --token-file (readable by the agent's user only) or
+ALLOT_TOKEN; the agent sheds it from its environment and command line at
+start, so its tasks cannot read it there. Started as root, it runs tasks
+as nobody (--run-as), or as the user a job names if --allow-user allows it.
+Tasks die with the agent; a restarted agent kills what they left behind
+before it registers (see docs/agent.md).`,
+		Example: `  allot worker --server http://allot:7070 --token-file /etc/allot/worker.token
+  ALLOT_TOKEN=$(cat worker.token) allot worker --server http://allot:7070 --slots 4 --label zone=eu-1 --gpus 2 --gpu-memory 80Gi
+  allot worker --server http://allot:7070 --token-file worker.token --run-as allot-task --allow-user 'svc-*'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
@@ -52,7 +61,6 @@ running tasks (SIGTERM, then SIGKILL after --grace) and reports them.`,
 					return fmt.Errorf("--gpu-memory: %w", err)
 				}
 			}
-			cfg.Token = token.value()
 			if cfg.Labels, err = parseLabels(labels); err != nil {
 				return err
 			}
@@ -70,6 +78,29 @@ running tasks (SIGTERM, then SIGKILL after --grace) and reports them.`,
 					return fmt.Errorf("--ca: %w", err)
 				}
 			}
+			// The token once the flags are known good, before anything
+			// starts: shedding it starts the process again.
+			tok, shown, err := token.read(cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			if shown {
+				if err := scrubToken(tok); err != nil {
+					return err
+				}
+			}
+			if err := protectProcess(); err != nil {
+				return err
+			}
+			cfg.Token = tok
+			if !cmd.Flags().Changed("run-as") && os.Geteuid() == 0 {
+				cfg.RunAs = "nobody" // a root agent's tasks must not be root
+			}
+			if cfg.StateDir == "" {
+				if cfg.StateDir, err = defaultStateDir(cfg.Name); err != nil {
+					return err
+				}
+			}
 			cfg.Logger = newLogger()
 			a, err := agent.New(cfg)
 			if err != nil {
@@ -82,7 +113,13 @@ running tasks (SIGTERM, then SIGKILL after --grace) and reports them.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.Server, "server", os.Getenv("ALLOT_SERVER"), "server URL (env ALLOT_SERVER)")
-	f.Var(&token, "token", "bearer token with the worker role (env ALLOT_TOKEN)")
+	f.StringVar(&token.file, "token-file", "", "file holding the bearer token with the worker role, readable by the agent's user only (mode 0600); else env ALLOT_TOKEN")
+	f.Var(&token.flag, "token", "bearer token with the worker role: visible to every user of the machine while the agent starts, use --token-file")
+	f.IntVar(&token.fd, "token-fd", 0, "descriptor to read the token from, then close")
+	_ = f.MarkHidden("token-fd") // how the agent hands the token to itself
+	f.StringVar(&cfg.RunAs, "run-as", "", "user the tasks run as when their job names none (default: nobody when the agent runs as root, else the agent's user)")
+	f.StringArrayVar(&cfg.AllowUsers, "allow-user", nil, "user a job may name to run its tasks as, or a pattern like svc-* (repeatable; root only when named)")
+	f.StringVar(&cfg.StateDir, "state-dir", "", "private directory of the agent's state: its lock, and its tasks' process groups (default: /var/lib/allot/worker-NAME for root, else ~/.local/state/allot/worker-NAME)")
 	f.StringVar(&caFile, "ca", os.Getenv("ALLOT_CA"), "PEM file of the CA that signed an https server's certificate (env ALLOT_CA)")
 	f.StringVar(&cfg.Name, "name", "", "worker name (default: the host name)")
 	f.StringVar(&cpu, "cpu", "", "CPUs offered, e.g. 8 or 7500m (default: detected)")
@@ -101,6 +138,29 @@ running tasks (SIGTERM, then SIGKILL after --grace) and reports them.`,
 	// --cached came first: registration only, and models only.
 	_ = f.MarkDeprecated("cached", "use --cache model=NAME (or dataset=NAME), which heartbeats keep fresh")
 	return cmd
+}
+
+// defaultStateDir is the state directory of the agent named name (the
+// host name when empty), private to its user.
+func defaultStateDir(name string) (string, error) {
+	if name == "" {
+		var err error
+		if name, err = os.Hostname(); err != nil {
+			return "", fmt.Errorf("--state-dir: not given, and the host name for the default is unknown: %w", err)
+		}
+	}
+	base := "worker-" + name
+	if os.Geteuid() == 0 {
+		return filepath.Join("/var/lib/allot", base), nil
+	}
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "allot", base), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("--state-dir: not given, and no home directory for the default: %w", err)
+	}
+	return filepath.Join(home, ".local", "state", "allot", base), nil
 }
 
 // parseLabels reads KEY=VALUE flags.

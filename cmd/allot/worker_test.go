@@ -2,7 +2,10 @@ package main
 
 import (
 	"io"
+	"os"
+	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -36,7 +39,7 @@ func TestWorkerCommandHasItsFlagsAndChecksQuantities(t *testing.T) {
 	cmd.SetOut(io.Discard)
 	cmd.SetErr(io.Discard)
 	for _, f := range []string{"server", "token", "name", "cpu", "memory", "gpus", "gpu-memory", "slots", "label",
-		"cost-per-hour", "cached", "workdir", "grace", "output-tail", "heartbeat"} {
+		"cost-per-hour", "cached", "workdir", "grace", "output-tail", "heartbeat", "token-file", "run-as", "allow-user", "state-dir"} {
 		if cmd.Flags().Lookup(f) == nil {
 			t.Errorf("no --%s flag", f)
 		}
@@ -44,5 +47,75 @@ func TestWorkerCommandHasItsFlagsAndChecksQuantities(t *testing.T) {
 	cmd.SetArgs([]string{"--server", "http://127.0.0.1:1", "--cpu", "two"})
 	if err := cmd.Execute(); err == nil || err.Error() != `--cpu: "two" is not a CPU quantity (like 2, 0.5 or 500m)` {
 		t.Errorf("bad --cpu: %v", err)
+	}
+}
+
+func TestWithoutTokenDropsTheTokenAndNothingElse(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		in   []string
+		want []string
+	}{
+		{"the flag and its value", []string{"allot", "worker", "--token", "allot_x", "--name", "w1"}, []string{"allot", "worker", "--name", "w1"}},
+		{"the flag with =", []string{"allot", "worker", "--token=allot_x", "--slots", "2"}, []string{"allot", "worker", "--slots", "2"}},
+		{"--token-file stays", []string{"allot", "worker", "--token-file", "/etc/t"}, []string{"allot", "worker", "--token-file", "/etc/t"}},
+		{"after --, arguments stay", []string{"allot", "worker", "--", "--token", "x"}, []string{"allot", "worker", "--", "--token", "x"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := withoutToken(tt.in); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("withoutToken(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestTheTokenComesFromAPrivateFileTheEnvironmentOrTheFlag(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string, mode os.FileMode) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	private := write("private", "allot_fromfile\n", 0o600)
+	groupReadable := write("group", "allot_x", 0o640)
+	empty := write("empty", " \n", 0o600)
+	t.Setenv("ALLOT_TOKEN", "allot_fromenv")
+	for _, tt := range []struct {
+		name    string
+		flags   workerTokenFlags
+		want    string
+		shown   bool
+		errHas  string
+		warnHas string
+	}{
+		{name: "the environment, which must be shed", want: "allot_fromenv", shown: true},
+		{name: "a private file; the environment still holds a token to shed", flags: workerTokenFlags{file: private}, want: "allot_fromfile", shown: true},
+		{name: "the flag, with a warning", flags: workerTokenFlags{flag: tokenFlag{v: "allot_fromflag", set: true}}, want: "allot_fromflag", shown: true,
+			warnHas: "--token puts the worker token on the command line"},
+		{name: "a file group may read", flags: workerTokenFlags{file: groupReadable}, errHas: "mode 0640 lets group or others read it"},
+		{name: "an empty file", flags: workerTokenFlags{file: empty}, errHas: "the file is empty"},
+		{name: "both the flag and a file", flags: workerTokenFlags{file: private, flag: tokenFlag{v: "x", set: true}}, errHas: "give one of them"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var warn strings.Builder
+			got, shown, err := tt.flags.read(&warn)
+			if tt.errHas != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.errHas) {
+					t.Fatalf("err = %v, want one containing %q", err, tt.errHas)
+				}
+				return
+			}
+			if err != nil || got != tt.want || shown != tt.shown {
+				t.Errorf("read = %q, shown %v, %v; want %q, shown %v", got, shown, err, tt.want, tt.shown)
+			}
+			if !strings.Contains(warn.String(), tt.warnHas) || (tt.warnHas == "" && warn.Len() > 0) {
+				t.Errorf("warning %q, want %q", warn.String(), tt.warnHas)
+			}
+		})
 	}
 }

@@ -70,6 +70,21 @@ type Config struct {
 	// base of relative ones; empty gives each attempt a fresh temporary
 	// directory, removed when it ends.
 	WorkDir string
+	// StateDir is the agent's private directory (created 0700; one that
+	// others may write to is refused). The agent holds it locked while it
+	// runs, so two agents cannot share it, and records there the process
+	// groups of its running tasks: at start it kills what a crash of its
+	// previous run left (leftovers.go). Empty keeps no state.
+	StateDir string
+	// RunAs is the user tasks run as when their job names none; empty runs
+	// them as the agent's own user. Only an agent running as root can
+	// name another user (the CLI defaults it to nobody for root).
+	RunAs string
+	// AllowUsers are the users a job may ask its tasks to run as (its
+	// user field), as patterns (path.Match: svc-*); root only when a
+	// pattern is exactly "root". A job naming another user fails its
+	// attempt here, with a reason.
+	AllowUsers []string
 	// OutputTailBytes is how much of the end of a task's output (stdout and
 	// stderr together) travels with its report.
 	OutputTailBytes int
@@ -171,9 +186,13 @@ func New(cfg Config) (*Agent, error) {
 		if cfg.WorkDir, err = filepath.Abs(cfg.WorkDir); err != nil {
 			return nil, fmt.Errorf("agent: workdir: %w", err)
 		}
-		if err := os.MkdirAll(cfg.WorkDir, 0o755); err != nil {
-			return nil, fmt.Errorf("agent: workdir: %w", err)
-		}
+	}
+	users, err := newUserPolicy(cfg.RunAs, cfg.AllowUsers)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	if err := shareWorkDir(cfg.WorkDir, users); err != nil {
+		return nil, fmt.Errorf("agent: workdir: %w", err)
 	}
 	cfg.Resources = detectResources(cfg.Resources, cfg.Logger)
 	log := cfg.Logger.With("worker", cfg.Name)
@@ -183,7 +202,7 @@ func New(cfg Config) (*Agent, error) {
 		log: log,
 		reg: api.Register{Name: cfg.Name, Resources: cfg.Resources, Labels: cfg.Labels, Slots: cfg.Slots,
 			CostPerHour: cfg.CostPerHour, Cached: cfg.Cached, Cache: cfg.Cache},
-		run:      runner{workDir: cfg.WorkDir, tailBytes: cfg.OutputTailBytes, grace: cfg.Grace, log: log},
+		run:      runner{workDir: cfg.WorkDir, tailBytes: cfg.OutputTailBytes, grace: cfg.Grace, log: log, users: users},
 		attempts: map[api.Attempt]*attempt{},
 	}
 	a.report = newReporter(a.sendReports, a.backoff(), log)
@@ -203,6 +222,18 @@ func (a *Agent) backoff() backoff { return backoff{min: a.cfg.BackoffMin, max: a
 // server refuses the first registration (a wrong token, an invalid name)
 // or when reports could not be delivered before returning.
 func (a *Agent) Run(ctx context.Context) error {
+	// A descriptor the process inherited without close-on-exec would
+	// reach every task.
+	if err := closeOnExecInherited(); err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	if a.cfg.StateDir != "" {
+		sd, err := a.takeStateDir()
+		if err != nil {
+			return err
+		}
+		defer sd.close()
+	}
 	if err := a.register(ctx, true); err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -231,6 +262,28 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	a.log.Info("worker stopped")
 	return nil
+}
+
+// takeStateDir locks the state directory, kills what the agent's previous
+// run left running, and has the runner record the groups of the tasks it
+// starts. It runs before the first registration: the server requeues what
+// the previous run held, and the retries must not run beside its orphans.
+func (a *Agent) takeStateDir() (*stateDir, error) {
+	sd, err := openStateDir(a.cfg.StateDir)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	killed, err := sd.killLeftovers()
+	for _, g := range killed {
+		a.log.Warn("killed a task the agent's previous run left running", append(attemptAttrs(api.Attempt{Job: g.Job, Task: g.Task, Attempt: g.Attempt}),
+			"processGroup", g.PGID)...)
+	}
+	if err != nil {
+		sd.close()
+		return nil, fmt.Errorf("agent: tasks left by the previous run: %w", err)
+	}
+	a.run.groups = sd.groups
+	return sd, nil
 }
 
 // running lists the attempts the worker holds (running or queued for a
@@ -418,7 +471,9 @@ func (a *Agent) accept(as api.Assignment) {
 	}
 	if a.closing {
 		for _, m := range membersOf(as) {
-			a.report.add(api.Report{Attempt: m.Attempt, ExitCode: -1, Error: "the worker is shutting down"})
+			rep := reportOf(m)
+			rep.Error = "the worker is shutting down"
+			a.report.add(rep)
 		}
 		return
 	}
@@ -495,7 +550,9 @@ func (a *Agent) stop(s api.StopOrder) {
 				break
 			}
 		}
-		a.report.add(api.Report{Attempt: s.Attempt, ExitCode: -1, Stopped: true, Error: cause + " before it started"})
+		rep := reportOf(at.as)
+		rep.Stopped, rep.Error = true, cause+" before it started"
+		a.report.add(rep)
 	}
 	a.mu.Unlock()
 	switch {
@@ -530,7 +587,9 @@ func (a *Agent) shutdown() {
 	a.mu.Unlock()
 	for _, at := range queued {
 		for _, m := range unitOf(at) {
-			a.report.add(api.Report{Attempt: m.as.Attempt, ExitCode: -1, Error: "the worker shut down before the attempt started", Stopped: true})
+			rep := reportOf(m.as)
+			rep.Stopped, rep.Error = true, "the worker shut down before the attempt started"
+			a.report.add(rep)
 		}
 	}
 	if len(started) > 0 {
@@ -558,7 +617,9 @@ func (a *Agent) sendReports(ctx context.Context, b []api.Report) error {
 	case client.IsNotFound(err):
 		a.reregister(ctx, gen)
 		return err
-	case client.IsInvalid(err), client.IsTooLarge(err):
+	case client.IsInvalid(err), client.IsTooLarge(err), client.IsForbidden(err):
+		// Forbidden: a report the server will never take (a secret it
+		// does not know); sent alone, the others of the batch go through.
 		return fmt.Errorf("%w: %w", errRejected, err)
 	default:
 		return err

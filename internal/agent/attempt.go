@@ -52,6 +52,13 @@ type attempt struct {
 
 func newAttempt(as api.Assignment) *attempt { return &attempt{as: as} }
 
+// reportOf starts the report of assignment as: it names the attempt and
+// carries the attempt's secret, without which the server refuses it. The
+// exit code is -1 (did not run) until a process sets it.
+func reportOf(as api.Assignment) api.Report {
+	return api.Report{Attempt: as.Attempt, Secret: as.Secret, ExitCode: -1}
+}
+
 // terminate ends the attempt: SIGTERM to its process group now, SIGKILL
 // after grace. Called again (a stop order after a timeout), it keeps the
 // first cause but may bring the SIGKILL forward. Before the process starts
@@ -106,14 +113,26 @@ type runner struct {
 	tailBytes int
 	grace     time.Duration
 	log       *slog.Logger
+	// groups records the process groups of running tasks, so that a
+	// restarted agent kills what a crash left (leftovers.go); nil records
+	// nothing.
+	groups *taskGroups
+	// users decides the user each task runs as (runas.go); nil runs every
+	// task as the agent's user.
+	users *userPolicy
 }
 
 // run runs the attempt to its end and returns its report; it never fails,
 // since a task that cannot run is a report too (exit code -1 and Error).
 func (r runner) run(at *attempt) api.Report {
 	as := at.as
-	rep := api.Report{Attempt: as.Attempt, ExitCode: -1}
+	rep := reportOf(as)
 	cmd, err := command(as)
+	if err != nil {
+		rep.Error = err.Error()
+		return rep
+	}
+	user, err := r.users.userFor(as)
 	if err != nil {
 		rep.Error = err.Error()
 		return rep
@@ -128,13 +147,19 @@ func (r runner) run(at *attempt) api.Report {
 			r.log.Warn("could not remove an attempt's directory", "dir", tmp, "err", err)
 		}
 	}()
+	// The directory is the task's (it writes its result there, and works
+	// there when it names no workdir), whoever it runs as.
+	if err := giveTo(tmp, user); err != nil {
+		rep.Error = fmt.Sprintf("could not give the attempt's directory to user %q: %v", user.Name, err)
+		return rep
+	}
 	resultPath := filepath.Join(tmp, "result.json")
 	cmd.Dir = r.dir(as, tmp)
-	cmd.Env = environ(as, resultPath)
+	cmd.Env = environ(as, resultPath, user)
 	if at.batchHead != "" {
 		cmd.Env = append(cmd.Env, "ALLOT_BATCH="+at.batchHead)
 	}
-	ownGroup(cmd)
+	setTaskAttrs(cmd, user)
 
 	// The process writes into a pipe we read ourselves, rather than letting
 	// exec copy its output: then Wait returns when the process ends, not
@@ -155,7 +180,7 @@ func (r runner) run(at *attempt) api.Report {
 		pw.Close()
 		return rep
 	}
-	err = cmd.Start()
+	err = startTask(cmd)
 	pw.Close()
 	if err != nil {
 		at.mu.Unlock()
@@ -165,6 +190,10 @@ func (r runner) run(at *attempt) api.Report {
 	}
 	at.proc = cmd.Process
 	at.mu.Unlock()
+	if err := r.groups.add(cmd.Process.Pid, as.Attempt); err != nil {
+		r.log.Warn("could not record the task's process group: what it leaves would survive a crash of the agent",
+			append(attemptAttrs(as.Attempt), "err", err)...)
+	}
 
 	copied := make(chan struct{})
 	go func() {
@@ -180,6 +209,9 @@ func (r runner) run(at *attempt) api.Report {
 		timer.Stop()
 	}
 	cause, stopped := at.reaped()
+	if err := r.groups.remove(cmd.Process.Pid); err != nil {
+		r.log.Warn("could not update the record of the tasks' process groups", append(attemptAttrs(as.Attempt), "err", err)...)
+	}
 	select {
 	case <-copied:
 	case <-time.After(outputDrain):
@@ -238,14 +270,19 @@ func (r runner) dir(as api.Assignment, tmp string) string {
 }
 
 // environ is the agent's environment without its token (a task must not
-// be able to act as the worker), then the assignment's variables, then
-// the ALLOT_* variables that identify the attempt; later entries win.
-func environ(as api.Assignment, resultPath string) []string {
+// be able to act as the worker), then HOME, USER and LOGNAME of the user
+// the task runs as (when it is not the agent's), then the assignment's
+// variables, then the ALLOT_* variables that identify the attempt; later
+// entries win.
+func environ(as api.Assignment, resultPath string, user *taskUser) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "ALLOT_TOKEN=") {
 			env = append(env, kv)
 		}
+	}
+	if user != nil {
+		env = append(env, "HOME="+user.Home, "USER="+user.Name, "LOGNAME="+user.Name)
 	}
 	keys := make([]string, 0, len(as.Env))
 	for k := range as.Env {
@@ -266,8 +303,12 @@ func environ(as api.Assignment, resultPath string) []string {
 // readResult reads the result file a task may write: nothing (no file, or
 // an empty one) is no result; anything else must be one JSON object of at
 // most MaxResultBytes.
+//
+// The file is the task's: a link or anything but a regular file is
+// refused, so a task running as another user cannot have the agent read
+// what it may not (or wait on a pipe forever).
 func readResult(path string) (json.RawMessage, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, openResultFlags, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -275,6 +316,9 @@ func readResult(path string) (json.RawMessage, error) {
 		return nil, fmt.Errorf("invalid result: %w", err)
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, errors.New("invalid result: the result file is not a regular file")
+	}
 	b, err := io.ReadAll(io.LimitReader(f, MaxResultBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("invalid result: %w", err)

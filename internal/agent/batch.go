@@ -138,8 +138,11 @@ func failure(rep api.Report) string {
 func notRun(at *attempt, head, why string) api.Report {
 	at.mu.Lock()
 	defer at.mu.Unlock()
+	rep := reportOf(at.as)
 	if at.cause != "" {
-		return api.Report{Attempt: at.as.Attempt, ExitCode: -1, Stopped: at.stopped, Error: at.cause + " before it started"}
+		rep.Stopped, rep.Error = at.stopped, at.cause+" before it started"
+		return rep
 	}
-	return api.Report{Attempt: at.as.Attempt, ExitCode: -1, Error: fmt.Sprintf("not run: merged batch %q failed: %s", head, why)}
+	rep.Error = fmt.Sprintf("not run: merged batch %q failed: %s", head, why)
+	return rep
 }

@@ -80,10 +80,14 @@ type fakeServer struct {
 	heartbeats    int
 	hbCache       [][]api.CacheHint // the cache hints of every heartbeat with a body
 	leaseHolds    [][]api.Attempt   // the Running list of every lease request
+	// secrets are those of the attempts given out; like the real server,
+	// it refuses (403) a batch with a report that lacks its attempt's.
+	secrets map[api.Attempt]string
+	forged  []api.Report // reports refused for their secret
 }
 
 func newFakeServer(t *testing.T) (*fakeServer, string) {
-	fs := &fakeServer{known: map[string]bool{}, leaseWake: make(chan struct{}, 1)}
+	fs := &fakeServer{known: map[string]bool{}, leaseWake: make(chan struct{}, 1), secrets: map[api.Attempt]string{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/workers", fs.register)
 	mux.HandleFunc("POST /v1/workers/{name}/lease", fs.lease)
@@ -173,15 +177,34 @@ func (fs *fakeServer) lease(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// give queues a lease for the agent's next poll.
+// give queues a lease for the agent's next poll. Each assignment (and
+// batch member) without a secret gets one, as the server gives them.
 func (fs *fakeServer) give(l api.Lease) {
 	fs.mu.Lock()
+	for i := range l.Assignments {
+		a := &l.Assignments[i]
+		fs.issue(a)
+		for k := range a.Batch {
+			fs.issue(&a.Batch[k])
+		}
+	}
 	fs.leases = append(fs.leases, l)
 	fs.mu.Unlock()
 	select {
 	case fs.leaseWake <- struct{}{}:
 	default:
 	}
+}
+
+// issue gives a its attempt's secret, the one already issued if any.
+func (fs *fakeServer) issue(a *api.Assignment) {
+	if a.Secret == "" {
+		a.Secret = fs.secrets[a.Attempt]
+	}
+	if a.Secret == "" {
+		a.Secret = fmt.Sprintf("secret-of-%s/%s/%d", a.Job, a.Task, a.Attempt.Attempt)
+	}
+	fs.secrets[a.Attempt] = a.Secret
 }
 
 func (fs *fakeServer) reports(w http.ResponseWriter, r *http.Request) {
@@ -197,6 +220,13 @@ func (fs *fakeServer) reports(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	fs.reportCalls = append(fs.reportCalls, rs.Reports)
+	for _, rep := range rs.Reports {
+		if want, ok := fs.secrets[rep.Attempt]; ok && rep.Secret != want {
+			fs.forged = append(fs.forged, rep)
+			fail(w, 403, api.CodeForbidden, "a report lacks its attempt's secret")
+			return
+		}
+	}
 	status := 204
 	if fs.reportStatus != nil {
 		status = fs.reportStatus(rs.Reports)

@@ -8,9 +8,11 @@ import (
 )
 
 // Without process groups, stops and timeouts reach the task's own process
-// only, and both kill it at once.
+// only, and both kill it at once; tasks run as the agent's user.
 
-func ownGroup(*exec.Cmd) {}
+func setTaskAttrs(*exec.Cmd, *taskUser) {}
+
+func startTask(cmd *exec.Cmd) error { return cmd.Start() }
 
 func terminateGroup(p *os.Process) error { return p.Kill() }
 func killGroup(p *os.Process) error      { return p.Kill() }

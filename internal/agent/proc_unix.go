@@ -9,10 +9,20 @@ import (
 	"syscall"
 )
 
-// ownGroup puts the process in a process group of its own, so signals to
-// the group reach everything it starts (a shell's children, a pipeline)
-// and nothing of the agent's.
-func ownGroup(cmd *exec.Cmd) { cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} }
+// setTaskAttrs shapes a task's process: a process group of its own, so
+// signals to the group reach everything it starts (a shell's children, a
+// pipeline) and nothing of the agent's; the user it runs as, with that
+// user's groups, when u is set (nil: the agent's own); and, where the
+// system has one, a signal that kills it when the agent dies
+// (parentDeath).
+func setTaskAttrs(cmd *exec.Cmd, u *taskUser) {
+	attr := &syscall.SysProcAttr{Setpgid: true}
+	if u != nil {
+		attr.Credential = &syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: u.Groups}
+	}
+	parentDeath(attr)
+	cmd.SysProcAttr = attr
+}
 
 // signalGroup sends sig to the process group led by p. A group that is
 // already gone is not an error.

@@ -190,6 +190,14 @@ type Assignment struct {
 	Env     map[string]string `json:"env,omitempty"`
 	WorkDir string            `json:"workdir,omitempty"`
 	Timeout spec.Duration     `json:"timeout,omitempty"`
+	// User is the Unix user the job asks its tasks to run as (the job's
+	// user field); the worker runs the attempt as that user only if its
+	// --allow-user list allows it, and fails the attempt otherwise.
+	User string `json:"user,omitempty"`
+	// Secret is this attempt's own secret: every report of the attempt
+	// must carry it (Report.Secret). The worker keeps it in memory only
+	// and never hands it to the task; a report without it is refused.
+	Secret string `json:"secret,omitempty"`
 	// Batch, when set, makes the assignment a merged batch (tasks of one
 	// job stage sharing a model, docs/placement.md#task-merging): the
 	// worker runs these assignments one after another, in this order, in
@@ -226,6 +234,9 @@ type Report struct {
 	Stopped bool            `json:"stopped,omitempty"`
 	Output  string          `json:"output,omitempty"`
 	Result  json.RawMessage `json:"result,omitempty"`
+	// Secret is the attempt's secret, as its assignment carried it. A
+	// report without it is refused (403) and changes nothing.
+	Secret string `json:"secret,omitempty"`
 }
 
 // Event is one entry of the event log.

@@ -85,6 +85,8 @@ func (c *Controller) record(t *txn, d *engine.Decisions) (again bool) {
 		rec.State, rec.Worker, rec.Attempt, rec.Started = string(model.TaskRunning), s.Worker, s.Attempt, t.now
 		c.indexRunning(rec)
 		rec.Ended, rec.ExitCode, rec.Output, rec.Result, rec.Reason, rec.Message = time.Time{}, nil, "", nil, "", ""
+		secret, hash := newAttemptSecret()
+		rec.SecretHash = hash
 		t.touchTask(rec)
 		if lj.rec.State == "pending" {
 			lj.rec.State = "running"
@@ -99,6 +101,7 @@ func (c *Controller) record(t *txn, d *engine.Decisions) (again bool) {
 			}
 			continue
 		}
+		a.Secret = secret
 		c.assign(t, rec, s, a) // a merged batch is one entry (batch.go)
 	}
 	for _, je := range d.JobsDone {
@@ -132,7 +135,7 @@ func (c *Controller) assignment(lj *liveJob, s engine.Start) (api.Assignment, er
 		// Nothing to substitute: the common case, and it must not cost
 		// a walk over the job's tasks.
 		a := api.Assignment{Attempt: api.Attempt{Job: s.Job, Task: s.Task, Attempt: s.Attempt},
-			Run: entry.Run, Command: entry.Command, Env: entry.Env, WorkDir: entry.WorkDir, Timeout: entry.Timeout}
+			Run: entry.Run, Command: entry.Command, Env: entry.Env, WorkDir: entry.WorkDir, Timeout: entry.Timeout, User: lj.spec.User}
 		return a, nil
 	}
 	results := make(map[string]json.RawMessage, len(refs))
@@ -149,7 +152,7 @@ func (c *Controller) assignment(lj *liveJob, s engine.Start) (api.Assignment, er
 		return out, nil
 	}
 	a := api.Assignment{Attempt: api.Attempt{Job: s.Job, Task: s.Task, Attempt: s.Attempt},
-		WorkDir: entry.WorkDir, Timeout: entry.Timeout}
+		WorkDir: entry.WorkDir, Timeout: entry.Timeout, User: lj.spec.User}
 	var err error
 	if a.Run, err = sub(entry.Run); err != nil {
 		return a, err

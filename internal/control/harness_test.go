@@ -53,6 +53,9 @@ type plane struct {
 	c     *Controller
 	stopC context.CancelFunc
 	done  chan error
+	// secrets holds the secret of every attempt a lease handed out, as
+	// the agent keeps it; report sends it with reports that carry none.
+	secrets map[api.Attempt]string
 }
 
 func newPlane(t *testing.T) *plane {
@@ -63,7 +66,7 @@ func newPlane(t *testing.T) *plane {
 // newPlaneConfig is newPlane with settings of the test's own.
 func newPlaneConfig(t *testing.T, cfg Config) *plane {
 	t.Helper()
-	p := &plane{t: t, path: filepath.Join(t.TempDir(), "allot.db"), cfg: cfg, clock: newFakeClock()}
+	p := &plane{t: t, path: filepath.Join(t.TempDir(), "allot.db"), cfg: cfg, clock: newFakeClock(), secrets: map[api.Attempt]string{}}
 	p.open()
 	t.Cleanup(p.stop)
 	return p
@@ -134,7 +137,20 @@ func (p *plane) lease(worker string) api.Lease {
 	if err != nil {
 		p.t.Fatalf("lease %s: %v", worker, err)
 	}
+	p.remember(l)
 	return l
+}
+
+// remember keeps the secrets of the attempts l hands out (batch members
+// included), as the agent does.
+func (p *plane) remember(l api.Lease) {
+	for _, a := range l.Assignments {
+		for _, m := range append([]api.Assignment{a}, a.Batch...) {
+			if m.Secret != "" {
+				p.secrets[m.Attempt] = m.Secret
+			}
+		}
+	}
 }
 
 // leaseUntil polls the worker's mailbox until cond holds for what arrived
@@ -157,7 +173,14 @@ func (p *plane) leaseUntil(worker string, what string, cond func(api.Lease) bool
 	}
 }
 
+// report sends reports as the agent does: each with its attempt's secret
+// (a report that sets one of its own keeps it).
 func (p *plane) report(worker string, reports ...api.Report) error {
+	for i := range reports {
+		if reports[i].Secret == "" {
+			reports[i].Secret = p.secrets[reports[i].Attempt]
+		}
+	}
 	return p.c.Report(p.ctx(), worker, reports)
 }
 

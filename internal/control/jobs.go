@@ -23,6 +23,9 @@ var (
 	ErrNotFound = errors.New("not found")
 	ErrConflict = errors.New("conflict")
 	ErrInvalid  = errors.New("invalid")
+	// ErrForbidden refuses a request its caller may make in general but
+	// not with what it sent: a report without its attempt's secret.
+	ErrForbidden = errors.New("forbidden")
 )
 
 // IDTakenError is the answer to a submission whose job ID is already

@@ -20,6 +20,7 @@ func (p *plane) leaseHolding(worker string, holds ...api.Attempt) api.Lease {
 	if err != nil {
 		p.t.Fatalf("lease %s: %v", worker, err)
 	}
+	p.remember(l)
 	return l
 }
 

@@ -190,3 +190,8 @@ const (
 	EventEndpointRemoved   = "endpoint_removed"
 	EventThrottlingChanged = "throttling_changed"
 )
+
+// EventReportRefused records a worker's report refused because it did not
+// carry the secret of the attempt it named (secret.go): a forgery, or a
+// broken agent.
+const EventReportRefused = "report_refused"

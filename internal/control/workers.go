@@ -300,23 +300,32 @@ func (c *Controller) seen(worker string) error {
 // gave away) is acknowledged and ignored, so a worker may resend safely. A
 // worker the server does not know gets ErrNotFound, so that it registers
 // again (listing the attempts whose reports it holds) before resending.
+//
+// Every report that would change a running attempt must carry the secret
+// issued with that attempt (secret.go); if one does not, the whole batch
+// is refused with ErrForbidden and nothing of it is applied.
 func (c *Controller) Report(ctx context.Context, worker string, reports []api.Report) error {
 	if err := c.seen(worker); err != nil {
 		return err
 	}
-	c.arrived(worker, reports)
 	_, err := c.do(ctx, func(t *txn) (any, error) {
+		if err := c.refuseForged(t, worker, reports); err != nil {
+			return nil, err
+		}
 		for _, r := range reports {
 			c.report(t, worker, r)
 		}
 		return nil, nil
 	})
+	if err == nil {
+		c.arrived(worker, reports)
+	}
 	return err
 }
 
 func (c *Controller) report(t *txn, worker string, r api.Report) {
 	lj, rec := c.task(r.Job, r.Task)
-	if rec == nil || rec.State != string(model.TaskRunning) || rec.Worker != worker || rec.Attempt != r.Attempt.Attempt {
+	if !reportable(rec, worker, r.Attempt) {
 		return
 	}
 	outcome, msg, code := model.Succeeded, "", ""

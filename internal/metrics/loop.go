@@ -41,6 +41,7 @@ type loop struct {
 	jobsEnded  *prometheus.CounterVec
 	commitTime prometheus.Histogram
 	commitErrs prometheus.Counter
+	refused    *prometheus.CounterVec
 }
 
 func (l *loop) init(reg prometheus.Registerer) {
@@ -65,6 +66,8 @@ func (l *loop) init(reg prometheus.Registerer) {
 	l.jobsEnded = f.counterVec("jobs_ended_total", "Jobs that reached an end state, by state: succeeded, failed, cancelled.", "state")
 	l.commitTime = f.histogram("store_commit_duration_seconds", "Time one store commit (a loop round's group commit) took.", commitBuckets)
 	l.commitErrs = f.counter("store_commit_failures_total", "Store commits that failed; each stops the scheduling loop.")
+	l.refused = f.counterVec("reports_refused_total",
+		"Worker reports refused without being applied, by reason code: secret_mismatch (the report lacked its attempt's secret: a forgery or a broken agent).", "reason")
 
 	// The common label values start at zero, so that rate() and
 	// dashboards see a series before the first occurrence.
@@ -78,6 +81,7 @@ func (l *loop) init(reg prometheus.Registerer) {
 	for _, r := range []string{model.ReasonFailed, model.ReasonDependencyFailure, model.ReasonBatchFailure} {
 		l.failures.WithLabelValues(r)
 	}
+	l.refused.WithLabelValues(control.ReasonBadSecret)
 	for _, s := range []model.TaskState{model.TaskSucceeded, model.TaskFailed, model.TaskCancelled} {
 		l.jobsEnded.WithLabelValues(string(s))
 	}
@@ -138,6 +142,8 @@ func (l *loop) Commit(events []store.Event, took time.Duration, err error) {
 			l.preempts.WithLabelValues(reasonOr(e.Reason, model.ReasonPreempted)).Inc()
 		case control.EventTaskCancelled:
 			l.ends.WithLabelValues("cancelled").Inc()
+		case control.EventReportRefused:
+			l.refused.WithLabelValues(reasonOr(e.Reason, "unknown")).Inc()
 		}
 	}
 }

@@ -44,6 +44,7 @@ func TestCommittedEventsDriveTaskAndJobCounters(t *testing.T) {
 		ev(control.EventTaskFailed, model.ReasonDependencyFailure),
 		ev(control.EventTaskCancelled, model.ReasonCancelled),
 		ev(control.EventJobEnded, string(model.TaskFailed)),
+		ev(control.EventReportRefused, control.ReasonBadSecret),
 	}, 3*time.Millisecond, nil)
 	cases := []struct {
 		name string
@@ -67,6 +68,7 @@ func TestCommittedEventsDriveTaskAndJobCounters(t *testing.T) {
 		{"job failed", testutil.ToFloat64(m.jobsEnded.WithLabelValues("failed")), 1},
 		{"events started", testutil.ToFloat64(m.events.WithLabelValues(control.EventTaskStarted)), 2},
 		{"commit failures", testutil.ToFloat64(m.commitErrs), 0},
+		{"reports refused for a wrong secret", testutil.ToFloat64(m.refused.WithLabelValues(control.ReasonBadSecret)), 1},
 	}
 	for _, c := range cases {
 		if c.got != c.want {

@@ -239,6 +239,10 @@ type Job struct {
 	// them at submission and dead-letters a job whose input is
 	// inaccessible.
 	Inputs []string `json:"inputs,omitempty"`
+
+	// User is the Unix user the job's tasks run as on a worker that
+	// allows it; the engine does not read it.
+	User string `json:"user,omitempty"`
 }
 
 // Outcome is how a task attempt ended.

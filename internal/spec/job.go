@@ -51,6 +51,12 @@ type Job struct {
 	// Inputs are URLs the job reads; they are checked for access at
 	// submission, and a job with an inaccessible input is dead-lettered.
 	Inputs []string `yaml:"inputs,omitempty" json:"inputs,omitempty"`
+
+	// User is the Unix user the job's tasks run as. A worker runs them as
+	// that user only if its --allow-user list allows it, and fails the
+	// attempt otherwise (docs/agent.md); empty runs them as the worker's
+	// default user.
+	User string `yaml:"user,omitempty" json:"user,omitempty"`
 }
 
 // ImageSize is an image's size in pixels.
@@ -149,6 +155,10 @@ func (j Job) Expand(path string, submitted time.Time) (Expanded, error) {
 	if j.Load < 0 {
 		c.add(p("load"), "must not be negative")
 	}
+	if j.User != "" && !ValidUserName(j.User) {
+		c.add(p("user"), "%.40q is not a Unix user name: start with a letter or '_', then letters, digits, '_', '-' or '.' (a final '$' is allowed), at most %d characters",
+			j.User, MaxUserNameLen)
+	}
 	checkImage(&c, p, j)
 	if len(j.Selector) > MaxLabels {
 		c.add(p("selector"), "has %d entries, more than %d", len(j.Selector), MaxLabels)
@@ -165,7 +175,7 @@ func (j Job) Expand(path string, submitted time.Time) (Expanded, error) {
 		c.add(p("tasks"), "a job needs at least one task")
 	}
 	out := model.Job{ID: j.ID, Queue: j.Queue, Requestor: j.Requestor, Share: j.Share, Priority: j.Priority,
-		Urgent: j.Urgent, SLAGroup: j.SLAGroup, Endpoint: j.Endpoint, Variant: j.Variant, Load: j.Load,
+		Urgent: j.Urgent, SLAGroup: j.SLAGroup, User: j.User, Endpoint: j.Endpoint, Variant: j.Variant, Load: j.Load,
 		Selector: model.Selector(j.Selector), MaxSlots: j.MaxSlots, Submitted: submitted,
 		Regions: j.Regions, Inputs: j.Inputs}
 	if j.Image != nil {

@@ -79,6 +79,13 @@ type Task struct {
 	Result   json.RawMessage `json:"result,omitempty"` // small JSON the task published
 	Reason   string          `json:"reason,omitempty"` // reason code of the last transition
 	Message  string          `json:"message,omitempty"`
+
+	// SecretHash is the SHA-256 digest of the secret the server issued
+	// with the current attempt's lease entry: a report for the attempt
+	// must carry that secret. Only the digest is stored, so a copy of
+	// the database does not let anyone report for a running attempt; nil
+	// for an attempt started before attempts had secrets.
+	SecretHash []byte `json:"-"`
 }
 
 // Worker is a registered worker. Spec holds its registration (resources,
@@ -167,7 +174,8 @@ func (l TokenLimits) IsZero() bool {
 //     zero time stays zero. Times before 1678 or after 2262 are ErrInvalid.
 //   - JSON fields (Spec, Result, Data) must be valid JSON or nil, and are
 //     read back byte for byte; nil or empty reads back as nil. Task.Output is
-//     stored as bytes, so any process output round-trips.
+//     stored as bytes, so any process output round-trips, and so is
+//     Task.SecretHash (nil or empty reads back as nil).
 //   - Empty Job.ID, Task.Job, Task.Name, Worker.Name, Event.Kind or KV key is
 //     ErrInvalid, and so is a task of a job that is not stored.
 type Batch struct {

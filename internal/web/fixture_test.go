@@ -187,7 +187,7 @@ func (f *fixture) finish(worker string, as ...api.Assignment) {
 	f.t.Helper()
 	var r api.Reports
 	for _, a := range as {
-		r.Reports = append(r.Reports, api.Report{Attempt: a.Attempt})
+		r.Reports = append(r.Reports, api.Report{Attempt: a.Attempt, Secret: a.Secret})
 	}
 	b, _ := json.Marshal(r)
 	f.must(204, "POST", "/v1/workers/"+worker+"/reports", string(b), nil)

@@ -171,5 +171,5 @@ func (s *Server) allowSubmit(w http.ResponseWriter, r *http.Request, js spec.Job
 
 // jobScheduling is what js asks of the scheduler, for the token's limits.
 func jobScheduling(js spec.Job) auth.Scheduling {
-	return auth.Scheduling{Priority: js.Priority, Urgent: js.Urgent, Requestor: js.Requestor, SLAGroup: js.SLAGroup}
+	return auth.Scheduling{Priority: js.Priority, Urgent: js.Urgent, Requestor: js.Requestor, SLAGroup: js.SLAGroup, User: js.User}
 }

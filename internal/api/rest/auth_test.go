@@ -403,6 +403,36 @@ func TestWorkerTokenActsOnlyForItsOwnWorkers(t *testing.T) {
 	}
 }
 
+// The worker token is not enough to report: a report must carry the
+// secret issued with its attempt, or it is refused with 403 and the
+// attempt keeps running without a result.
+func TestReportWithTheWorkerTokenButNotTheAttemptsSecretIsForbidden(t *testing.T) {
+	s := newAuthServer(t, "batch")
+	w := s.token(t, api.CreateToken{Role: "worker", Workers: []string{"w1"}})
+	s.must(t, 200, w.Secret, "POST", "/v1/workers", `{"name":"w1","slots":1,"resources":{"cpu":"1","memory":"1Gi"}}`, nil)
+	s.must(t, 201, s.admin, "POST", "/v1/jobs", `{"id":"victim","queue":"batch","tasks":[{"name":"t","run":"true"}]}`, nil)
+	var l api.Lease
+	s.must(t, 200, w.Secret, "POST", "/v1/workers/w1/lease", `{}`, &l)
+	if len(l.Assignments) != 1 || l.Assignments[0].Secret == "" {
+		t.Fatalf("lease %+v, want one assignment with a secret", l)
+	}
+	a := l.Assignments[0]
+	for _, secret := range []string{"", "guessed"} {
+		body, _ := json.Marshal(api.Reports{Reports: []api.Report{{Attempt: a.Attempt, Secret: secret, Result: json.RawMessage(`{"forged":true}`)}}})
+		status, eb, raw, _ := s.as(t, w.Secret, "POST", "/v1/workers/w1/reports", string(body))
+		if status != 403 || eb.Error.Code != api.CodeForbidden || !strings.Contains(eb.Error.Message, "secret") {
+			t.Errorf("report with secret %q: %d %s, want 403 forbidden naming the secret", secret, status, raw)
+		}
+	}
+	var j api.Job
+	s.must(t, 200, s.admin, "GET", "/v1/jobs/victim", "", &j)
+	if j.Tasks[0].State != "running" || len(j.Tasks[0].Result) != 0 {
+		t.Errorf("after forged reports the task is %s with result %s, want running without one", j.Tasks[0].State, j.Tasks[0].Result)
+	}
+	body, _ := json.Marshal(api.Reports{Reports: []api.Report{{Attempt: a.Attempt, Secret: a.Secret}}})
+	s.must(t, 204, w.Secret, "POST", "/v1/workers/w1/reports", string(body), nil)
+}
+
 func TestAdminManagesTokensAndSecretsAreShownOnce(t *testing.T) {
 	s := newAuthServer(t, "batch")
 	status, eb, raw, _ := s.as(t, s.admin, "POST", "/v1/tokens", `{"role":"submitter","queues":["batch"]}`)

@@ -18,7 +18,7 @@ func TestSubmitterMaySetOnlyWhatItsTokenAllows(t *testing.T) {
 	s := newAuthServer(t, "batch")
 	plain := s.token(t, api.CreateToken{Name: "alice", Role: "submitter", Queues: []string{"batch"}, Shares: []string{"*"}})
 	grid := s.token(t, api.CreateToken{Name: "grid", Role: "submitter", Queues: []string{"batch"}, Shares: []string{"*"},
-		MaxPriority: 5, Urgent: true, Requestors: []string{"team-a-*"}, SLAGroups: []string{"silver"}})
+		MaxPriority: 5, Urgent: true, Requestors: []string{"team-a-*"}, SLAGroups: []string{"silver"}, Users: []string{"svc-a-*"}})
 	cases := []struct {
 		name    string
 		token   string
@@ -32,6 +32,8 @@ func TestSubmitterMaySetOnlyWhatItsTokenAllows(t *testing.T) {
 			`requestor "bob" is not allowed for this token (allowed: its own name "alice")`},
 		{"defaults: an SLA group", plain.Secret, jobDoc("p4", "slaGroup: gold"), "slaGroup", `slaGroup "gold" is not allowed for this token (allowed: none)`},
 		{"defaults: json body", plain.Secret, `{"id":"p5","queue":"batch","priority":1,"tasks":[{"name":"x","run":"true"}]}`, "priority", ""},
+		{"defaults: a run-as user", plain.Secret, jobDoc("p7", "user: svc-a-1"), "user", `user "svc-a-1" is not allowed for this token (allowed: none)`},
+		{"limits: another team's user", grid.Secret, jobDoc("g4", "user: svc-b-1"), "user", `user "svc-b-1" is not allowed for this token (allowed: svc-a-*)`},
 		{"limits: priority above", grid.Secret, jobDoc("g1", "priority: 6"), "priority", "priority 6 is above this token's maximum priority 5"},
 		{"limits: another team's requestor", grid.Secret, jobDoc("g2", "requestor: team-b-1"), "requestor",
 			`requestor "team-b-1" is not allowed for this token (allowed: team-a-*)`},
@@ -66,7 +68,7 @@ func TestSubmitterMaySetOnlyWhatItsTokenAllows(t *testing.T) {
 	}
 	// Within the limits, and for an admin without any.
 	s.must(t, 201, plain.Secret, "POST", "/v1/jobs", jobDoc("ok-plain", "requestor: alice"), nil)
-	s.must(t, 201, grid.Secret, "POST", "/v1/jobs", jobDoc("ok-grid", "priority: 5", "urgent: true", "requestor: team-a-etl", "slaGroup: silver"), nil)
+	s.must(t, 201, grid.Secret, "POST", "/v1/jobs", jobDoc("ok-grid", "priority: 5", "urgent: true", "requestor: team-a-etl", "slaGroup: silver", "user: svc-a-etl"), nil)
 	s.must(t, 201, s.admin, "POST", "/v1/jobs", jobDoc("ok-admin", "priority: 9999", "urgent: true", "requestor: anyone", "slaGroup: gold"), nil)
 	if ids := s.jobIDs(t); len(ids) != 3 {
 		t.Errorf("jobs %v, want the three allowed ones", ids)

@@ -393,7 +393,7 @@ func (o *observed) runScenario(t *testing.T) int {
 			if (a.Job == "flaky" && a.Attempt.Attempt == 1) || a.Job == "bad" {
 				code = 1
 			}
-			rs.Reports = append(rs.Reports, api.Report{Attempt: a.Attempt, ExitCode: code})
+			rs.Reports = append(rs.Reports, api.Report{Attempt: a.Attempt, ExitCode: code, Secret: a.Secret})
 		}
 		if st := o.do(t, "POST", "/v1/workers/w1/reports", rs, nil); st != http.StatusNoContent {
 			t.Fatalf("reports: %d", st)

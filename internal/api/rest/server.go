@@ -501,6 +501,8 @@ func (s *Server) fail(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusNotFound, api.Error{Code: api.CodeNotFound, Message: err.Error()})
 	case errors.Is(err, control.ErrConflict):
 		writeError(w, http.StatusConflict, api.Error{Code: api.CodeConflict, Message: err.Error()})
+	case errors.Is(err, control.ErrForbidden):
+		writeError(w, http.StatusForbidden, api.Error{Code: api.CodeForbidden, Message: err.Error()})
 	case errors.Is(err, control.ErrInvalid):
 		writeError(w, http.StatusBadRequest, api.Error{Code: api.CodeInvalid, Message: err.Error()})
 	case errors.Is(err, control.ErrStopped), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):

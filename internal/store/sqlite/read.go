@@ -258,10 +258,10 @@ func queryTasks(ctx context.Context, q querier, query string, args ...any) ([]st
 			t                    store.Task
 			idx, attempt, fails  int64
 			started, ended, exit sql.NullInt64
-			output, result       []byte
+			output, result, hash []byte
 		)
 		if err := rows.Scan(&t.Job, &t.Name, &idx, &t.State, &attempt, &fails, &t.Worker,
-			&started, &ended, &exit, &output, &result, &t.Reason, &t.Message); err != nil {
+			&started, &ended, &exit, &output, &result, &t.Reason, &t.Message, &hash); err != nil {
 			return nil, err
 		}
 		t.Index, t.Attempt, t.Fails = int(idx), int(attempt), int(fails)
@@ -271,6 +271,9 @@ func queryTasks(ctx context.Context, q querier, query string, args ...any) ([]st
 			t.ExitCode = &code
 		}
 		t.Output, t.Result = string(output), jsonOf(result)
+		if len(hash) > 0 {
+			t.SecretHash = hash
+		}
 		out = append(out, t)
 	}
 	return out, rows.Err()

@@ -120,6 +120,14 @@ var migrations = []migration{
 			`ALTER TABLE jobs ADD COLUMN submitter TEXT NOT NULL DEFAULT ''`,
 		},
 	},
+	{
+		name: "attempt secrets",
+		stmts: []string{
+			// The SHA-256 digest of the running attempt's secret
+			// (store.Task.SecretHash); NULL for none.
+			`ALTER TABLE tasks ADD COLUMN secret_hash BLOB`,
+		},
+	},
 }
 
 // unfinishedWhere selects jobs that have not ended (store.JobEnded). It is

@@ -77,7 +77,7 @@ func upsertSuffix(table string, key, cols, keepIfNull []string) string {
 
 var (
 	jobColumns    = strings.Split(`id, queue, share, requestor, submitter, state, priority, urgent, submitted, ended, spec`, ", ")
-	taskColumns   = strings.Split(`job, name, idx, state, attempt, fails, worker, started, ended, exit_code, output, result, reason, message`, ", ")
+	taskColumns   = strings.Split(`job, name, idx, state, attempt, fails, worker, started, ended, exit_code, output, result, reason, message, secret_hash`, ", ")
 	workerColumns = strings.Split(`name, state, registered, last_seen, spec`, ", ")
 	eventColumns  = strings.Split(`at, kind, job, task, worker, reason, message, data`, ", ")
 )
@@ -378,8 +378,12 @@ func taskRow(t store.Task) ([]any, error) {
 	if t.Output != "" {
 		output = []byte(t.Output)
 	}
+	var hash any
+	if len(t.SecretHash) > 0 {
+		hash = t.SecretHash
+	}
 	return []any{t.Job, t.Name, int64(t.Index), t.State, int64(t.Attempt), int64(t.Fails), t.Worker,
-		started, ended, exit, output, result, t.Reason, t.Message}, nil
+		started, ended, exit, output, result, t.Reason, t.Message, hash}, nil
 }
 
 func workerRow(w store.Worker) ([]any, error) {

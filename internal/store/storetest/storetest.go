@@ -389,8 +389,16 @@ func testCommitUpsertsTasks(t *testing.T, o opener) {
 	s := o.store(t)
 	mustCreate(t, s, newJob("j", "q", ""), newTasks("j", 2))
 	code := 0
-	running := store.Task{Job: "j", Name: "t1", Index: 1, State: "running", Attempt: 1, Worker: "w1", Started: t0.Add(time.Second)}
+	running := store.Task{Job: "j", Name: "t1", Index: 1, State: "running", Attempt: 1, Worker: "w1", Started: t0.Add(time.Second),
+		SecretHash: bytes.Repeat([]byte{0xa5}, 32)}
 	mustCommit(t, s, store.Batch{Tasks: []store.Task{running}})
+	// A restarted server checks the running attempt's reports against the
+	// digest it reads back.
+	if _, unfinished, err := s.Unfinished(t.Context()); err != nil || len(unfinished["j"]) != 2 {
+		t.Fatalf("Unfinished: %v, %v", unfinished, err)
+	} else {
+		equal(t, "running task read back by Unfinished", unfinished["j"][1], running)
+	}
 	done := running
 	done.State, done.Ended, done.ExitCode, done.Output = "succeeded", t0.Add(time.Minute), &code, "ok\n"
 	done.Result, done.Reason, done.Message = json.RawMessage(`{"n":1}`), "exited", "exit 0"
@@ -400,7 +408,8 @@ func testCommitUpsertsTasks(t *testing.T, o opener) {
 	_, tasks := mustJob(t, s, "j")
 	equal(t, "tasks", tasks, []store.Task{newTasks("j", 1)[0], done, added})
 
-	// An upsert replaces every field: a retry clears the previous result.
+	// An upsert replaces every field: a retry clears the previous result
+	// and the previous attempt's secret.
 	retry := store.Task{Job: "j", Name: "t1", Index: 1, State: "ready", Attempt: 2, Fails: 1}
 	mustCommit(t, s, store.Batch{Tasks: []store.Task{retry}})
 	_, tasks = mustJob(t, s, "j")

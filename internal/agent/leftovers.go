@@ -1,0 +1,37 @@
+package agent
+
+// Leftovers. A task's own process dies with the agent (fork_linux.go), but
+// what it started in its process group outlives it: a worker killed with
+// SIGKILL and started again would run the retry of an attempt beside the
+// orphans of the first. So the agent records, in its state directory
+// (Config.StateDir), the process group of every task while it runs, with
+// its leader's start time, and at start kills whatever of those groups is
+// still there before it registers. The start time tells a group of ours
+// from one that got the same ID after ours ended; a boot ID tells the
+// records of the machine's previous boot, which mean nothing now.
+
+// groupsFile is the file of the state directory that lists the process
+// groups of running tasks.
+const groupsFile = "tasks.json"
+
+// lockFile is the file of the state directory the running agent holds
+// locked, with its PID in it.
+const lockFile = "agent.lock"
+
+// groupEntry is one task's process group: its ID (the PID of its leader,
+// the task's own process), the leader's start time in clock ticks after
+// boot (/proc/PID/stat), and the attempt, for the log.
+type groupEntry struct {
+	PGID    int    `json:"pgid"`
+	Start   uint64 `json:"start"`
+	Job     string `json:"job"`
+	Task    string `json:"task"`
+	Attempt int    `json:"attempt"`
+}
+
+// groupsState is the content of groupsFile.
+type groupsState struct {
+	// Boot is the boot ID of the machine when the groups were recorded.
+	Boot   string       `json:"boot"`
+	Groups []groupEntry `json:"groups"`
+}

@@ -1,0 +1,199 @@
+package agent
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/allot-sched/allot/internal/api"
+)
+
+// orphanGroup starts what an agent killed with SIGKILL leaves: a process
+// group whose leader (the task's shell, killed by its parent-death signal)
+// is gone while a child it started in the background runs on. It returns
+// the group's ID, as the agent recorded it, and the child's PID.
+func orphanGroup(t *testing.T, groups *taskGroups) (pgid, child int) {
+	t.Helper()
+	pidFile := filepath.Join(t.TempDir(), "child")
+	leader := exec.Command("/bin/sh", "-c", "sleep 300 & echo $! > "+pidFile+"; wait")
+	leader.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := leader.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := groups.add(leader.Process.Pid, api.Attempt{Job: "j", Task: "t", Attempt: 1}); err != nil {
+		t.Fatal(err)
+	}
+	child = readPID(t, pidFile)
+	t.Cleanup(func() { _ = syscall.Kill(child, syscall.SIGKILL) })
+	_ = leader.Process.Kill()
+	_ = leader.Wait()
+	return leader.Process.Pid, child
+}
+
+// bystander starts a process group the agent did not start.
+func bystander(t *testing.T) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command("sleep", "300")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return cmd
+}
+
+func TestARestartedAgentKillsWhatItsPreviousLifeLeftRunning(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	first, err := openStateDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, child := orphanGroup(t, first.groups)
+	// A group recorded with the start time of another process: its ID was
+	// reused after the task's group ended. It must be left alone.
+	other := bystander(t)
+	if err := first.groups.add(other.Process.Pid, api.Attempt{Job: "j", Task: "u", Attempt: 1}); err != nil {
+		t.Fatal(err)
+	}
+	first.groups.mu.Lock()
+	first.groups.byPGID[other.Process.Pid] = groupEntry{PGID: other.Process.Pid, Start: 1, Job: "j", Task: "u", Attempt: 1}
+	if err := first.groups.saveLocked(); err != nil {
+		t.Fatal(err)
+	}
+	first.groups.mu.Unlock()
+	first.close() // as SIGKILL would: the lock goes with the process, the file stays
+
+	again, err := openStateDir(dir)
+	if err != nil {
+		t.Fatalf("the restarted agent could not take its state directory: %v", err)
+	}
+	defer again.close()
+	killed, err := again.killLeftovers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !gone(child) {
+		t.Errorf("the orphan (pid %d) still runs after the restart's cleanup", child)
+	}
+	if len(killed) != 1 || killed[0].Task != "t" {
+		t.Errorf("killed %+v, want the group of task t only", killed)
+	}
+	if gone(other.Process.Pid) {
+		t.Error("a process whose group ID was reused was killed")
+	}
+	// What was left is dealt with: the file lists nothing any more.
+	if n := len(readGroupsFile(t, dir).Groups); n != 0 {
+		t.Errorf("after the cleanup the state lists %d groups, want none", n)
+	}
+}
+
+func TestLeftoversOfAnotherBootAreNotTouched(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	first, err := openStateDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, child := orphanGroup(t, first.groups)
+	first.close()
+	st := readGroupsFile(t, dir)
+	st.Boot = "another-boot"
+	b, _ := json.Marshal(st)
+	if err := os.WriteFile(filepath.Join(dir, groupsFile), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	again, err := openStateDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.close()
+	if killed, err := again.killLeftovers(); err != nil || len(killed) != 0 {
+		t.Errorf("killed %+v (%v); after a reboot the recorded IDs mean nothing", killed, err)
+	}
+	if gone(child) {
+		t.Error("a process recorded under another boot was killed")
+	}
+}
+
+func TestAStateDirectoryIsTheAgentsAlone(t *testing.T) {
+	t.Run("a second agent on the same directory is refused, naming the first", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "state")
+		first, err := openStateDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer first.close()
+		_, err = openStateDir(dir)
+		if err == nil || !strings.Contains(err.Error(), "in use") || !strings.Contains(err.Error(), "pid "+strconv.Itoa(os.Getpid())) {
+			t.Fatalf("second agent: err = %v, want one saying the directory is in use by pid %d", err, os.Getpid())
+		}
+	})
+	t.Run("a directory others may write to is refused", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "state")
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		_, err := openStateDir(dir)
+		if err == nil || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "0777") {
+			t.Fatalf("err = %v, want one naming the directory and its mode", err)
+		}
+	})
+	t.Run("a new directory is private", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "state")
+		sd, err := openStateDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sd.close()
+		if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+			t.Errorf("state directory mode %v (%v), want 0700", fi.Mode().Perm(), err)
+		}
+	})
+}
+
+// The agent records each task's group while it runs and forgets it when
+// the task ends.
+func TestTheAgentRecordsTheGroupsOfRunningTasks(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	fs, url := newFakeServer(t)
+	cfg := testConfig(url)
+	cfg.StateDir = dir
+	start(t, cfg)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	a := assign("j", "t", 1, "echo $$ > "+pidFile+"; sleep 1", nil)
+	fs.give(api.Lease{Assignments: []api.Assignment{a}})
+	pid := readPID(t, pidFile)
+	// The task may write its PID before the agent records its group.
+	waitFor(t, "the task's group to be recorded", func() bool {
+		st := readGroupsFile(t, dir)
+		return len(st.Groups) == 1 && st.Groups[0].PGID == pid && st.Groups[0].Task == "t" && st.Groups[0].Start != 0
+	})
+	waitFor(t, "the report", func() bool { _, ok := fs.report(a.Attempt); return ok })
+	if st := readGroupsFile(t, dir); len(st.Groups) != 0 {
+		t.Errorf("after the task ended the state lists %+v, want nothing", st.Groups)
+	}
+}
+
+func readGroupsFile(t *testing.T, dir string) groupsState {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, groupsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st groupsState
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
