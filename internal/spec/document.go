@@ -31,7 +31,23 @@ func Decode(data []byte, out any) (*yaml.Node, error) {
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
-	if err := dec.Decode(out); err != nil && !errors.Is(err, io.EOF) {
+	err := dec.Decode(out)
+	if errors.Is(err, io.EOF) {
+		err = nil
+	}
+	var te *yaml.TypeError
+	if err != nil && !errors.As(err, &te) {
+		var fe *FieldError
+		if !errors.As(err, &fe) {
+			return nil, typeErrors(err, &root) // not about one field: aliasing, a bad tag
+		}
+	}
+	// The document's shape, checked against out, finds what the decoder
+	// takes silently and names each field exactly (see shapeChecker).
+	if problems := checkShape(&root, out, "yaml"); len(problems) > 0 {
+		return nil, problems
+	}
+	if err != nil {
 		return nil, typeErrors(err, &root)
 	}
 	return &root, nil

@@ -19,6 +19,12 @@ const (
 	// expanded: an entry of 1,000 tasks that needs an entry of 1,000 tasks
 	// is a million edges, each of which the scheduler keeps and walks.
 	MaxNeedEdges = 1_000_000
+	// MinPriority and MaxPriority bound a job's priority. Policies compare
+	// priorities and add ranks to them; a bound keeps that exact.
+	MinPriority = -1_000_000
+	MaxPriority = 1_000_000
+	// MaxAttempts bounds a task's maxAttempts.
+	MaxAttempts = 1_000
 )
 
 // Job is a job as a user writes it.
@@ -114,8 +120,20 @@ func (r Resources) Model() model.Resources {
 }
 
 func (r Resources) check(c *errs, path string) {
-	if r.GPUs < 0 {
-		c.add(path+".gpus", "must not be negative")
+	if r.GPUs < 0 || r.GPUs > MaxGPUs {
+		c.add(path+".gpus", "must be a whole number between 0 and %d (got %d)", MaxGPUs, r.GPUs)
+	}
+	for _, q := range []struct {
+		field string
+		bad   bool
+	}{
+		{"cpu", r.CPU < 0 || r.CPU > MaxCPU},
+		{"memory", r.Memory < 0 || r.Memory > MaxMemory},
+		{"gpuMemory", r.GPUMemory < 0 || r.GPUMemory > MaxMemory},
+	} {
+		if q.bad { // only a Resources built in Go: the parsers hold these bounds
+			c.add(path+"."+q.field, "out of range")
+		}
 	}
 	if r.GPUMemory > 0 && r.GPUs == 0 {
 		c.add(path+".gpuMemory", "is per GPU, so it needs gpus of at least 1")
@@ -141,7 +159,10 @@ func (j Job) Expand(path string, submitted time.Time) (Expanded, error) {
 	var c errs
 	p := func(f string) string { return join(path, f) }
 	if j.ID != "" && !validName(j.ID) {
-		c.add(p("id"), "%q is not a valid name: use letters, digits, '-', '_' and '.', at most %d characters", j.ID, MaxNameLen)
+		c.add(p("id"), "%.40q is not a valid name: %s", j.ID, model.NameRule)
+	}
+	if j.Priority < MinPriority || j.Priority > MaxPriority {
+		c.add(p("priority"), "must be a whole number between %d and %d (got %d)", MinPriority, MaxPriority, j.Priority)
 	}
 	if j.MaxSlots < 0 {
 		c.add(p("maxSlots"), "must not be negative")
@@ -188,7 +209,7 @@ func (j Job) Expand(path string, submitted time.Time) (Expanded, error) {
 			c.add(tp+".name", "required")
 			continue
 		case !validName(t.Name):
-			c.add(tp+".name", "%q is not a valid name: use letters, digits, '-', '_' and '.', at most %d characters", t.Name, MaxNameLen)
+			c.add(tp+".name", "%.40q is not a valid name: %s", t.Name, model.NameRule)
 			continue
 		}
 		if prev, dup := where[t.Name]; dup {
@@ -214,8 +235,8 @@ func (j Job) Expand(path string, submitted time.Time) (Expanded, error) {
 		if t.Fails < 0 {
 			c.add(tp+".fails", "must not be negative")
 		}
-		if t.MaxAttempts < 0 {
-			c.add(tp+".maxAttempts", "must not be negative")
+		if t.MaxAttempts < 0 || t.MaxAttempts > MaxAttempts {
+			c.add(tp+".maxAttempts", "must be a whole number between 0 and %d (got %d)", MaxAttempts, t.MaxAttempts)
 		}
 		switch model.Category(t.Category) {
 		case "", model.CategoryInference, model.CategoryTraining, model.CategoryOther:

@@ -33,7 +33,7 @@ func (w Worker) Expand(path string, now time.Time) ([]model.Worker, error) {
 	var c errs
 	p := func(f string) string { return join(path, f) }
 	if !validName(w.Name) {
-		c.add(p("name"), "%q is not a valid name: use letters, digits, '-', '_' and '.', at most %d characters", w.Name, MaxNameLen)
+		c.add(p("name"), "%.40q is not a valid name: %s", w.Name, model.NameRule)
 	}
 	n := w.Count
 	switch {

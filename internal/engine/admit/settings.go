@@ -163,7 +163,7 @@ func endpointProblems(path string, ep model.Endpoint) []Problem {
 		out = append(out, Problem{path + "." + f, fmt.Sprintf(format, args...)})
 	}
 	if !validName(ep.Name) {
-		add("name", "%q is not a valid name: use letters, digits, '-', '_' and '.', at most %d characters", ep.Name, MaxNameLen)
+		add("name", "%.40q is not a valid name: %s", ep.Name, model.NameRule)
 	}
 	switch ep.Type {
 	case model.EndpointServerless, model.EndpointInstanceBacked, model.EndpointHTTP:
@@ -190,7 +190,7 @@ func endpointProblems(path string, ep model.Endpoint) []Problem {
 	for i, v := range ep.Variants {
 		vp := fmt.Sprintf("%s.variants[%d]", path, i)
 		if !validName(v.Name) {
-			out = append(out, Problem{vp + ".name", fmt.Sprintf("%q is not a valid name: use letters, digits, '-', '_' and '.', at most %d characters", v.Name, MaxNameLen)})
+			out = append(out, Problem{vp + ".name", fmt.Sprintf("%.40q is not a valid name: %s", v.Name, model.NameRule)})
 		} else if prev, dup := seen[v.Name]; dup {
 			out = append(out, Problem{vp + ".name", fmt.Sprintf("variant %q is already defined at variants[%d]", v.Name, prev)})
 		}
