@@ -92,6 +92,10 @@ func (c *Controller) queuePolicy(queue string) (policy.Config, bool) {
 // SetPriority changes a job's priority (and urgency) at run time; the next
 // cycle orders it by the new value.
 func (c *Controller) SetPriority(ctx context.Context, id string, priority int, urgent bool) (api.Job, error) {
+	if priority < spec.MinPriority || priority > spec.MaxPriority {
+		return api.Job{}, spec.Errors{{Path: "priority", Msg: fmt.Sprintf("must be a whole number between %d and %d (got %d)",
+			spec.MinPriority, spec.MaxPriority, priority)}}
+	}
 	_, err := c.do(ctx, func(t *txn) (any, error) {
 		lj, ok := c.jobs[id]
 		if !ok {

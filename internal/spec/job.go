@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/allot-sched/allot/internal/engine/admit"
 	"github.com/allot-sched/allot/internal/model"
 )
 
@@ -13,8 +14,6 @@ const (
 	MaxTasksPerJob = 100_000
 	MaxNeeds       = 1_000
 	MaxLabels      = 64
-	// MaxLabelValueLen bounds a label value.
-	MaxLabelValueLen = 256
 	// MaxNeedEdges bounds the dependencies of a job once counts are
 	// expanded: an entry of 1,000 tasks that needs an entry of 1,000 tasks
 	// is a million edges, each of which the scheduler keeps and walks.
@@ -23,8 +22,6 @@ const (
 	// priorities and add ranks to them; a bound keeps that exact.
 	MinPriority = -1_000_000
 	MaxPriority = 1_000_000
-	// MaxAttempts bounds a task's maxAttempts.
-	MaxAttempts = 1_000
 )
 
 // Job is a job as a user writes it.
@@ -167,21 +164,14 @@ func (j Job) Expand(path string, submitted time.Time) (Expanded, error) {
 	if j.MaxSlots < 0 {
 		c.add(p("maxSlots"), "must not be negative")
 	}
-	if j.Load < 0 {
-		c.add(p("load"), "must not be negative")
+	if j.Load < 0 || j.Load > admit.MaxLoad {
+		c.add(p("load"), "must be between 0 and %d (got %d)", admit.MaxLoad, j.Load)
 	}
 	checkImage(&c, p, j)
 	if len(j.Selector) > MaxLabels {
 		c.add(p("selector"), "has %d entries, more than %d", len(j.Selector), MaxLabels)
 	}
-	if len(j.Labels) > MaxLabels {
-		c.add(p("labels"), "has %d entries, more than %d", len(j.Labels), MaxLabels)
-	}
-	for _, k := range sortedKeys(j.Labels) {
-		if v := j.Labels[k]; k == "" || len(k) > MaxNameLen || len(v) > MaxLabelValueLen {
-			c.add(p("labels"), "label %.40q: keys are 1-%d characters, values at most %d", k, MaxNameLen, MaxLabelValueLen)
-		}
-	}
+	checkLabels(&c, p("labels"), j.Labels)
 	if len(j.Tasks) == 0 {
 		c.add(p("tasks"), "a job needs at least one task")
 	}
@@ -235,8 +225,8 @@ func (j Job) Expand(path string, submitted time.Time) (Expanded, error) {
 		if t.Fails < 0 {
 			c.add(tp+".fails", "must not be negative")
 		}
-		if t.MaxAttempts < 0 || t.MaxAttempts > MaxAttempts {
-			c.add(tp+".maxAttempts", "must be a whole number between 0 and %d (got %d)", MaxAttempts, t.MaxAttempts)
+		if t.MaxAttempts < 0 {
+			c.add(tp+".maxAttempts", "must not be negative")
 		}
 		switch model.Category(t.Category) {
 		case "", model.CategoryInference, model.CategoryTraining, model.CategoryOther:

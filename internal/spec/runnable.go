@@ -28,6 +28,7 @@ var envKeyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 func (j Job) CheckRunnable(path string) error {
 	var c errs
 	p := func(f string) string { return join(path, f) }
+	j.checkSizes(&c, p)
 	// ancestors[name] = every task entry the entry needs, directly or not.
 	needs := map[string][]string{}
 	counts := map[string]int{}
@@ -65,7 +66,7 @@ func (j Job) CheckRunnable(path string) error {
 			c.add(tp+".env", "has %d entries, more than %d", len(t.Env), MaxEnv)
 		}
 		for _, k := range sortedKeys(t.Env) {
-			if !envKeyRE.MatchString(k) {
+			if len(k) <= MaxEnvKeyLen && !envKeyRE.MatchString(k) {
 				c.add(tp+".env."+k, "%q is not a valid environment variable name", k)
 			}
 		}

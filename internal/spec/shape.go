@@ -427,8 +427,7 @@ var fieldRanges = map[reflect.Type]map[string]intRange{
 		"Priority": {MinPriority, MaxPriority, true},
 	},
 	reflect.TypeFor[Task](): {
-		"Count":       {0, MaxTasksPerJob, true},
-		"MaxAttempts": {0, MaxAttempts, true},
+		"Count": {0, MaxTasksPerJob, true},
 	},
 	reflect.TypeFor[Resources](): {
 		"GPUs": {0, MaxGPUs, true},

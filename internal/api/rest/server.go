@@ -157,16 +157,25 @@ func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, out any) boo
 	dec := json.NewDecoder(strings.NewReader(string(b)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(out); err != nil {
-		s.fail(w, jsonError(err))
+		s.fail(w, jsonError(b, out, err))
 		return false
 	}
 	return true
 }
 
-// jsonError turns encoding/json's errors into field errors.
-func jsonError(err error) error {
+// jsonError turns encoding/json's errors into field errors. encoding/json
+// names a field without its list indices (cache.kind for cache[1].kind),
+// and not at all when a value that decodes itself (a quantity, a
+// duration) refuses; spec.CheckJSON walks the body against out to find the
+// exact path.
+func jsonError(body []byte, out any, err error) error {
 	var te *json.UnmarshalTypeError
 	var se *json.SyntaxError
+	if !errors.As(err, &se) {
+		if list := spec.CheckJSON(body, out); len(list) > 0 {
+			return list
+		}
+	}
 	switch {
 	case errors.As(err, &te):
 		return spec.Errors{{Path: te.Field, Msg: fmt.Sprintf("wrong type: got a JSON %s, want %s", te.Value, te.Type)}}
