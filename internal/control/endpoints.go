@@ -171,6 +171,10 @@ func (c *Controller) SetEndpoint(ctx context.Context, name string, e spec.Endpoi
 		return api.Endpoint{}, err
 	}
 	_, err := c.do(ctx, func(t *txn) (any, error) {
+		if defs := c.eng.Endpoints(); len(defs) >= admit.MaxEndpoints &&
+			!slices.ContainsFunc(defs, func(d model.Endpoint) bool { return d.Name == name }) {
+			return nil, spec.Errors{{Path: "name", Msg: fmt.Sprintf("the server has %d endpoints, the most it keeps; remove one first", len(defs))}}
+		}
 		if err := c.eng.Apply(engine.SetEndpoint{Endpoint: m, At: t.now}); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 		}

@@ -35,6 +35,10 @@ const (
 	MaxValueLen = 256
 	// MaxLabelValueLen bounds a label value.
 	MaxLabelValueLen = MaxValueLen
+	// MaxResultBytes bounds the result a task publishes, as the agent
+	// bounds the result file: results are substituted into later tasks,
+	// they are not outputs.
+	MaxResultBytes = 64 << 10
 )
 
 // checkLabels checks a map of labels or selector terms: at most MaxLabels

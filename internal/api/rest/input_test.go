@@ -71,3 +71,32 @@ func TestNoBodyCarriesAQuantityOrNumberTheServerCannotHold(t *testing.T) {
 		t.Errorf("endpoint stored after refused changes: %s", raw)
 	}
 }
+
+// TestEveryRouteBoundsItsBody: routes that take small documents refuse a
+// body far larger than any of them with 413, however large the server's
+// body limit; the others keep the configured limit.
+func TestEveryRouteBoundsItsBody(t *testing.T) {
+	srv := newServer(t, 64<<20)
+	big := `{"name":"` + strings.Repeat("x", 2<<20) + `"}`
+	for _, route := range []struct{ method, path string }{
+		{"POST", "/v1/jobs/a/priority"},
+		{"POST", "/v1/workers/w/state"},
+		{"POST", "/v1/workers/w/elastic"},
+		{"POST", "/v1/workers/w/lease"},
+		{"POST", "/v1/workers/w/heartbeat"},
+		{"POST", "/v1/workers"},
+		{"POST", "/v1/tokens"},
+		{"PUT", "/v1/queues/batch/policy"},
+		{"PUT", "/v1/endpoints/e"},
+		{"PUT", "/v1/throttling"},
+	} {
+		status, eb, raw := call(t, srv, route.method, route.path, "application/json", big)
+		if status != 413 || eb.Error.Field != "body" {
+			t.Errorf("%s %s with a 2 MiB body: %d %.200s; want 413", route.method, route.path, status, raw)
+		}
+	}
+	job := "queue: batch\ntasks: [{name: x, run: 'true'}]\n# " + strings.Repeat("x", 2<<20) + "\n"
+	if status, _, raw := call(t, srv, "POST", "/v1/jobs", "application/yaml", job); status != 201 {
+		t.Errorf("a 2 MiB job document under a 64 MiB limit: %d %.200s", status, raw)
+	}
+}

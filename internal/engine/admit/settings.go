@@ -48,6 +48,10 @@ const (
 	MaxWeight = 1_000_000
 	// MaxVariants bounds the variants of one endpoint.
 	MaxVariants = 100
+	// MaxEndpoints bounds the endpoints defined at once: the definitions
+	// changed at run time are stored as one value, rewritten at each
+	// change.
+	MaxEndpoints = 1_000
 	// MaxLoad bounds a job's load, regions and image size.
 	MaxLoad = 1_000_000_000
 )
@@ -121,6 +125,10 @@ func (p Problem) Error() string { return p.Field + ": " + p.Msg }
 // one pass.
 func (c Config) Problems() []Problem {
 	out := c.Settings.problems()
+	if len(c.Endpoints) > MaxEndpoints {
+		out = append(out, Problem{"endpoints", fmt.Sprintf("has %d entries, more than %d", len(c.Endpoints), MaxEndpoints)})
+		return out
+	}
 	seen := map[string]int{}
 	for i, ep := range c.Endpoints {
 		path := fmt.Sprintf("endpoints[%d]", i)
