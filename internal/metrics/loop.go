@@ -41,6 +41,9 @@ type loop struct {
 	jobsEnded  *prometheus.CounterVec
 	commitTime prometheus.Histogram
 	commitErrs prometheus.Counter
+	// quarantined counts stored rows set aside at a start
+	// (control.EventRowQuarantined), by kind.
+	quarantined *prometheus.CounterVec
 }
 
 func (l *loop) init(reg prometheus.Registerer) {
@@ -65,6 +68,8 @@ func (l *loop) init(reg prometheus.Registerer) {
 	l.jobsEnded = f.counterVec("jobs_ended_total", "Jobs that reached an end state, by state: succeeded, failed, cancelled.", "state")
 	l.commitTime = f.histogram("store_commit_duration_seconds", "Time one store commit (a loop round's group commit) took.", commitBuckets)
 	l.commitErrs = f.counter("store_commit_failures_total", "Store commits that failed; each stops the scheduling loop.")
+	l.quarantined = f.counterVec("store_rows_quarantined_total",
+		"Stored rows that could not be read back at a start and were set aside, by kind: job (failed), worker (dropped), setting (the configured value applies).", "kind")
 
 	// The common label values start at zero, so that rate() and
 	// dashboards see a series before the first occurrence.
@@ -80,6 +85,9 @@ func (l *loop) init(reg prometheus.Registerer) {
 	}
 	for _, s := range []model.TaskState{model.TaskSucceeded, model.TaskFailed, model.TaskCancelled} {
 		l.jobsEnded.WithLabelValues(string(s))
+	}
+	for _, k := range []string{control.QuarantinedJob, control.QuarantinedWorker, control.QuarantinedSetting} {
+		l.quarantined.WithLabelValues(k)
 	}
 
 }
@@ -138,6 +146,8 @@ func (l *loop) Commit(events []store.Event, took time.Duration, err error) {
 			l.preempts.WithLabelValues(reasonOr(e.Reason, model.ReasonPreempted)).Inc()
 		case control.EventTaskCancelled:
 			l.ends.WithLabelValues("cancelled").Inc()
+		case control.EventRowQuarantined:
+			l.quarantined.WithLabelValues(reasonOr(e.Reason, "unknown")).Inc()
 		}
 	}
 }

@@ -312,6 +312,10 @@ const (
 	// ReasonLeaseLost requeues an attempt its worker never received or no
 	// longer runs: the lease answer was lost, or the worker restarted.
 	ReasonLeaseLost = "lease_lost"
+	// ReasonQuarantined fails a job whose stored record could not be read
+	// back at a start: the server sets it aside instead of refusing to
+	// start.
+	ReasonQuarantined = "quarantined"
 )
 
 // Because formats a Reason.
