@@ -2,8 +2,10 @@ package control
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/spec"
@@ -50,5 +52,29 @@ func TestWhatWorkersReportIsBoundedBeforeItIsStored(t *testing.T) {
 	res := p.task("j", "res")
 	if res.State != "failed" || res.Result != nil || res.Reason == nil || !strings.Contains(res.Reason.Message, "result") {
 		t.Errorf("a result beyond the limit: %+v; want the attempt failed saying why, nothing stored", res)
+	}
+}
+
+// TestSubmittingALongChainIsFast goes through everything a submission
+// does (checks, the engine, the store) with a chain of 10,000 tasks, each
+// referencing the first one's result: linear work, well under a second on
+// any machine; a walk over each task's ancestors took seconds to minutes.
+func TestSubmittingALongChainIsFast(t *testing.T) {
+	p := newPlane(t)
+	js := spec.Job{ID: "chain", Queue: "batch", Tasks: make([]spec.Task, 10_000)}
+	for i := range js.Tasks {
+		js.Tasks[i] = spec.Task{Name: fmt.Sprintf("t%d", i), Run: "true"}
+		if i > 0 {
+			js.Tasks[i].Needs = []string{fmt.Sprintf("t%d", i-1)}
+			js.Tasks[i].Run = "echo ${tasks.t0.result.v}"
+		}
+	}
+	start := time.Now()
+	p.submit(js)
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("submitting a chain of 10,000 tasks took %s", took)
+	}
+	if n := len(p.job("chain").Tasks); n != 10_000 {
+		t.Errorf("the job has %d tasks", n)
 	}
 }

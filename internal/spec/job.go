@@ -2,7 +2,6 @@ package spec
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/allot-sched/allot/internal/engine/admit"
@@ -279,7 +278,7 @@ func (j Job) Expand(path string, submitted time.Time) (Expanded, error) {
 		}
 	}
 	if len(c.list) == 0 {
-		if cyc := cycle(j.Tasks); cyc != "" {
+		if _, cyc := newEntryGraph(j.Tasks).order(); cyc != "" {
 			c.add(p("tasks"), "dependency cycle %s", cyc)
 		}
 	}
@@ -299,50 +298,4 @@ func expandNames(name string, count int) []string {
 		out[i] = fmt.Sprintf("%s-%0*d", name, width, i)
 	}
 	return out
-}
-
-// cycle finds a dependency cycle among task entries, as "a → b → a".
-func cycle(tasks []Task) string {
-	idx := map[string]int{}
-	for i, t := range tasks {
-		idx[t.Name] = i
-	}
-	state := make([]int, len(tasks)) // 0 new, 1 on stack, 2 done
-	var stack []string
-	var visit func(i int) string
-	visit = func(i int) string {
-		state[i] = 1
-		stack = append(stack, tasks[i].Name)
-		for _, need := range tasks[i].Needs {
-			k, ok := idx[need]
-			if !ok {
-				continue
-			}
-			switch state[k] {
-			case 1:
-				start := 0
-				for s, name := range stack {
-					if name == need {
-						start = s
-					}
-				}
-				return strings.Join(append(append([]string{}, stack[start:]...), need), " → ")
-			case 0:
-				if cyc := visit(k); cyc != "" {
-					return cyc
-				}
-			}
-		}
-		stack = stack[:len(stack)-1]
-		state[i] = 2
-		return ""
-	}
-	for i := range tasks {
-		if state[i] == 0 {
-			if cyc := visit(i); cyc != "" {
-				return cyc
-			}
-		}
-	}
-	return ""
 }
