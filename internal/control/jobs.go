@@ -44,7 +44,8 @@ func (c *Controller) Submit(ctx context.Context, js spec.Job) (api.Job, error) {
 // CheckJob validates a job spec against the configuration, without the
 // loop: the spec itself, its queue, what the queue's policy requires (a
 // priority within the levels, a valid SLA group), its endpoint, and that its
-// inputs lie where the server may look (server.inputs.allow).
+// inputs lie where the server may look (server.inputs.allow), their links
+// resolved.
 func (c *Controller) CheckJob(js spec.Job) error {
 	ex, err := js.Expand("", time.Time{})
 	if err != nil {
@@ -66,8 +67,12 @@ func (c *Controller) CheckJob(js spec.Job) error {
 	}
 	var bad spec.Errors
 	for i, in := range js.Inputs {
-		if err := c.inputs.Permitted(in); err != nil {
-			bad = append(bad, &spec.FieldError{Path: fmt.Sprintf("inputs[%d]", i), Msg: fmt.Sprintf("%q: %v", in, err)})
+		err := c.inputs.Permitted(in)
+		if err == nil {
+			err = c.inputs.PermittedTarget(in) // resolves links on the file system
+		}
+		if err != nil {
+			bad = append(bad, &spec.FieldError{Path: fmt.Sprintf("inputs[%d]", i), Msg: fmt.Sprintf("%.200q: %v", in, err)})
 		}
 	}
 	if len(bad) > 0 {
