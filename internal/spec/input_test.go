@@ -149,3 +149,14 @@ func TestJobIDsAreNamesThatCanBeRead(t *testing.T) {
 		}
 	}
 }
+
+// Counts are added up to bound the job's tasks: a count near the largest
+// integer must not wrap the sum past the bound and expand.
+func TestACountThatWouldWrapTheTotalIsRefused(t *testing.T) {
+	for _, doc := range []string{
+		"tasks: [{name: a, run: x}, {name: b, run: x, count: 9223372036854775807}]",
+		"tasks: [{name: a, run: x, count: 3}, {name: b, run: x, count: 9223372036854775806}]",
+	} {
+		wantField(t, refusal(t, doc), "tasks[1].count", "100000")
+	}
+}

@@ -214,10 +214,11 @@ func (j Job) Expand(path string, submitted time.Time) (Expanded, error) {
 		case n == 0:
 			n = 1
 		}
-		if total += n; total > MaxTasksPerJob {
+		if n > MaxTasksPerJob-total { // not total+n: a count near the largest integer would wrap it
 			c.add(tp+".count", "the job would have more than %d tasks", MaxTasksPerJob)
 			continue
 		}
+		total += n
 		if t.Running < 0 || t.Running > n {
 			c.add(tp+".running", "must be between 0 and the task count %d", n)
 		}
