@@ -1,3 +1,9 @@
+// The property test restarts a server a hundred times; it checks input
+// handling, not concurrency, and the race detector would make it ten times
+// slower in the suite's -race run.
+
+//go:build !race
+
 package rest
 
 import (
