@@ -38,13 +38,16 @@ type CPU int64
 func ParseCPU(s string) (CPU, error) {
 	s = strings.TrimSpace(s)
 	bad := func(why string) (CPU, error) {
-		return 0, fmt.Errorf("%q is not a CPU quantity (like 2, 0.5 or 500m): %s", s, why)
+		if why != "" {
+			why = ": " + why
+		}
+		return 0, fmt.Errorf("%q is not a CPU quantity (like 2, 0.5 or 500m)%s", s, why)
 	}
 	var milli float64
 	if strings.HasSuffix(s, "m") {
 		n, err := strconv.ParseInt(strings.TrimSuffix(s, "m"), 10, 64)
 		if err != nil && !errors.Is(err, strconv.ErrRange) {
-			return bad("thousandths are a whole number")
+			return bad("")
 		}
 		milli = float64(n)
 		if errors.Is(err, strconv.ErrRange) {
@@ -53,7 +56,7 @@ func ParseCPU(s string) (CPU, error) {
 	} else {
 		f, err := strconv.ParseFloat(s, 64)
 		if err != nil && !errors.Is(err, strconv.ErrRange) {
-			return bad("not a number")
+			return bad("")
 		}
 		milli = f * 1000
 	}
@@ -112,7 +115,10 @@ var memUnits = []struct {
 func ParseMemory(s string) (Memory, error) {
 	s = strings.TrimSpace(s)
 	bad := func(why string) (Memory, error) {
-		return 0, fmt.Errorf("%q is not a memory size (like 512Mi, 16Gi or a number of MB): %s", s, why)
+		if why != "" {
+			why = ": " + why
+		}
+		return 0, fmt.Errorf("%q is not a memory size (like 512Mi, 16Gi or a number of MB)%s", s, why)
 	}
 	num, unit := s, float64(1<<20)
 	for _, u := range memUnits {
@@ -123,7 +129,7 @@ func ParseMemory(s string) (Memory, error) {
 	}
 	f, err := strconv.ParseFloat(num, 64)
 	if err != nil && !errors.Is(err, strconv.ErrRange) {
-		return bad("not a number")
+		return bad("")
 	}
 	mib := f * unit / (1 << 20)
 	switch {
