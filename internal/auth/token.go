@@ -74,6 +74,9 @@ func NewID() string {
 const (
 	MaxNameLen    = 100 // of the token's name and of each scope entry
 	MaxScopeItems = 100 // queues, shares or workers of one token
+	// MaxExpiresIn bounds a token's lifetime: ten years, well inside the
+	// times the store keeps (until 2262).
+	MaxExpiresIn = 10 * 365 * 24 * time.Hour
 )
 
 // Spec is what a new token is asked to be.
@@ -135,8 +138,11 @@ func (s Spec) Check() error {
 		}
 	}
 	checkLimits(s.Role, s.Limits, add)
-	if s.ExpiresIn < 0 {
+	switch {
+	case s.ExpiresIn < 0:
 		add("expiresIn", "must not be negative")
+	case s.ExpiresIn > MaxExpiresIn:
+		add("expiresIn", "must be at most %s (ten years)", MaxExpiresIn)
 	}
 	if len(errs) > 0 {
 		return errs

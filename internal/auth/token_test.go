@@ -45,6 +45,8 @@ func TestSpecCheckNamesTheField(t *testing.T) {
 		{"long name", Spec{Role: Admin, Name: strings.Repeat("n", MaxNameLen+1)}, "name"},
 		{"control character in name", Spec{Role: Admin, Name: "a\nb"}, "name"},
 		{"negative expiry", Spec{Role: Admin, ExpiresIn: -time.Second}, "expiresIn"},
+		{"an expiry past what the store keeps", Spec{Role: Admin, ExpiresIn: 2562047 * time.Hour}, "expiresIn"},
+		{"an expiry past ten years", Spec{Role: Admin, ExpiresIn: MaxExpiresIn + time.Second}, "expiresIn"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

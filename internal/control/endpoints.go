@@ -171,6 +171,10 @@ func (c *Controller) SetEndpoint(ctx context.Context, name string, e spec.Endpoi
 		return api.Endpoint{}, err
 	}
 	_, err := c.do(ctx, func(t *txn) (any, error) {
+		if defs := c.eng.Endpoints(); len(defs) >= admit.MaxEndpoints &&
+			!slices.ContainsFunc(defs, func(d model.Endpoint) bool { return d.Name == name }) {
+			return nil, spec.Errors{{Path: "name", Msg: fmt.Sprintf("the server has %d endpoints, the most it keeps; remove one first", len(defs))}}
+		}
 		if err := c.eng.Apply(engine.SetEndpoint{Endpoint: m, At: t.now}); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 		}
@@ -550,16 +554,15 @@ type admissionRecovery struct {
 
 // recoverAdmission applies the stored run-time changes of throttling and
 // endpoints that still apply to the configuration.
-func (c *Controller) recoverAdmission(ctx context.Context, now time.Time) (*admissionRecovery, error) {
+func (c *Controller) recoverAdmission(ctx context.Context, now time.Time, q *quarantine) (*admissionRecovery, error) {
 	ra := &admissionRecovery{c: c, ctx: ctx, now: now, restore: map[string]*model.Endpoint{}}
 	if raw, err := c.st.KV(ctx, throttlingKey); err == nil {
 		var st storedThrottling
 		if err := json.Unmarshal(raw, &st); err != nil {
-			return nil, fmt.Errorf("stored throttling settings: %w", err)
-		}
-		if cfg := c.cfg.Scheduling.Throttling.Settings(); sameJSON(st.Config, cfg) {
+			q.setting(throttlingKey, raw, err)
+		} else if cfg := c.cfg.Scheduling.Throttling.Settings(); sameJSON(st.Config, cfg) {
 			if err := c.eng.Apply(engine.SetThrottling{Settings: st.Value, At: now}); err != nil {
-				return nil, fmt.Errorf("stored throttling settings: %w", err)
+				q.setting(throttlingKey, raw, err)
 			}
 		} else {
 			c.cfg.Logger.Info("throttling settings changed at run time are dropped: the configuration changed since", "config", cfg)
@@ -576,7 +579,8 @@ func (c *Controller) recoverAdmission(ctx context.Context, now time.Time) (*admi
 	}
 	var changes map[string]storedEndpoint
 	if err := json.Unmarshal(raw, &changes); err != nil {
-		return nil, fmt.Errorf("stored endpoints: %w", err)
+		q.setting(endpointsKey, raw, err)
+		return ra, nil
 	}
 	configured := map[string]*model.Endpoint{}
 	for _, e := range c.cfg.Scheduling.Endpoints {
@@ -599,7 +603,12 @@ func (c *Controller) recoverAdmission(ctx context.Context, now time.Time) (*admi
 			continue
 		}
 		if err := c.eng.Apply(engine.SetEndpoint{Endpoint: *ch.Value, At: now}); err != nil {
-			return nil, fmt.Errorf("stored endpoint %q: %w", n, err)
+			// The others stay; this one is set aside.
+			one, _ := json.Marshal(ch)
+			q.entry(endpointsKey, n, one, err)
+			delete(changes, n)
+			kept, _ := json.Marshal(changes)
+			q.kv(endpointsKey, kept)
 		}
 	}
 	return ra, nil
@@ -621,7 +630,7 @@ func (ra *admissionRecovery) deadLetter(j store.Job, js spec.Job) (bool, error) 
 			return true, fmt.Errorf("dead-letter reason: %w", err)
 		}
 	} else if !errors.Is(err, store.ErrNotFound) {
-		return true, err
+		return true, storeFailure{err}
 	}
 	return true, ra.c.eng.Apply(engine.DeadLetter{Job: lj.model, Reason: d.Reason, At: d.At, Restore: true})
 }
@@ -643,7 +652,7 @@ func (ra *admissionRecovery) prepare(lj *liveJob) error {
 				return fmt.Errorf("stored variant: %w", err)
 			}
 		case !errors.Is(err, store.ErrNotFound):
-			return err
+			return storeFailure{err}
 		}
 	}
 	var def *model.Endpoint
@@ -708,7 +717,7 @@ func (ra *admissionRecovery) restoreThrottle(lj *liveJob) error {
 		return nil
 	}
 	if err != nil {
-		return err
+		return storeFailure{err}
 	}
 	var at time.Time
 	if err := json.Unmarshal(raw, &at); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/allot-sched/allot/internal/engine"
@@ -71,9 +70,10 @@ func (c *Controller) saveHistoryAtStop() {
 }
 
 // restoreHistory gives each queue's policy the history stored for it.
-func (c *Controller) restoreHistory(ctx context.Context) error {
+func (c *Controller) restoreHistory(ctx context.Context, qr *quarantine) error {
 	for _, q := range c.engCfg.Queues {
-		raw, err := c.st.KV(ctx, historyKey(q.Name))
+		key := historyKey(q.Name)
+		raw, err := c.st.KV(ctx, key)
 		if errors.Is(err, store.ErrNotFound) {
 			continue
 		}
@@ -82,7 +82,8 @@ func (c *Controller) restoreHistory(ctx context.Context) error {
 		}
 		var sh storedHistory
 		if err := json.Unmarshal(raw, &sh); err != nil {
-			return fmt.Errorf("stored history of queue %q: %w", q.Name, err)
+			qr.setting(key, raw, err)
+			continue
 		}
 		if sh.Policy != "" && sh.Policy != q.Policy.Kind {
 			c.cfg.Logger.Info("the queue's policy changed since its history was stored; it starts afresh",
@@ -98,7 +99,7 @@ func (c *Controller) restoreHistory(ctx context.Context) error {
 			at = c.cfg.Clock().UTC()
 		}
 		if err := c.eng.Apply(engine.SetHistory{Queue: q.Name, History: sh.History, At: at}); err != nil {
-			return fmt.Errorf("stored history of queue %q: %w", q.Name, err)
+			qr.setting(key, raw, err)
 		}
 	}
 	return nil

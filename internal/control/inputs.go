@@ -99,7 +99,35 @@ func (ic *InputChecker) permittedFile(p string) error {
 			return nil
 		}
 	}
-	return errors.New("leads outside the prefixes the server allows through a link (server.inputs.allow)")
+	return errLinkOutside
+}
+
+// errLinkOutside says that a local input's name lies under an allowed
+// directory but its file, links resolved, does not.
+var errLinkOutside = errors.New("leads outside the prefixes the server allows through a link (server.inputs.allow)")
+
+// PermittedTarget says why a local input that Permitted lets through may
+// still not be read: its file, links resolved, lies outside every allowed
+// directory. A submission is refused for it, as for an input outside the
+// list, rather than taken and dead-lettered. Nil for URLs, for a file that
+// cannot be resolved (it does not exist: the input check dead-letters the
+// job), and when every input is allowed.
+func (ic *InputChecker) PermittedTarget(raw string) error {
+	if len(ic.Allow) == 0 {
+		return nil
+	}
+	p := raw
+	if !strings.HasPrefix(raw, "/") {
+		u, err := url.Parse(raw)
+		if err != nil || !strings.EqualFold(u.Scheme, "file") || u.Host != "" && u.Host != "localhost" || u.Path == "" {
+			return nil
+		}
+		p = u.Path
+	}
+	if err := ic.permittedFile(p); errors.Is(err, errLinkOutside) {
+		return err
+	}
+	return nil
 }
 
 // NewInputChecker builds the checker of a server whose inputs are limited

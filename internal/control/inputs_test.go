@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/spec"
 	"github.com/allot-sched/allot/internal/store/sqlite"
 )
@@ -170,5 +172,42 @@ func TestInputCheckDoesNotFollowALinkOutsideTheAllowList(t *testing.T) {
 		if !tc.ok && (err == nil || !strings.Contains(err.Error(), "server.inputs.allow")) {
 			t.Errorf("CheckInput(%q) = %v, want it refused as outside server.inputs.allow", tc.input, err)
 		}
+	}
+}
+
+// An input whose name lies under server.inputs.allow but whose file, links
+// resolved, lies outside is refused at submission naming the field, as an
+// input outside the list is (docs/security.md), not taken and dead-lettered:
+// the job never exists. An allowed input that does not exist still goes to
+// the dead-letter list, as before.
+func TestSubmissionRefusesALinkOutOfTheAllowListNamingTheField(t *testing.T) {
+	root := t.TempDir()
+	allowed, outside := filepath.Join(root, "allowed"), filepath.Join(root, "outside")
+	for _, d := range []string{allowed, outside} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(outside, "secret.tif"), []byte("II*\x00 header"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "secret.tif"), filepath.Join(allowed, "escape.tif")); err != nil {
+		t.Fatal(err)
+	}
+	p := newPlaneConfig(t, Config{Scheduling: detConfig(1), InputAllow: []string{allowed}})
+	for i, in := range []string{filepath.Join(allowed, "escape.tif"), "file://" + filepath.Join(allowed, "escape.tif")} {
+		id := fmt.Sprintf("escape%d", i)
+		_, err := p.c.Submit(p.ctx(), endpointJob(id, 1, filepath.Join(allowed, "missing.tif"), in))
+		var list spec.Errors
+		if !errors.As(err, &list) || len(list) != 1 || list[0].Path != "inputs[1]" || !strings.Contains(list[0].Msg, "server.inputs.allow") {
+			t.Fatalf("submitting a link out of the allow list: %v, want a refusal naming inputs[1]", err)
+		}
+		if _, err := p.c.Job(p.ctx(), id); !isNotFound(err) {
+			t.Errorf("the refused job %s exists: %v", id, err)
+		}
+	}
+	p.submit(endpointJob("missing", 1, filepath.Join(allowed, "missing.tif")))
+	if a := p.job("missing").Admission; a == nil || a.State != api.AdmissionDeadLettered {
+		t.Errorf("an allowed input that does not exist: %+v, want the job dead-lettered", a)
 	}
 }

@@ -70,7 +70,8 @@ func (c *Controller) SubmitBy(ctx context.Context, submitter string, js spec.Job
 // CheckJob validates a job spec against the configuration, without the
 // loop: the spec itself, its queue, what the queue's policy requires (a
 // priority within the levels, a valid SLA group), its endpoint, and that its
-// inputs lie where the server may look (server.inputs.allow).
+// inputs lie where the server may look (server.inputs.allow), their links
+// resolved.
 func (c *Controller) CheckJob(js spec.Job) error {
 	ex, err := js.Expand("", time.Time{})
 	if err != nil {
@@ -92,8 +93,12 @@ func (c *Controller) CheckJob(js spec.Job) error {
 	}
 	var bad spec.Errors
 	for i, in := range js.Inputs {
-		if err := c.inputs.Permitted(in); err != nil {
-			bad = append(bad, &spec.FieldError{Path: fmt.Sprintf("inputs[%d]", i), Msg: fmt.Sprintf("%q: %v", in, err)})
+		err := c.inputs.Permitted(in)
+		if err == nil {
+			err = c.inputs.PermittedTarget(in) // resolves links on the file system
+		}
+		if err != nil {
+			bad = append(bad, &spec.FieldError{Path: fmt.Sprintf("inputs[%d]", i), Msg: fmt.Sprintf("%.200q: %v", in, err)})
 		}
 	}
 	if len(bad) > 0 {
@@ -118,6 +123,10 @@ func (c *Controller) queuePolicy(queue string) (policy.Config, bool) {
 // SetPriority changes a job's priority (and urgency) at run time; the next
 // cycle orders it by the new value.
 func (c *Controller) SetPriority(ctx context.Context, id string, priority int, urgent bool) (api.Job, error) {
+	if priority < spec.MinPriority || priority > spec.MaxPriority {
+		return api.Job{}, spec.Errors{{Path: "priority", Msg: fmt.Sprintf("must be a whole number between %d and %d (got %d)",
+			spec.MinPriority, spec.MaxPriority, priority)}}
+	}
 	_, err := c.do(ctx, func(t *txn) (any, error) {
 		lj, ok := c.jobs[id]
 		if !ok {

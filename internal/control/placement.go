@@ -101,6 +101,9 @@ func (p *placementState) worker(name string) *workerPlacement {
 // checkHints validates reported cache hints; errors name the field under
 // path.
 func checkHints(path string, hints []api.CacheHint) error {
+	if len(hints) > spec.MaxCached {
+		return spec.Errors{{Path: path, Msg: fmt.Sprintf("has %d entries, more than %d", len(hints), spec.MaxCached)}}
+	}
 	var errs spec.Errors
 	for i, h := range hints {
 		p := fmt.Sprintf("%s[%d]", path, i)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/engine"
@@ -22,10 +23,59 @@ import (
 // requeues each attempt (reconcile). A worker that does not come back
 // within the heartbeat timeout is declared lost and its tasks requeued; a
 // task recorded on a worker that is unknown or lost is requeued at once.
+//
+// A row that cannot be read back (written by a bug of an older version,
+// edited by hand, refused by today's checks) does not stop the start: it
+// is quarantined (quarantine.go). Only a store that cannot be read at all
+// is an error.
 func (c *Controller) recover(ctx context.Context) error {
 	now := c.cfg.Clock().UTC()
-	for i, q := range c.engCfg.Queues {
-		raw, err := c.st.KV(ctx, policyKey(q.Name))
+	q := &quarantine{c: c, now: now}
+	if err := c.recoverPolicies(ctx, q, now); err != nil {
+		return err
+	}
+	ra, err := c.recoverAdmission(ctx, now, q) // endpoints and throttling changed at run time (endpoints.go)
+	if err != nil {
+		return err
+	}
+	if err := c.restoreHistory(ctx, q); err != nil {
+		return err
+	}
+	workers, err := c.st.Workers(ctx)
+	if err != nil {
+		return err
+	}
+	for _, w := range workers {
+		if err := c.recoverWorker(w, now); err != nil {
+			q.worker(w, err)
+		}
+	}
+	jobs, tasks, err := c.st.Unfinished(ctx)
+	if err != nil {
+		return err
+	}
+	for _, j := range jobs {
+		err := c.recoverJob(ra, j, tasks[j.ID], now)
+		var sf storeFailure
+		if errors.As(err, &sf) {
+			return fmt.Errorf("stored job %q: %w", j.ID, sf.err)
+		}
+		if err != nil {
+			q.job(j, tasks[j.ID], err)
+		}
+	}
+	if err := ra.finish(); err != nil {
+		return err
+	}
+	return q.commit(ctx)
+}
+
+// recoverPolicies applies the policies changed at run time; one that
+// cannot be read or applied is quarantined and the configured one stays.
+func (c *Controller) recoverPolicies(ctx context.Context, q *quarantine, now time.Time) error {
+	for i, qc := range c.engCfg.Queues {
+		key := policyKey(qc.Name)
+		raw, err := c.st.KV(ctx, key)
 		if errors.Is(err, store.ErrNotFound) {
 			continue
 		}
@@ -34,106 +84,117 @@ func (c *Controller) recover(ctx context.Context) error {
 		}
 		var pc policy.Config
 		if err := json.Unmarshal(raw, &pc); err != nil {
-			return fmt.Errorf("stored policy of queue %q: %w", q.Name, err)
+			q.setting(key, raw, err)
+			continue
 		}
-		if err := c.eng.Apply(engine.SetPolicy{Queue: q.Name, Policy: pc, At: now}); err != nil {
-			return fmt.Errorf("stored policy of queue %q: %w", q.Name, err)
+		if err := c.eng.Apply(engine.SetPolicy{Queue: qc.Name, Policy: pc, At: now}); err != nil {
+			q.setting(key, raw, err)
+			continue
 		}
 		// What the queue lists, explain's copy builds and the stored
 		// history is checked against is the policy in force.
 		c.engCfg.Queues[i].Policy = pc
 	}
-	ra, err := c.recoverAdmission(ctx, now) // endpoints and throttling changed at run time (endpoints.go)
+	return nil
+}
+
+// recoverWorker brings back a registered worker, disabled until it
+// registers again.
+func (c *Controller) recoverWorker(w store.Worker, now time.Time) error {
+	var reg api.Register
+	if err := json.Unmarshal(w.Spec, &reg); err != nil {
+		return fmt.Errorf("its registration: %w", err)
+	}
+	if w.State == workerLost {
+		c.workers[w.Name] = &liveWorker{rec: w, reg: reg}
+		return nil // gone before the restart: it registers as new
+	}
+	mw, err := workerModel(reg, now)
 	if err != nil {
 		return err
 	}
-	if err := c.restoreHistory(ctx); err != nil {
+	if mw.Name != w.Name {
+		return fmt.Errorf("its registration names %q", mw.Name)
+	}
+	// Disabled until it registers again: it keeps its running tasks, but
+	// a task started on it now could not be handed over (it has no
+	// mailbox yet), and only its registration says what it still runs.
+	// If it does not come back within the heartbeat timeout, it is
+	// declared lost.
+	mw.State = model.WorkerDisabled
+	if err := c.eng.Apply(engine.AddWorker{Worker: mw, At: now}); err != nil {
 		return err
 	}
-	workers, err := c.st.Workers(ctx)
+	c.workers[w.Name] = &liveWorker{rec: w, reg: reg, recovered: now}
+	return nil
+}
+
+// recoverJob brings back an unfinished job with its tasks. On an error the
+// engine and the loop's maps are as they were before: the job is
+// quarantined by the caller. An error the store gave is a storeFailure.
+func (c *Controller) recoverJob(ra *admissionRecovery, j store.Job, recs []store.Task, now time.Time) (err error) {
+	var js spec.Job
+	if err := json.Unmarshal(j.Spec, &js); err != nil {
+		return fmt.Errorf("its spec: %w", err)
+	}
+	if dead, err := ra.deadLetter(j, js); dead || err != nil {
+		return err
+	}
+	// Priority may have changed at run time; the record has the latest.
+	js.Priority, js.Urgent = j.Priority, j.Urgent
+	lj, err := newLiveJob(js, j.Submitted)
 	if err != nil {
 		return err
 	}
-	for _, w := range workers {
-		var reg api.Register
-		if err := json.Unmarshal(w.Spec, &reg); err != nil {
-			return fmt.Errorf("stored worker %q: %w", w.Name, err)
+	lj.rec = j
+	for _, r := range recs {
+		if _, ok := lj.tasks[r.Name]; !ok {
+			return fmt.Errorf("task %q is not in its spec", r.Name)
 		}
-		lw := &liveWorker{rec: w, reg: reg}
-		c.workers[w.Name] = lw
-		if w.State == workerLost {
-			continue // gone before the restart: it registers as new
-		}
-		mw, err := workerModel(reg, now)
+	}
+	if err := ra.prepare(lj); err != nil {
+		return err
+	}
+	if err := c.eng.Apply(engine.SubmitJob{Job: lj.model}); err != nil {
+		return err
+	}
+	defer func() {
 		if err != nil {
-			return fmt.Errorf("stored worker %q: %w", w.Name, err)
+			c.unrecover(lj, now)
 		}
-		// Disabled until it registers again: it keeps its running tasks,
-		// but a task started on it now could not be handed over (it has
-		// no mailbox yet), and only its registration says what it still
-		// runs. If it does not come back within the heartbeat timeout, it
-		// is declared lost.
-		mw.State = model.WorkerDisabled
-		if err := c.eng.Apply(engine.AddWorker{Worker: mw, At: now}); err != nil {
-			return err
-		}
-		lw.recovered = now
-	}
-	jobs, tasks, err := c.st.Unfinished(ctx)
-	if err != nil {
+	}()
+	if err := ra.restoreThrottle(lj); err != nil {
 		return err
 	}
-	for _, j := range jobs {
-		var js spec.Job
-		if err := json.Unmarshal(j.Spec, &js); err != nil {
-			return fmt.Errorf("stored job %q: %w", j.ID, err)
-		}
-		if dead, err := ra.deadLetter(j, js); dead || err != nil {
-			if err != nil {
-				return fmt.Errorf("stored job %q: %w", j.ID, err)
+	for _, r := range recs {
+		*lj.tasks[r.Name] = r
+	}
+	// Ended tasks first: a running task may need one listed after it in
+	// the spec, and only a task whose needs succeeded can run. Members of
+	// merged batches last, once their heads run again.
+	for phase := range 3 {
+		for _, mt := range lj.model.Tasks {
+			rec := lj.tasks[mt.Name]
+			if restorePhase(rec) != phase {
+				continue
 			}
-			continue
-		}
-		// Priority may have changed at run time; the record has the latest.
-		js.Priority, js.Urgent = j.Priority, j.Urgent
-		lj, err := newLiveJob(js, j.Submitted)
-		if err != nil {
-			return fmt.Errorf("stored job %q: %w", j.ID, err)
-		}
-		lj.rec = j
-		if err := ra.prepare(lj); err != nil {
-			return fmt.Errorf("stored job %q: %w", j.ID, err)
-		}
-		if err := c.eng.Apply(engine.SubmitJob{Job: lj.model}); err != nil {
-			return fmt.Errorf("stored job %q: %w", j.ID, err)
-		}
-		if err := ra.restoreThrottle(lj); err != nil {
-			return fmt.Errorf("stored job %q: %w", j.ID, err)
-		}
-		c.jobs[j.ID] = lj
-		for _, r := range tasks[j.ID] {
-			rec, ok := lj.tasks[r.Name]
-			if !ok {
-				return fmt.Errorf("stored job %q: task %q is not in its spec", j.ID, r.Name)
-			}
-			*rec = r
-		}
-		// Ended tasks first: a running task may need one listed after it
-		// in the spec, and only a task whose needs succeeded can run.
-		// Members of merged batches last, once their heads run again.
-		for phase := range 3 {
-			for _, mt := range lj.model.Tasks {
-				rec := lj.tasks[mt.Name]
-				if restorePhase(rec) != phase {
-					continue
-				}
-				if err := c.restoreTask(rec); err != nil {
-					return fmt.Errorf("stored job %q: %w", j.ID, err)
-				}
+			if err := c.restoreTask(rec); err != nil {
+				return fmt.Errorf("task %q: %w", mt.Name, err)
 			}
 		}
 	}
-	return ra.finish()
+	c.jobs[j.ID] = lj
+	return nil
+}
+
+// unrecover takes a job that recovery gave the engine back out of it: it
+// ends there, and the loop forgets its running tasks.
+func (c *Controller) unrecover(lj *liveJob, now time.Time) {
+	_ = c.eng.Apply(engine.CancelJob{Job: lj.rec.ID, At: now})
+	_ = c.eng.Apply(engine.ForgetJob{Job: lj.rec.ID})
+	for _, rec := range lj.tasks {
+		c.unindexRunning(rec)
+	}
 }
 
 // restorePhase orders a job's task records for recovery: those not running,

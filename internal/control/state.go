@@ -181,6 +181,10 @@ const (
 	EventWorkerState      = "worker_state"
 	EventPolicyChanged    = "policy_changed"
 	EventPriorityChanged  = "priority_changed"
+	// EventRowQuarantined says a stored row could not be read back at a
+	// start and was set aside; its reason is the kind of row: job,
+	// worker or setting.
+	EventRowQuarantined = "row_quarantined"
 	// Admission against endpoint capacity (docs/endpoints.md).
 	EventJobAdmitted       = "job_admitted"
 	EventJobThrottled      = "job_throttled"

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"time"
+	"unicode/utf8"
 
 	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/engine"
@@ -60,7 +61,9 @@ func (c *Controller) Register(ctx context.Context, reg api.Register) (api.Worker
 			if err := c.eng.Apply(engine.AddWorker{Worker: mw, At: t.now}); err != nil {
 				return nil, err
 			}
-			spec, _ := json.Marshal(reg)
+			stored := reg
+			stored.Running = nil // what it runs now is no part of what it is
+			spec, _ := json.Marshal(stored)
 			lw = &liveWorker{reg: reg, rec: store.Worker{Name: reg.Name, State: string(model.WorkerReady), Registered: t.now, Spec: spec}}
 			c.workers[reg.Name] = lw
 			t.event(EventWorkerRegistered, "", "", reg.Name, model.Reason{}, nil)
@@ -323,10 +326,30 @@ func (c *Controller) Report(ctx context.Context, worker string, reports []api.Re
 	return err
 }
 
+// Limits on what a report brings to the store. A report is never refused
+// for its size (the agent would drop the batch, and its attempts would not
+// end): the output keeps its end, the error its start.
+const (
+	// MaxOutputBytes bounds the output tail kept per attempt; the agent
+	// sends 64 KiB by default.
+	MaxOutputBytes = 1 << 20
+	// MaxReportErrorBytes bounds the error message of a report.
+	MaxReportErrorBytes = 4 << 10
+)
+
 func (c *Controller) report(t *txn, worker string, r api.Report) {
 	lj, rec := c.task(r.Job, r.Task)
 	if !reportable(rec, worker, r.Attempt) {
 		return
+	}
+	r.Output, r.Error = lastBytes(r.Output, MaxOutputBytes), firstBytes(r.Error, MaxReportErrorBytes)
+	if n := len(r.Result); n > spec.MaxResultBytes {
+		// A worker that bounds nothing: the result is not stored, and the
+		// tasks that would read it must not start without it.
+		r.Result = nil
+		if r.Error == "" && !r.Stopped {
+			r.Error = fmt.Sprintf("the task's result is %d bytes, more than the limit of %d", n, spec.MaxResultBytes)
+		}
 	}
 	outcome, msg, code := model.Succeeded, "", ""
 	if r.Stopped {
@@ -428,4 +451,28 @@ func (c *Controller) SetWorkerState(ctx context.Context, worker string, state mo
 		return api.Worker{}, err
 	}
 	return v.(api.Worker), nil
+}
+
+// lastBytes returns the end of s, at most n bytes, starting on a character.
+func lastBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	start := len(s) - n
+	for start < len(s) && !utf8.RuneStart(s[start]) {
+		start++
+	}
+	return s[start:]
+}
+
+// firstBytes returns the start of s, at most n bytes, ending on a character.
+func firstBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
 }

@@ -223,3 +223,45 @@ func BenchmarkSubmit(b *testing.B) {
 	}
 	b.ReportMetric(perTask, "B/pending-task")
 }
+
+// BenchmarkSubmitDAG submits one job of 100,000 tasks whose dependencies
+// the engine checks for cycles: a chain (each task needs the one before)
+// and a wide fan-in (one task needs all the others). Both are linear in
+// tasks and dependencies.
+func BenchmarkSubmitDAG(b *testing.B) {
+	const n = 100_000
+	chain := model.Job{ID: "chain", Queue: "default", Submitted: t0, Tasks: make([]model.Task, n)}
+	fanIn := model.Job{ID: "fan-in", Queue: "default", Submitted: t0, Tasks: make([]model.Task, n)}
+	all := make([]string, 0, n-1)
+	for i := range n {
+		name := fmt.Sprintf("t%06d", i)
+		chain.Tasks[i] = model.Task{Name: name}
+		if i > 0 {
+			chain.Tasks[i].Needs = []string{chain.Tasks[i-1].Name}
+		}
+		fanIn.Tasks[i] = model.Task{Name: name}
+		if i < n-1 {
+			all = append(all, name)
+		}
+	}
+	fanIn.Tasks[n-1].Needs = all
+	for _, bc := range []struct {
+		name string
+		job  model.Job
+	}{{"chain-100k", chain}, {"fan-in-100k", fanIn}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				b.StopTimer()
+				e, err := New(Config{Queues: []QueueConfig{{Name: "default", Policy: policy.Config{Kind: "fifo"}}}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				if err := e.Apply(SubmitJob{Job: bc.job}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/allot-sched/allot/internal/engine/admit"
@@ -374,47 +375,51 @@ func (e *Engine) makeReady(t *task) {
 	j.g.push(j)
 }
 
-// findCycle returns a dependency cycle of j as "a → b → a", or "".
+// findCycle returns a dependency cycle of j as "a → b → a" (each task
+// followed by one that needs it), or "". It is a depth-first search with
+// colours on an explicit stack: linear in tasks and dependencies, and a
+// chain of 100,000 tasks does not nest 100,000 calls.
 func findCycle(j *job) string {
 	const (
 		white = iota
 		grey
 		black
 	)
-	color := make([]int, len(j.tasks))
-	stack := []int{}
-	var visit func(i int) string
-	visit = func(i int) string {
-		color[i] = grey
-		stack = append(stack, i)
-		for _, c := range j.tasks[i].children {
+	color := make([]uint8, len(j.tasks))
+	type frame struct{ task, next int } // next: the index of the child to visit next
+	var stack []frame
+	for root := range j.tasks {
+		if color[root] != white {
+			continue
+		}
+		color[root] = grey
+		stack = append(stack[:0], frame{task: root})
+		for len(stack) > 0 {
+			top := &stack[len(stack)-1]
+			children := j.tasks[top.task].children
+			if top.next == len(children) {
+				color[top.task] = black
+				stack = stack[:len(stack)-1]
+				continue
+			}
+			c := children[top.next]
+			top.next++
 			switch color[c] {
 			case grey:
-				path := ""
 				start := 0
-				for k, s := range stack {
-					if s == c {
+				for k, f := range stack {
+					if f.task == c {
 						start = k
 					}
 				}
-				for _, s := range stack[start:] {
-					path += j.tasks[s].spec.Name + " → "
+				var path strings.Builder
+				for _, f := range stack[start:] {
+					path.WriteString(j.tasks[f.task].spec.Name + " → ")
 				}
-				return path + j.tasks[c].spec.Name
+				return path.String() + j.tasks[c].spec.Name
 			case white:
-				if p := visit(c); p != "" {
-					return p
-				}
-			}
-		}
-		stack = stack[:len(stack)-1]
-		color[i] = black
-		return ""
-	}
-	for i := range j.tasks {
-		if color[i] == white {
-			if p := visit(i); p != "" {
-				return p
+				color[c] = grey
+				stack = append(stack, frame{task: c})
 			}
 		}
 	}
@@ -485,15 +490,29 @@ func (e *Engine) finish(ev FinishTask, now time.Time) error {
 // cascade fails every task that depends, directly or not, on the failed task
 // t, naming the parent that failed.
 func (e *Engine) cascade(t *task) {
-	for _, c := range t.children {
-		child := t.job.tasks[c]
+	// Depth first, on an explicit stack: a chain of 100,000 tasks must not
+	// nest 100,000 calls.
+	type frame struct {
+		t    *task
+		next int
+	}
+	stack := []frame{{t: t}}
+	for len(stack) > 0 {
+		top := &stack[len(stack)-1]
+		if top.next == len(top.t.children) {
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		parent := top.t
+		child := parent.job.tasks[parent.children[top.next]]
+		top.next++
 		if child.state.Terminal() {
 			continue
 		}
 		e.dropWaiting(child)
 		e.end(child, model.TaskFailed, model.Because(model.ReasonDependencyFailure,
-			"dependency %q failed", t.spec.Name), "")
-		e.cascade(child)
+			"dependency %q failed", parent.spec.Name), "")
+		stack = append(stack, frame{t: child})
 	}
 }
 

@@ -42,6 +42,9 @@ type loop struct {
 	commitTime prometheus.Histogram
 	commitErrs prometheus.Counter
 	refused    *prometheus.CounterVec
+	// quarantined counts stored rows set aside at a start
+	// (control.EventRowQuarantined), by kind.
+	quarantined *prometheus.CounterVec
 }
 
 func (l *loop) init(reg prometheus.Registerer) {
@@ -68,6 +71,8 @@ func (l *loop) init(reg prometheus.Registerer) {
 	l.commitErrs = f.counter("store_commit_failures_total", "Store commits that failed; each stops the scheduling loop.")
 	l.refused = f.counterVec("reports_refused_total",
 		"Worker reports refused without being applied, by reason code: secret_mismatch (the report lacked its attempt's secret: a forgery or a broken agent).", "reason")
+	l.quarantined = f.counterVec("store_rows_quarantined_total",
+		"Stored rows that could not be read back at a start and were set aside, by kind: job (failed), worker (dropped), setting (the configured value applies).", "kind")
 
 	// The common label values start at zero, so that rate() and
 	// dashboards see a series before the first occurrence.
@@ -84,6 +89,9 @@ func (l *loop) init(reg prometheus.Registerer) {
 	l.refused.WithLabelValues(control.ReasonBadSecret)
 	for _, s := range []model.TaskState{model.TaskSucceeded, model.TaskFailed, model.TaskCancelled} {
 		l.jobsEnded.WithLabelValues(string(s))
+	}
+	for _, k := range []string{control.QuarantinedJob, control.QuarantinedWorker, control.QuarantinedSetting} {
+		l.quarantined.WithLabelValues(k)
 	}
 
 }
@@ -144,6 +152,8 @@ func (l *loop) Commit(events []store.Event, took time.Duration, err error) {
 			l.ends.WithLabelValues("cancelled").Inc()
 		case control.EventReportRefused:
 			l.refused.WithLabelValues(reasonOr(e.Reason, "unknown")).Inc()
+		case control.EventRowQuarantined:
+			l.quarantined.WithLabelValues(reasonOr(e.Reason, "unknown")).Inc()
 		}
 	}
 }

@@ -316,6 +316,10 @@ const (
 	// ReasonLeaseLost requeues an attempt its worker never received or no
 	// longer runs: the lease answer was lost, or the worker restarted.
 	ReasonLeaseLost = "lease_lost"
+	// ReasonQuarantined fails a job whose stored record could not be read
+	// back at a start: the server sets it aside instead of refusing to
+	// start.
+	ReasonQuarantined = "quarantined"
 )
 
 // Because formats a Reason.
@@ -327,18 +331,25 @@ func Because(code, format string, args ...any) Reason {
 // variants.
 const MaxNameLen = 128
 
-// ValidName reports whether s is a usable name: 1 to MaxNameLen letters,
-// digits, '-', '_' or '.', so names are safe in URLs, file names and logs.
+// ValidName reports whether s is a usable name: 1 to MaxNameLen ASCII
+// letters, digits, '-', '_' or '.', starting with a letter or a digit, so
+// names are safe in URLs, file names, command lines and logs: "." and ".."
+// would be taken for path steps, "-x" for a flag.
 func ValidName(s string) bool {
-	if s == "" || len(s) > MaxNameLen {
+	if s == "" || len(s) > MaxNameLen || !isAlnum(s[0]) {
 		return false
 	}
-	for _, r := range s {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
-		default:
+	for i := 1; i < len(s); i++ {
+		if c := s[i]; !isAlnum(c) && c != '-' && c != '_' && c != '.' {
 			return false
 		}
 	}
 	return true
 }
+
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// NameRule says what ValidName accepts, for error messages.
+var NameRule = fmt.Sprintf("use letters, digits, '-', '_' and '.', starting with a letter or a digit, at most %d characters", MaxNameLen)

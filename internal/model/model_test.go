@@ -1,6 +1,9 @@
 package model
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestShortfallNamesTheScarcestMissingDimension(t *testing.T) {
 	have := Resources{MilliCPU: 4000, MemoryMB: 8192, GPUs: 2, GPUMemoryMB: 24576}
@@ -99,6 +102,21 @@ func TestTerminalStates(t *testing.T) {
 		TaskSucceeded: true, TaskFailed: true, TaskCancelled: true} {
 		if s.Terminal() != want {
 			t.Errorf("%s.Terminal() = %v", s, !want)
+		}
+	}
+}
+
+func TestValidNameIsSafeInPathsAndCommandLines(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		ok   bool
+	}{
+		{"a", true}, {"job-1", true}, {"A.b_c-9", true}, {"9", true}, {strings.Repeat("x", MaxNameLen), true},
+		{"", false}, {".", false}, {"..", false}, {".hidden", false}, {"-flag", false}, {"_x", false},
+		{"a/b", false}, {"a b", false}, {"é", false}, {strings.Repeat("x", MaxNameLen+1), false},
+	} {
+		if got := ValidName(tt.name); got != tt.ok {
+			t.Errorf("ValidName(%q) = %v, want %v", tt.name, got, tt.ok)
 		}
 	}
 }

@@ -30,6 +30,9 @@ func FuzzScenario(f *testing.F) {
 		"start: 2026-01-01T00:00:00Z\nworkers: [{name: w, count: -1}]\njobs: [{id: j, count: -2, tasks: []}]\n",
 		"jobs: [{id: j, tasks: [{name: a, needs: [b]}, {name: b, needs: [a]}]}]\n",
 		"state: {queues: {nowhere: {}}}\n",
+		"workers: [{name: w, resources: {cpu: 1e30, memory: 1e30Ti, gpus: 1e30}, slots: 2.7, costPerHour: .inf}]\njobs: [{id: j, priority: -1e308, tasks: [{name: t, count: 2.7, resources: {memory: NaN}}]}]\n",
+		"endpoints: [{name: e, type: serverless, maxConcurrency: 9223372036854775807, variants: [{name: v, weight: 1e308}]}]\nthrottling: {capacityTargetPercentage: .nan}\n",
+		`{"workers":[{"name":"w","resources":{"cpu":"99999999999999999999m"}}],"jobs":[{"id":"..","tasks":[{"name":"t","count":"many"}]}]}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -40,6 +43,24 @@ func FuzzScenario(f *testing.F) {
 		s, err := Parse(data)
 		if err != nil {
 			return
+		}
+		for _, w := range s.Workers {
+			c := w.Capacity
+			if c.MilliCPU < 0 || c.MilliCPU > int64(spec.MaxCPU) || c.MemoryMB < 0 || c.MemoryMB > int64(spec.MaxMemory) ||
+				c.GPUs < 0 || c.GPUs > spec.MaxGPUs || c.GPUMemoryMB < 0 || c.GPUMemoryMB > int64(spec.MaxMemory) ||
+				w.Slots < 1 || w.Slots > spec.MaxSlots || !(w.CostPerHour >= 0 && w.CostPerHour <= spec.MaxCostPerHour) {
+				t.Fatalf("worker %s accepted with capacity %+v, %d slots, cost %g", w.Name, c, w.Slots, w.CostPerHour)
+			}
+		}
+		for _, j := range s.Jobs {
+			if j.Priority < spec.MinPriority || j.Priority > spec.MaxPriority {
+				t.Fatalf("job %s accepted with priority %d", j.ID, j.Priority)
+			}
+			for _, tk := range j.Tasks {
+				if r := tk.Resources; r.MilliCPU < 0 || r.MemoryMB < 0 || r.GPUs < 0 || r.GPUMemoryMB < 0 {
+					t.Fatalf("task %s of job %s accepted with resources %+v", tk.Name, j.ID, r)
+				}
+			}
 		}
 		e, err := s.Engine()
 		if err != nil {

@@ -36,6 +36,9 @@ type File struct {
 	InaccessibleInputs map[string]string `yaml:"inaccessibleInputs,omitempty" json:"inaccessibleInputs,omitempty"`
 }
 
+// MaxJobCopies bounds the copies of one job entry (its count).
+const MaxJobCopies = 100_000
+
 // Job is a job entry: a job spec plus when it arrives, and how many copies.
 type Job struct {
 	spec.Job `yaml:",inline"`
@@ -141,8 +144,12 @@ func (f *File) check() (*Scenario, error) {
 	ids := map[string]string{}
 	for i, j := range f.Jobs {
 		path := fmt.Sprintf("jobs[%d]", i)
-		if j.Count < 0 {
+		switch {
+		case j.Count < 0:
 			list = append(list, &spec.FieldError{Path: path + ".count", Msg: "must not be negative"})
+			continue
+		case j.Count > MaxJobCopies:
+			list = append(list, &spec.FieldError{Path: path + ".count", Msg: fmt.Sprintf("must be at most %d (got %d)", MaxJobCopies, j.Count)})
 			continue
 		}
 		if j.Queue == "" && len(cfg.Queues) == 1 {

@@ -37,6 +37,20 @@ jobs:
       - name: x
         count: -1
 `, []string{`line 6: jobs[0].tasks[0].count: must not be negative`}},
+		{"a job count near the largest integer", `
+jobs:
+  - id: a
+    count: 9223372036854775807
+    tasks: [{name: x}]
+`, []string{`line 4: jobs[0].count: must be at most 100000`}},
+		{"a task count that would wrap the job's total", `
+jobs:
+  - id: a
+    tasks: [{name: x}, {name: y, count: 9223372036854775807}]
+`, []string{`jobs[0].tasks[1].count: the job would have more than 100000 tasks`}},
+		{"a worker with quantities past what the server holds", `
+workers: [{name: w, resources: {cpu: 1e30, memory: 1e30, gpus: 1e30}, slots: 2.7}]
+`, []string{`workers[0].resources.cpu`, `workers[0].resources.memory`, `workers[0].resources.gpus`, `workers[0].slots: must be a whole number`}},
 		{"needs cycle", `
 jobs:
   - id: a

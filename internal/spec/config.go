@@ -56,7 +56,7 @@ func (s Scheduling) EngineConfig() (engine.Config, error) {
 		case q.Name == "":
 			c.add(path+".name", "required")
 		case !validName(q.Name):
-			c.add(path+".name", "%q is not a valid name: use letters, digits, '-', '_' and '.', at most %d characters", q.Name, MaxNameLen)
+			c.add(path+".name", "%.40q is not a valid name: %s", q.Name, model.NameRule)
 		case seen[q.Name]:
 			c.add(path+".name", "queue %q is defined twice", q.Name)
 		}

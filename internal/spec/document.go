@@ -15,9 +15,12 @@ import (
 // MaxDocumentBytes bounds a document so a runaway file cannot exhaust memory.
 const MaxDocumentBytes = 64 << 20
 
-// Decode reads a YAML or JSON document into out, rejecting unknown fields
-// and wrong types, and returns the document's node tree so that later checks
-// can report lines. JSON is read by the same parser, since JSON is YAML.
+// Decode reads a YAML or JSON document into out, rejecting unknown fields,
+// wrong types, and numbers out does not hold as written (a fraction or an
+// overflow in an integer field, NaN or an infinity in a number field), each
+// named by its exact field path. It returns the document's node tree so
+// that later checks can report lines. JSON is read by the same parser,
+// since JSON is YAML.
 func Decode(data []byte, out any) (*yaml.Node, error) {
 	if len(data) > MaxDocumentBytes {
 		return nil, &FieldError{Msg: fmt.Sprintf("document is %d bytes, more than the limit of %d", len(data), MaxDocumentBytes)}
@@ -31,7 +34,23 @@ func Decode(data []byte, out any) (*yaml.Node, error) {
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
-	if err := dec.Decode(out); err != nil && !errors.Is(err, io.EOF) {
+	err := dec.Decode(out)
+	if errors.Is(err, io.EOF) {
+		err = nil
+	}
+	var te *yaml.TypeError
+	if err != nil && !errors.As(err, &te) {
+		var fe *FieldError
+		if !errors.As(err, &fe) {
+			return nil, typeErrors(err, &root) // not about one field: aliasing, a bad tag
+		}
+	}
+	// The document's shape, checked against out, finds what the decoder
+	// takes silently and names each field exactly (see shapeChecker).
+	if problems := checkShape(&root, out, "yaml"); len(problems) > 0 {
+		return nil, problems
+	}
+	if err != nil {
 		return nil, typeErrors(err, &root)
 	}
 	return &root, nil

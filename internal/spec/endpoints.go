@@ -231,23 +231,18 @@ func (s *Scheduling) ApplyEnv(lookup func(string) (string, bool)) error {
 
 // checkImage checks the fields that estimate a job's load and its inputs.
 func checkImage(c *errs, p func(string) string, j Job) {
-	if j.Regions < 0 {
-		c.add(p("regions"), "must not be negative")
+	between := func(field string, v, lo int) {
+		if v < lo || v > admit.MaxLoad {
+			c.add(p(field), "must be between %d and %d (got %d)", lo, admit.MaxLoad, v)
+		}
 	}
+	between("regions", j.Regions, 0)
 	if j.Image != nil {
-		if j.Image.Width < 1 {
-			c.add(p("image.width"), "must be at least 1 pixel")
-		}
-		if j.Image.Height < 1 {
-			c.add(p("image.height"), "must be at least 1 pixel")
-		}
+		between("image.width", j.Image.Width, 1)
+		between("image.height", j.Image.Height, 1)
 	}
-	if j.RegionSize < 0 {
-		c.add(p("regionSize"), "must not be negative")
-	}
-	if j.TileSize < 0 {
-		c.add(p("tileSize"), "must not be negative")
-	}
+	between("regionSize", j.RegionSize, 0)
+	between("tileSize", j.TileSize, 0)
 	r, ts, o := j.geometry()
 	switch {
 	case o < 0:

@@ -161,8 +161,8 @@ tasks: [{name: t}]
 		job  Job
 		want string
 	}{
-		{Job{Regions: -1}, "regions: must not be negative"},
-		{Job{Image: &ImageSize{Width: 0, Height: 5}}, "image.width: must be at least 1 pixel"},
+		{Job{Regions: -1}, "regions: must be between 0 and 1000000000"},
+		{Job{Image: &ImageSize{Width: 0, Height: 5}}, "image.width: must be between 1 and 1000000000"},
 		{Job{Image: &ImageSize{Width: 5, Height: 5}, TileSize: 100, TileOverlap: intp(100)}, "tileOverlap: must be smaller than the tile size 100"},
 		{Job{Image: &ImageSize{Width: 5, Height: 5}, TileSize: 2048, RegionSize: 1024}, "tileSize: must not exceed the region size 1024"},
 		{Job{Inputs: []string{" "}}, "inputs[0]: must not be empty"},

@@ -1,12 +1,16 @@
 package spec
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/allot-sched/allot/internal/model"
 )
 
 // jobSeeds are job documents that exercise most of the format: counts,
@@ -38,6 +42,11 @@ tasks:
 	"tasks: [{name: t, run: 'echo ${tasks.other.result.x}'}]\n",
 	"tasks: [{name: t, resources: {cpu: 1e400, memory: 99999999999999999999Ti}, run: x}]\n",
 	"a: &a [*a, *a]\ntasks: *a\n",
+	"tasks: [{name: t, run: x, resources: {memory: 1e30, gpus: 1e30, gpuMemory: NaNGi}, count: 2.7}]\n",
+	"priority: -1e308\nid: ..\ntasks: [{name: t, run: x, timeout: 1e300}]\n",
+	`{"id":"a","tasks":[{"name":"x","count":"many"}]}`,
+	`{"id":".","priority":1e400,"tasks":[{"name":"x","run":"y","resources":{"cpu":"9223372036854775807m"}}]}`,
+	"tasks: [{name: t, command: [x, '${tasks.u.result.v}'], needs: [u]}, {name: u, run: y}]\nlabels: {a: b}\nselector: {k: v}\n",
 }
 
 // FuzzJobSpec feeds job documents through what a submission goes through
@@ -68,6 +77,8 @@ func FuzzJobSpec(f *testing.F) {
 		}
 		if err := j.CheckRunnable(""); err != nil {
 			checkFieldErrors(t, err)
+		} else {
+			checkStoredForm(t, j, ex.Job)
 		}
 		tasks := ex.Job.Tasks
 		if len(tasks) == 0 || len(tasks) > MaxTasksPerJob {
@@ -120,6 +131,40 @@ func FuzzJobSpec(f *testing.F) {
 	})
 }
 
+// checkStoredForm checks what a server does with a job it accepted: it
+// stores the spec as JSON and, at every start, reads it back and expands
+// it again. That must give the same tasks, with quantities in their
+// bounds; a stored job that does not read back would stop the server.
+func checkStoredForm(t *testing.T, j Job, want model.Job) {
+	t.Helper()
+	raw, err := json.Marshal(j)
+	if err != nil {
+		t.Fatalf("an accepted job does not marshal: %v", err)
+	}
+	var back Job
+	if err := json.Unmarshal(raw, &back); err != nil {
+		t.Fatalf("an accepted job's stored form %.300s does not read back: %v", raw, err)
+	}
+	ex, err := back.Expand("", time.Unix(0, 0))
+	if err != nil {
+		t.Fatalf("an accepted job's stored form %.300s does not expand: %v", raw, err)
+	}
+	if len(ex.Job.Tasks) != len(want.Tasks) || ex.Job.Priority != want.Priority || ex.Job.ID != want.ID {
+		t.Fatalf("the stored form expands to %d tasks (priority %d, id %q), want %d (%d, %q)",
+			len(ex.Job.Tasks), ex.Job.Priority, ex.Job.ID, len(want.Tasks), want.Priority, want.ID)
+	}
+	for i, tk := range ex.Job.Tasks {
+		r := tk.Resources
+		if tk.Name != want.Tasks[i].Name || r != want.Tasks[i].Resources {
+			t.Fatalf("task %d reads back as %s %+v, want %s %+v", i, tk.Name, r, want.Tasks[i].Name, want.Tasks[i].Resources)
+		}
+		if r.MilliCPU < 0 || r.MilliCPU > int64(MaxCPU) || r.MemoryMB < 0 || r.MemoryMB > int64(MaxMemory) ||
+			r.GPUs < 0 || r.GPUs > MaxGPUs || r.GPUMemoryMB < 0 || r.GPUMemoryMB > int64(MaxMemory) {
+			t.Fatalf("task %s accepted with resources %+v", tk.Name, r)
+		}
+	}
+}
+
 // checkFieldErrors checks that a refusal is the kind the API turns into a
 // 400 with a message: field errors, each saying something.
 func checkFieldErrors(t *testing.T, err error) {
@@ -165,5 +210,60 @@ func TestExpandBoundsDependencyEdges(t *testing.T) {
 				t.Errorf("error %q does not name tasks[1].needs", err)
 			}
 		})
+	}
+}
+
+// FuzzQuantity feeds the quantity parsers (CPU, memory, duration) arbitrary
+// text, as every decoder that takes a quantity does: job specs, worker
+// registrations and flags, scenarios, the server's configuration, the API's
+// bodies. None may panic; an accepted value lies between 0 and its maximum,
+// and survives the JSON form it is stored in: a stored quantity that does
+// not read back would stop the server at its next start.
+func FuzzQuantity(f *testing.F) {
+	for _, s := range []string{"2", "0.5", "500m", "1e30", "-1", "NaN", "Inf", "-0", "1e30Ti", "NaNGi", "9223372036854775807m",
+		"99999999999999999999m", "16Gi", "1Pi", "1.5Gi", "90s", "1h30m", "2562047h", "2562048h", "1e300", "-5m", "0x10", " 3 ", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if c, err := ParseCPU(s); err == nil {
+			if c < 0 || c > MaxCPU {
+				t.Fatalf("ParseCPU(%q) = %d, outside 0..%d", s, c, MaxCPU)
+			}
+			roundTrip(t, s, c)
+		}
+		if m, err := ParseMemory(s); err == nil {
+			if m < 0 || m > MaxMemory {
+				t.Fatalf("ParseMemory(%q) = %d, outside 0..%d", s, m, MaxMemory)
+			}
+			roundTrip(t, s, m)
+		}
+		if d, err := ParseDuration(s); err == nil {
+			if d < 0 {
+				t.Fatalf("ParseDuration(%q) = %d, negative", s, d)
+			}
+			roundTrip(t, s, d)
+		}
+		// Through the document decoder too, as a field's value.
+		var r Resources
+		if _, err := Decode([]byte("cpu: "+strconv.Quote(s)+"\nmemory: "+strconv.Quote(s)), &r); err == nil {
+			if r.CPU < 0 || r.CPU > MaxCPU || r.Memory < 0 || r.Memory > MaxMemory {
+				t.Fatalf("decoded %q as %+v", s, r)
+			}
+		} else {
+			checkFieldErrors(t, err)
+		}
+	})
+}
+
+// roundTrip checks that v, parsed from s, reads back from its JSON form.
+func roundTrip[Q interface{ CPU | Memory | Duration }](t *testing.T, s string, v Q) {
+	t.Helper()
+	raw, err := json.Marshal(v)
+	if err != nil {
+		t.Fatalf("%q: %v", s, err)
+	}
+	var back Q
+	if err := json.Unmarshal(raw, &back); err != nil || back != v {
+		t.Fatalf("%q parsed as %v is stored as %s and reads back as %v, %v", s, v, raw, back, err)
 	}
 }

@@ -2,9 +2,9 @@ package spec
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
+	"github.com/allot-sched/allot/internal/engine/admit"
 	"github.com/allot-sched/allot/internal/model"
 )
 
@@ -13,12 +13,14 @@ const (
 	MaxTasksPerJob = 100_000
 	MaxNeeds       = 1_000
 	MaxLabels      = 64
-	// MaxLabelValueLen bounds a label value.
-	MaxLabelValueLen = 256
 	// MaxNeedEdges bounds the dependencies of a job once counts are
 	// expanded: an entry of 1,000 tasks that needs an entry of 1,000 tasks
 	// is a million edges, each of which the scheduler keeps and walks.
 	MaxNeedEdges = 1_000_000
+	// MinPriority and MaxPriority bound a job's priority. Policies compare
+	// priorities and add ranks to them; a bound keeps that exact.
+	MinPriority = -1_000_000
+	MaxPriority = 1_000_000
 )
 
 // Job is a job as a user writes it.
@@ -120,8 +122,20 @@ func (r Resources) Model() model.Resources {
 }
 
 func (r Resources) check(c *errs, path string) {
-	if r.GPUs < 0 {
-		c.add(path+".gpus", "must not be negative")
+	if r.GPUs < 0 || r.GPUs > MaxGPUs {
+		c.add(path+".gpus", "must be a whole number between 0 and %d (got %d)", MaxGPUs, r.GPUs)
+	}
+	for _, q := range []struct {
+		field string
+		bad   bool
+	}{
+		{"cpu", r.CPU < 0 || r.CPU > MaxCPU},
+		{"memory", r.Memory < 0 || r.Memory > MaxMemory},
+		{"gpuMemory", r.GPUMemory < 0 || r.GPUMemory > MaxMemory},
+	} {
+		if q.bad { // only a Resources built in Go: the parsers hold these bounds
+			c.add(path+"."+q.field, "out of range")
+		}
 	}
 	if r.GPUMemory > 0 && r.GPUs == 0 {
 		c.add(path+".gpuMemory", "is per GPU, so it needs gpus of at least 1")
@@ -147,13 +161,16 @@ func (j Job) Expand(path string, submitted time.Time) (Expanded, error) {
 	var c errs
 	p := func(f string) string { return join(path, f) }
 	if j.ID != "" && !validName(j.ID) {
-		c.add(p("id"), "%q is not a valid name: use letters, digits, '-', '_' and '.', at most %d characters", j.ID, MaxNameLen)
+		c.add(p("id"), "%.40q is not a valid name: %s", j.ID, model.NameRule)
+	}
+	if j.Priority < MinPriority || j.Priority > MaxPriority {
+		c.add(p("priority"), "must be a whole number between %d and %d (got %d)", MinPriority, MaxPriority, j.Priority)
 	}
 	if j.MaxSlots < 0 {
 		c.add(p("maxSlots"), "must not be negative")
 	}
-	if j.Load < 0 {
-		c.add(p("load"), "must not be negative")
+	if j.Load < 0 || j.Load > admit.MaxLoad {
+		c.add(p("load"), "must be between 0 and %d (got %d)", admit.MaxLoad, j.Load)
 	}
 	if j.User != "" && !ValidUserName(j.User) {
 		c.add(p("user"), "%.40q is not a Unix user name: start with a letter or '_', then letters, digits, '_', '-' or '.' (a final '$' is allowed), at most %d characters",
@@ -163,14 +180,7 @@ func (j Job) Expand(path string, submitted time.Time) (Expanded, error) {
 	if len(j.Selector) > MaxLabels {
 		c.add(p("selector"), "has %d entries, more than %d", len(j.Selector), MaxLabels)
 	}
-	if len(j.Labels) > MaxLabels {
-		c.add(p("labels"), "has %d entries, more than %d", len(j.Labels), MaxLabels)
-	}
-	for _, k := range sortedKeys(j.Labels) {
-		if v := j.Labels[k]; k == "" || len(k) > MaxNameLen || len(v) > MaxLabelValueLen {
-			c.add(p("labels"), "label %.40q: keys are 1-%d characters, values at most %d", k, MaxNameLen, MaxLabelValueLen)
-		}
-	}
+	checkLabels(&c, p("labels"), j.Labels)
 	if len(j.Tasks) == 0 {
 		c.add(p("tasks"), "a job needs at least one task")
 	}
@@ -198,7 +208,7 @@ func (j Job) Expand(path string, submitted time.Time) (Expanded, error) {
 			c.add(tp+".name", "required")
 			continue
 		case !validName(t.Name):
-			c.add(tp+".name", "%q is not a valid name: use letters, digits, '-', '_' and '.', at most %d characters", t.Name, MaxNameLen)
+			c.add(tp+".name", "%.40q is not a valid name: %s", t.Name, model.NameRule)
 			continue
 		}
 		if prev, dup := where[t.Name]; dup {
@@ -214,10 +224,11 @@ func (j Job) Expand(path string, submitted time.Time) (Expanded, error) {
 		case n == 0:
 			n = 1
 		}
-		if total += n; total > MaxTasksPerJob {
+		if n > MaxTasksPerJob-total { // not total+n: a count near the largest integer would wrap it
 			c.add(tp+".count", "the job would have more than %d tasks", MaxTasksPerJob)
 			continue
 		}
+		total += n
 		if t.Running < 0 || t.Running > n {
 			c.add(tp+".running", "must be between 0 and the task count %d", n)
 		}
@@ -278,7 +289,7 @@ func (j Job) Expand(path string, submitted time.Time) (Expanded, error) {
 		}
 	}
 	if len(c.list) == 0 {
-		if cyc := cycle(j.Tasks); cyc != "" {
+		if _, cyc := newEntryGraph(j.Tasks).order(); cyc != "" {
 			c.add(p("tasks"), "dependency cycle %s", cyc)
 		}
 	}
@@ -298,50 +309,4 @@ func expandNames(name string, count int) []string {
 		out[i] = fmt.Sprintf("%s-%0*d", name, width, i)
 	}
 	return out
-}
-
-// cycle finds a dependency cycle among task entries, as "a → b → a".
-func cycle(tasks []Task) string {
-	idx := map[string]int{}
-	for i, t := range tasks {
-		idx[t.Name] = i
-	}
-	state := make([]int, len(tasks)) // 0 new, 1 on stack, 2 done
-	var stack []string
-	var visit func(i int) string
-	visit = func(i int) string {
-		state[i] = 1
-		stack = append(stack, tasks[i].Name)
-		for _, need := range tasks[i].Needs {
-			k, ok := idx[need]
-			if !ok {
-				continue
-			}
-			switch state[k] {
-			case 1:
-				start := 0
-				for s, name := range stack {
-					if name == need {
-						start = s
-					}
-				}
-				return strings.Join(append(append([]string{}, stack[start:]...), need), " → ")
-			case 0:
-				if cyc := visit(k); cyc != "" {
-					return cyc
-				}
-			}
-		}
-		stack = stack[:len(stack)-1]
-		state[i] = 2
-		return ""
-	}
-	for i := range tasks {
-		if state[i] == 0 {
-			if cyc := visit(i); cyc != "" {
-				return cyc
-			}
-		}
-	}
-	return ""
 }

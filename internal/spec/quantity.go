@@ -2,6 +2,7 @@ package spec
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -11,25 +12,63 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
+// Bounds on quantities. They are far beyond any machine or task, and low
+// enough that the engine's sums over a whole fleet or a queue of a million
+// tasks stay exact in 64 bits: a quantity that wrapped (1e30 bytes read as
+// the most negative integer) would make a task fit anywhere, and a stored
+// one that cannot be read back would stop the server at its next start.
+const (
+	// MaxCPU is a million cores.
+	MaxCPU CPU = 1_000_000 * 1000
+	// MaxMemory is 1 PiB, for memory and for GPU memory.
+	MaxMemory Memory = 1 << 30
+	// MaxGPUs bounds the GPUs of one task or worker.
+	MaxGPUs = 100_000
+	// MaxDuration is the longest duration Go's time.Duration holds, about
+	// 292 years.
+	MaxDuration = Duration(math.MaxInt64)
+)
+
 // CPU is a number of cores: 2, 0.5 or "500m" (thousandths, as Kubernetes
 // writes them). It is held in thousandths so arithmetic stays exact.
 type CPU int64
 
-// ParseCPU reads a CPU quantity.
+// ParseCPU reads a CPU quantity: a number of cores, or thousandths with an
+// "m", from 0 to MaxCPU.
 func ParseCPU(s string) (CPU, error) {
 	s = strings.TrimSpace(s)
+	bad := func(why string) (CPU, error) {
+		if why != "" {
+			why = ": " + why
+		}
+		return 0, fmt.Errorf("%q is not a CPU quantity (like 2, 0.5 or 500m)%s", s, why)
+	}
+	var milli float64
 	if strings.HasSuffix(s, "m") {
 		n, err := strconv.ParseInt(strings.TrimSuffix(s, "m"), 10, 64)
-		if err != nil || n < 0 {
-			return 0, fmt.Errorf("%q is not a CPU quantity (like 2, 0.5 or 500m)", s)
+		if err != nil && !errors.Is(err, strconv.ErrRange) {
+			return bad("")
 		}
-		return CPU(n), nil
+		milli = float64(n)
+		if errors.Is(err, strconv.ErrRange) {
+			milli = math.Copysign(math.Inf(1), float64(n))
+		}
+	} else {
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil && !errors.Is(err, strconv.ErrRange) {
+			return bad("")
+		}
+		milli = f * 1000
 	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
-		return 0, fmt.Errorf("%q is not a CPU quantity (like 2, 0.5 or 500m)", s)
+	switch {
+	case math.IsNaN(milli):
+		return bad("not a number")
+	case milli < 0:
+		return bad("must not be negative")
+	case milli > float64(MaxCPU):
+		return bad(fmt.Sprintf("more than the maximum of %d cores", MaxCPU/1000))
 	}
-	return CPU(math.Round(f * 1000)), nil
+	return CPU(math.Round(milli)), nil
 }
 
 // UnmarshalYAML implements yaml.Unmarshaler.
@@ -44,7 +83,10 @@ func (c *CPU) UnmarshalYAML(n *yaml.Node) error {
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (c *CPU) UnmarshalJSON(b []byte) error {
-	v, err := ParseCPU(strings.Trim(string(b), `"`))
+	if string(b) == "null" {
+		return nil
+	}
+	v, err := ParseCPU(unquote(b))
 	if err != nil {
 		return err
 	}
@@ -63,29 +105,42 @@ var memUnits = []struct {
 	suffix string
 	bytes  float64
 }{
-	{"Ki", 1 << 10}, {"Mi", 1 << 20}, {"Gi", 1 << 30}, {"Ti", 1 << 40},
-	{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
-	{"K", 1e3}, {"M", 1e6}, {"G", 1e9}, {"T", 1e12},
+	{"Ki", 1 << 10}, {"Mi", 1 << 20}, {"Gi", 1 << 30}, {"Ti", 1 << 40}, {"Pi", 1 << 50},
+	{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"PB", 1e15},
+	{"K", 1e3}, {"M", 1e6}, {"G", 1e9}, {"T", 1e12}, {"P", 1e15},
 }
 
-// ParseMemory reads a memory quantity; a bare number is MB.
+// ParseMemory reads a memory quantity, from 0 to MaxMemory; a bare number
+// is MB.
 func ParseMemory(s string) (Memory, error) {
 	s = strings.TrimSpace(s)
-	bad := fmt.Errorf("%q is not a memory size (like 512Mi, 16Gi or a number of MB)", s)
+	bad := func(why string) (Memory, error) {
+		if why != "" {
+			why = ": " + why
+		}
+		return 0, fmt.Errorf("%q is not a memory size (like 512Mi, 16Gi or a number of MB)%s", s, why)
+	}
+	num, unit := s, float64(1<<20)
 	for _, u := range memUnits {
 		if strings.HasSuffix(s, u.suffix) {
-			f, err := strconv.ParseFloat(strings.TrimSuffix(s, u.suffix), 64)
-			if err != nil || f < 0 || math.IsInf(f, 0) {
-				return 0, bad
-			}
-			return Memory(math.Ceil(f * u.bytes / (1 << 20))), nil
+			num, unit = strings.TrimSuffix(s, u.suffix), u.bytes
+			break
 		}
 	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
-		return 0, bad
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return bad("")
 	}
-	return Memory(math.Ceil(f)), nil
+	mib := f * unit / (1 << 20)
+	switch {
+	case math.IsNaN(mib):
+		return bad("not a number")
+	case mib < 0:
+		return bad("must not be negative")
+	case mib > float64(MaxMemory):
+		return bad(fmt.Sprintf("more than the maximum of %dPi", MaxMemory>>30))
+	}
+	return Memory(math.Ceil(mib)), nil
 }
 
 // UnmarshalYAML implements yaml.Unmarshaler.
@@ -100,7 +155,10 @@ func (m *Memory) UnmarshalYAML(n *yaml.Node) error {
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (m *Memory) UnmarshalJSON(b []byte) error {
-	v, err := ParseMemory(strings.Trim(string(b), `"`))
+	if string(b) == "null" {
+		return nil
+	}
+	v, err := ParseMemory(unquote(b))
 	if err != nil {
 		return err
 	}
@@ -111,22 +169,37 @@ func (m *Memory) UnmarshalJSON(b []byte) error {
 // MarshalJSON writes the size as "NMi".
 func (m Memory) MarshalJSON() ([]byte, error) { return json.Marshal(fmt.Sprintf("%dMi", int64(m))) }
 
+// unquote returns a JSON string's text, or any other JSON value as written.
+func unquote(b []byte) string {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		return s
+	}
+	return string(b)
+}
+
 // Duration is a length of time written as Go does ("90s", "5m", "1h30m")
-// or as a number of seconds.
+// or as a number of seconds, from 0 to MaxDuration.
 type Duration time.Duration
 
 // ParseDuration reads a duration.
 func ParseDuration(s string) (Duration, error) {
 	s = strings.TrimSpace(s)
-	if f, err := strconv.ParseFloat(s, 64); err == nil {
-		if f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
+	if f, err := strconv.ParseFloat(s, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		switch ns := f * float64(time.Second); {
+		case math.IsNaN(f):
+			return 0, fmt.Errorf("%q is not a duration (like 90s, 5m, 1h30m or a number of seconds)", s)
+		case f < 0:
 			return 0, fmt.Errorf("%q is not a duration: must not be negative", s)
+		case ns >= float64(MaxDuration):
+			return 0, fmt.Errorf("%q is not a duration: more than the maximum of %s", s, time.Duration(MaxDuration))
+		default:
+			return Duration(ns), nil
 		}
-		return Duration(time.Duration(f * float64(time.Second))), nil
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
-		return 0, fmt.Errorf("%q is not a duration (like 90s, 5m, 1h30m or a number of seconds)", s)
+		return 0, fmt.Errorf("%q is not a duration (like 90s, 5m, 1h30m or a number of seconds, at most %s)", s, time.Duration(MaxDuration))
 	}
 	if d < 0 {
 		return 0, fmt.Errorf("%q is not a duration: must not be negative", s)
@@ -146,7 +219,10 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (d *Duration) UnmarshalJSON(b []byte) error {
-	v, err := ParseDuration(strings.Trim(string(b), `"`))
+	if string(b) == "null" {
+		return nil
+	}
+	v, err := ParseDuration(unquote(b))
 	if err != nil {
 		return err
 	}

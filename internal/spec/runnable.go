@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -28,13 +29,26 @@ var envKeyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 func (j Job) CheckRunnable(path string) error {
 	var c errs
 	p := func(f string) string { return join(path, f) }
-	// ancestors[name] = every task entry the entry needs, directly or not.
-	needs := map[string][]string{}
+	j.checkSizes(&c, p)
+	j.checkRunnable(&c, p)
+	return c.err()
+}
+
+// checkRunnable checks each task's fields and result references.
+func (j Job) checkRunnable(c *errs, p func(string) string) {
+	g := newEntryGraph(j.Tasks)
 	counts := map[string]int{}
 	for _, t := range j.Tasks {
-		needs[t.Name] = t.Needs
 		counts[t.Name] = t.Count
 	}
+	// A reference to a task the entry does not need directly is a
+	// question for ancestry, answered for all of them at once.
+	type reference struct {
+		field, name string
+		from, to    int // entries; to is -1 when no entry has the name
+		direct      bool
+	}
+	var refs []reference
 	for i, t := range j.Tasks {
 		tp := p(fmt.Sprintf("tasks[%d]", i))
 		switch {
@@ -65,49 +79,54 @@ func (j Job) CheckRunnable(path string) error {
 			c.add(tp+".env", "has %d entries, more than %d", len(t.Env), MaxEnv)
 		}
 		for _, k := range sortedKeys(t.Env) {
-			if !envKeyRE.MatchString(k) {
+			if len(k) <= MaxEnvKeyLen && !envKeyRE.MatchString(k) {
 				c.add(tp+".env."+k, "%q is not a valid environment variable name", k)
 			}
 		}
-		up := ancestors(t.Name, needs)
-		check := func(field, s string) {
+		find := func(field, s string) {
 			for _, m := range refRE.FindAllStringSubmatch(s, -1) {
 				entry := m[1]
-				if _, ok := needs[entry]; !ok {
+				if _, ok := g.index[entry]; !ok {
 					// An expanded name (shard-3) refers to its entry (shard).
 					if k := strings.LastIndexByte(entry, '-'); k > 0 && counts[entry[:k]] > 1 {
 						entry = entry[:k]
 					}
 				}
-				if !up[entry] {
-					c.add(field, "references the result of %q, which this task does not need", m[1])
+				r := reference{field: field, name: m[1], from: i, to: -1}
+				if k, ok := g.index[entry]; ok {
+					r.to = k
+					r.direct = slices.Contains(g.needs[i], k)
 				}
+				refs = append(refs, r)
 			}
 		}
-		check(tp+".run", t.Run)
+		find(tp+".run", t.Run)
 		for k, a := range t.Command {
-			check(fmt.Sprintf("%s.command[%d]", tp, k), a)
+			find(fmt.Sprintf("%s.command[%d]", tp, k), a)
 		}
 		for _, k := range sortedKeys(t.Env) {
-			check(tp+".env."+k, t.Env[k])
+			find(tp+".env."+k, t.Env[k])
 		}
 	}
-	return c.err()
-}
-
-func ancestors(name string, needs map[string][]string) map[string]bool {
-	seen := map[string]bool{}
-	stack := append([]string(nil), needs[name]...)
-	for len(stack) > 0 {
-		n := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if seen[n] {
-			continue
+	needs := func(from, to int) bool { return false }
+	if order, cyc := g.order(); cyc == "" {
+		anc := newAncestry(g, order)
+		var froms []int
+		for _, r := range refs {
+			if r.to >= 0 && !r.direct {
+				anc.ask(r.to)
+				froms = append(froms, r.from)
+			}
 		}
-		seen[n] = true
-		stack = append(stack, needs[n]...)
+		if len(froms) > 0 {
+			needs = anc.answers(froms)
+		}
 	}
-	return seen
+	for _, r := range refs {
+		if r.to < 0 || !r.direct && !needs(r.from, r.to) {
+			c.add(r.field, "references the result of %q, which this task does not need", r.name)
+		}
+	}
 }
 
 // Substitute replaces each ${tasks.NAME.result.FIELD} in s with the FIELD of

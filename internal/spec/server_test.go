@@ -16,6 +16,13 @@ func TestServerConfigChecksItsSettingsNamingTheField(t *testing.T) {
 		{"a URL without a host", "server:\n  inputs:\n    allow: [\"https:///x\"]\n", "server.inputs.allow[0]"},
 		{"an unsupported scheme", "server:\n  inputs:\n    allow: [\"s3://bucket\"]\n", "server.inputs.allow[0]"},
 		{"a negative duration", "server:\n  stopGrace: -1s\n", "server.stopGrace"},
+		{"a body limit that overflows", "server:\n  maxBody: 1e30\n", "line 2: server.maxBody"},
+		{"a cycle that overflows", "server:\n  cycleEvery: 1e300\n", "line 2: server.cycleEvery"},
+		{"an endpoint capacity that overflows", "endpoints: [{name: e, type: serverless, maxConcurrency: 1e30}]\n", "endpoints[0].maxConcurrency"},
+		{"an endpoint capacity past the maximum", "endpoints: [{name: e, type: serverless, maxConcurrency: 9223372036854775807}]\n", "endpoints[0].maxConcurrency"},
+		{"a NaN weight", "endpoints: [{name: e, type: serverless, variants: [{name: a, maxConcurrency: 1, weight: .nan}]}]\n", "endpoints[0].variants[0].weight"},
+		{"a fractional queue priority", "queues: [{name: q, priority: 1.5}]\n", "queues[0].priority"},
+		{"a NaN target percentage", "throttling: {capacityTargetPercentage: .nan}\n", "throttling.capacityTargetPercentage"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

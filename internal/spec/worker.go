@@ -1,13 +1,24 @@
 package spec
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/allot-sched/allot/internal/model"
 )
 
-// MaxWorkersPerEntry bounds the count of one worker entry.
-const MaxWorkersPerEntry = 1_000_000
+// Limits of a worker entry or registration.
+const (
+	// MaxWorkersPerEntry bounds the count of one worker entry.
+	MaxWorkersPerEntry = 1_000_000
+	// MaxSlots bounds the slots of one worker.
+	MaxSlots = 100_000
+	// MaxCostPerHour bounds a worker's cost; costs are summed over the
+	// fleet.
+	MaxCostPerHour = 1_000_000
+	// MaxCached bounds the models and datasets a worker lists as cached.
+	MaxCached = 1_000
+)
 
 // Worker is a worker, or with Count a set of identical workers, as written
 // in a scenario or reported by an agent at registration.
@@ -33,7 +44,7 @@ func (w Worker) Expand(path string, now time.Time) ([]model.Worker, error) {
 	var c errs
 	p := func(f string) string { return join(path, f) }
 	if !validName(w.Name) {
-		c.add(p("name"), "%q is not a valid name: use letters, digits, '-', '_' and '.', at most %d characters", w.Name, MaxNameLen)
+		c.add(p("name"), "%.40q is not a valid name: %s", w.Name, model.NameRule)
 	}
 	n := w.Count
 	switch {
@@ -42,13 +53,16 @@ func (w Worker) Expand(path string, now time.Time) ([]model.Worker, error) {
 	case n == 0:
 		n = 1
 	}
-	if w.Slots < 0 {
+	switch {
+	case w.Slots < 0:
 		c.add(p("slots"), "must not be negative")
+	case w.Slots > MaxSlots:
+		c.add(p("slots"), "must be at most %d (got %d)", MaxSlots, w.Slots)
 	}
 	cost := DefaultCostPerHour
 	if w.CostPerHour != nil {
-		if cost = *w.CostPerHour; cost < 0 {
-			c.add(p("costPerHour"), "must not be negative")
+		if cost = *w.CostPerHour; !(cost >= 0 && cost <= MaxCostPerHour) { // NaN too
+			c.add(p("costPerHour"), "must be a number from 0 to %d (got %g)", MaxCostPerHour, cost)
 		}
 	}
 	state := model.WorkerState(w.State)
@@ -59,8 +73,14 @@ func (w Worker) Expand(path string, now time.Time) ([]model.Worker, error) {
 	default:
 		c.add(p("state"), "unknown state %q (known: ready, draining, disabled)", w.State)
 	}
-	if len(w.Labels) > MaxLabels {
-		c.add(p("labels"), "has %d entries, more than %d", len(w.Labels), MaxLabels)
+	checkLabels(&c, p("labels"), w.Labels)
+	if len(w.Cached) > MaxCached {
+		c.add(p("cached"), "has %d entries, more than %d", len(w.Cached), MaxCached)
+	}
+	for i, name := range w.Cached {
+		if name == "" || len(name) > MaxLabelValueLen {
+			c.add(p(fmt.Sprintf("cached[%d]", i)), "must be 1 to %d bytes", MaxLabelValueLen)
+		}
 	}
 	w.Resources.check(&c, p("resources"))
 	if err := c.err(); err != nil {

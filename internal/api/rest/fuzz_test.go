@@ -15,6 +15,7 @@ import (
 	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/control"
 	"github.com/allot-sched/allot/internal/spec"
+	"github.com/allot-sched/allot/internal/store"
 	"github.com/allot-sched/allot/internal/store/sqlite"
 )
 
@@ -31,43 +32,75 @@ var fuzzRoutes = []struct {
 	{"POST", "/v1/workers/w1/lease", "application/json"},
 	{"POST", "/v1/workers/w1/state", "application/json"},
 	{"PUT", "/v1/queues/batch/policy", "application/json"},
+	{"PUT", "/v1/endpoints/e", "application/json"},
+	{"PUT", "/v1/throttling", "application/json"},
+	{"POST", "/v1/tokens", "application/json"},
+	{"POST", "/v1/jobs/j/priority", "application/json"},
+	{"POST", "/v1/workers/w1/heartbeat", "application/json"},
 }
 
 // fuzzPlane is a fresh controller on an in-memory store for one input, so
-// that inputs do not pile up state and a failure replays alone.
-func fuzzPlane(t *testing.T) http.Handler {
+// that inputs do not pile up state and a failure replays alone. restart
+// stops the controller and builds a new one on the same store, as a
+// server restart does; it fails the test when a stored row does not read
+// back (it would be quarantined).
+func fuzzPlane(t *testing.T) (h http.Handler, restart func()) {
 	st, err := sqlite.Open(sqlite.Memory)
 	if err != nil {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.DiscardHandler)
-	ctrl, err := control.New(context.Background(), control.Config{
-		Scheduling: spec.Scheduling{Queues: []spec.Queue{{Name: "batch"}, {Name: "gpu"}}}, Logger: log}, st)
+	cfg := control.Config{Scheduling: spec.Scheduling{Queues: []spec.Queue{{Name: "batch"}, {Name: "gpu"}}}, Logger: log}
+	ctrl, err := control.New(context.Background(), cfg, st)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- ctrl.Run(ctx) }()
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			cancel()
+			<-done
+		}
+	}
 	t.Cleanup(func() {
-		cancel()
-		<-done
+		stop()
 		st.Close()
 	})
+	restart = func() {
+		stop()
+		if _, err := control.New(context.Background(), cfg, st); err != nil {
+			t.Fatalf("the server does not start again: %v", err)
+		}
+		evs, err := st.Events(context.Background(), store.EventFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs {
+			if e.Kind == control.EventRowQuarantined {
+				t.Fatalf("a stored row does not read back: %s", e.Message)
+			}
+		}
+	}
 	if _, err := ctrl.Register(ctx, api.Register{Name: "w1", Resources: spec.Resources{CPU: 4000, Memory: 4096}, Slots: 2}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := ctrl.Submit(ctx, spec.Job{ID: "j", Queue: "batch", Tasks: []spec.Task{{Name: "t", Run: "true"}}}); err != nil {
 		t.Fatal(err)
 	}
-	return New(ctrl, Options{MaxBodyBytes: 1 << 20, Logger: log}).Handler()
+	return New(ctrl, Options{MaxBodyBytes: 1 << 20, Logger: log}).Handler(), restart
 }
 
 // FuzzAPIDecode sends arbitrary bodies to the routes that decode JSON or
-// YAML (registration, reports, leases, worker state, policies, job
-// submission through a real controller). The API must never answer 500
-// or panic: bad input is a 4xx whose body is a JSON error with a code and
-// a message, and every other answer is valid JSON (or empty, for 204).
+// YAML (registration, reports, leases, heartbeats, worker state, policies,
+// endpoints, throttling, tokens, priority changes, job submission through
+// a real controller). The API must never answer 500 or panic: bad input
+// is a 4xx whose body is a JSON error with a code and a message, and every
+// other answer is valid JSON (or empty, for 204). And whatever it took, a
+// server started again on the same store reads it all back.
 func FuzzAPIDecode(f *testing.F) {
 	seeds := []struct {
 		route int
@@ -94,6 +127,18 @@ func FuzzAPIDecode(f *testing.F) {
 		{5, `{"state": "lost"}`},
 		{6, `{"kind": "fairshare", "fairshare": {"shares": [{"share": "a", "weightFactor": 2}]}}`},
 		{6, `{"kind": "nope"}`},
+		{0, "tasks: [{name: t, run: x, count: 2.7, resources: {memory: 1e30, cpu: .nan, gpus: 1e30}}]\npriority: -1e308\n"},
+		{1, `{"id":"..","tasks":[{"name":"x","count":"many","run":"y","resources":{"memory":"1e30"}}]}`},
+		{2, `{"name": "w3", "resources": {"cpu": 1e30, "memory": "1e30Ti", "gpus": 1e30}, "slots": 2.7, "costPerHour": 1e308}`},
+		{7, `{"type": "serverless", "maxConcurrency": 9223372036854775807, "variants": [{"name": "a", "weight": 1e308}]}`},
+		{7, `{"type": "instance-backed", "instances": 3, "instanceConcurrency": 2}`},
+		{8, `{"capacityTargetPercentage": 1e400, "defaultInstanceConcurrency": 9223372036854775807, "starvationWait": "1e300"}`},
+		{8, `{"capacityTargetPercentage": 0.5, "starvationWait": "2m"}`},
+		{9, `{"role": "admin", "expiresIn": "2562047h"}`},
+		{9, `{"role": "submitter", "queues": ["*"], "shares": ["*"], "expiresIn": "24h"}`},
+		{10, `{"priority": -1e308}`},
+		{10, `{"priority": 7, "urgent": true}`},
+		{11, `{"cache": [{"kind": "model", "name": "m"}, {"kind": 3}]}`},
 	}
 	for _, s := range seeds {
 		f.Add(uint8(s.route), []byte(s.body))
@@ -106,7 +151,7 @@ func FuzzAPIDecode(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, route uint8, body []byte) {
 		rt := fuzzRoutes[int(route)%len(fuzzRoutes)]
-		h := fuzzPlane(t)
+		h, restart := fuzzPlane(t)
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond) // bounds a long poll
 		defer cancel()
 		req := httptest.NewRequestWithContext(ctx, rt.method, rt.path, bytes.NewReader(body))
@@ -134,5 +179,6 @@ func FuzzAPIDecode(f *testing.F) {
 		default:
 			t.Fatalf("unexpected status %d: %s", status, out)
 		}
+		restart() // whatever was accepted reads back
 	})
 }

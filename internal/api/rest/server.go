@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/auth"
@@ -127,9 +128,42 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, 200, map[string]string{"status": "ready"})
 }
 
+// Body limits of the routes that take small documents. However high an
+// operator sets the server's limit (for large job documents and report
+// batches), a priority change or a token request stays a few bytes, and a
+// registration or heartbeat (labels, cache hints, running attempts) a
+// fraction of a MiB. Every other route that reads a body has
+// Options.MaxBodyBytes: job submission, worker reports.
+const (
+	smallBodyBytes  = 64 << 10
+	mediumBodyBytes = 1 << 20
+)
+
+var routeBodyLimits = map[string]int64{
+	"POST /v1/jobs/{id}/priority":       smallBodyBytes,
+	"POST /v1/workers/{name}/state":     smallBodyBytes,
+	"POST /v1/workers/{name}/elastic":   smallBodyBytes,
+	"POST /v1/workers/{name}/lease":     mediumBodyBytes,
+	"POST /v1/workers/{name}/heartbeat": mediumBodyBytes,
+	"POST /v1/workers":                  mediumBodyBytes,
+	"POST /v1/tokens":                   smallBodyBytes,
+	"PUT /v1/queues/{name}/policy":      mediumBodyBytes,
+	"PUT /v1/endpoints/{name}":          mediumBodyBytes,
+	"PUT /v1/throttling":                smallBodyBytes,
+}
+
+// bodyLimit is the size limit of r's body: its route's, or the server's
+// when that is lower or the route has none.
+func (s *Server) bodyLimit(r *http.Request) int64 {
+	if n, ok := routeBodyLimits[r.Pattern]; ok && n < s.opt.MaxBodyBytes {
+		return n
+	}
+	return s.opt.MaxBodyBytes
+}
+
 // body reads a request body within the size limit.
 func (s *Server) body(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opt.MaxBodyBytes))
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.bodyLimit(r)))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -157,16 +191,25 @@ func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, out any) boo
 	dec := json.NewDecoder(strings.NewReader(string(b)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(out); err != nil {
-		s.fail(w, jsonError(err))
+		s.fail(w, jsonError(b, out, err))
 		return false
 	}
 	return true
 }
 
-// jsonError turns encoding/json's errors into field errors.
-func jsonError(err error) error {
+// jsonError turns encoding/json's errors into field errors. encoding/json
+// names a field without its list indices (cache.kind for cache[1].kind),
+// and not at all when a value that decodes itself (a quantity, a
+// duration) refuses; spec.CheckJSON walks the body against out to find the
+// exact path.
+func jsonError(body []byte, out any, err error) error {
 	var te *json.UnmarshalTypeError
 	var se *json.SyntaxError
+	if !errors.As(err, &se) {
+		if list := spec.CheckJSON(body, out); len(list) > 0 {
+			return list
+		}
+	}
 	switch {
 	case errors.As(err, &te):
 		return spec.Errors{{Path: te.Field, Msg: fmt.Sprintf("wrong type: got a JSON %s, want %s", te.Value, te.Type)}}
@@ -531,6 +574,32 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = enc.Encode(v)
 }
 
+// maxErrorMessage bounds the message of an error answer: messages quote
+// what was sent, and a refused 1 MiB value need not come back whole.
+const maxErrorMessage = 4 << 10
+
 func writeError(w http.ResponseWriter, status int, e api.Error) {
+	e.Message = shorten(e.Message)
+	if len(e.Details) > 0 {
+		details := make([]*spec.FieldError, len(e.Details))
+		for i, d := range e.Details {
+			c := *d
+			c.Path, c.Msg = shorten(c.Path), shorten(c.Msg)
+			details[i] = &c
+		}
+		e.Details = details
+	}
+	e.Field = shorten(e.Field)
 	writeJSON(w, status, api.ErrorBody{Error: e})
+}
+
+func shorten(s string) string {
+	if len(s) <= maxErrorMessage {
+		return s
+	}
+	cut := maxErrorMessage
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }

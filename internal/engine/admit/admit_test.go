@@ -615,3 +615,36 @@ func TestMetricsCountDecisions(t *testing.T) {
 		t.Errorf("endpoint stats %+v", es)
 	}
 }
+
+func TestSettingsAndEndpointsBeyondTheirBoundsAreProblems(t *testing.T) {
+	many := make([]model.Endpoint, MaxEndpoints+1)
+	for i := range many {
+		many[i] = model.Endpoint{Name: fmt.Sprintf("e%d", i), Type: model.EndpointHTTP}
+	}
+	variants := make([]model.Variant, MaxVariants+1)
+	for i := range variants {
+		variants[i] = model.Variant{Name: fmt.Sprintf("v%d", i), Weight: 1}
+	}
+	for _, tt := range []struct {
+		name  string
+		cfg   Config
+		field string
+	}{
+		{"too many endpoints", Config{Settings: Defaults(), Endpoints: many}, "endpoints"},
+		{"too many variants", Config{Settings: Defaults(), Endpoints: []model.Endpoint{{Name: "e", Type: model.EndpointHTTP, Variants: variants}}}, "endpoints[0].variants"},
+		{"a capacity past the maximum", Config{Settings: Defaults(), Endpoints: []model.Endpoint{{Name: "e", Type: model.EndpointServerless, MaxConcurrency: MaxConcurrency + 1}}}, "endpoints[0].maxConcurrency"},
+		{"a weight past the maximum", Config{Settings: Defaults(), Endpoints: []model.Endpoint{{Name: "e", Type: model.EndpointHTTP,
+			Variants: []model.Variant{{Name: "a", Weight: MaxWeight * 2}}}}}, "endpoints[0].variants[0].weight"},
+		{"a default concurrency past the maximum", Config{Settings: Settings{DefaultInstanceConcurrency: MaxConcurrency + 1}}, "throttling.defaultInstanceConcurrency"},
+		{"admissions per cycle past the maximum", Config{Settings: Settings{AdmissionsPerCycle: 1 << 62}}, "throttling.admissionsPerCycle"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, p := range tt.cfg.Problems() {
+				if p.Field == tt.field {
+					return
+				}
+			}
+			t.Errorf("no problem names %s: %v", tt.field, tt.cfg.Problems())
+		})
+	}
+}

@@ -37,6 +37,25 @@ const (
 	DefaultStarvationWait = 5 * time.Minute
 )
 
+// Bounds of the settings and endpoint definitions. Capacities and loads are
+// summed over every job of a variant and scaled by the target percentage;
+// these bounds, far beyond any endpoint, keep that arithmetic exact.
+const (
+	// MaxConcurrency bounds every concurrency, instance count, tile
+	// worker count and admissions per cycle.
+	MaxConcurrency = 1_000_000
+	// MaxWeight bounds a variant's weight.
+	MaxWeight = 1_000_000
+	// MaxVariants bounds the variants of one endpoint.
+	MaxVariants = 100
+	// MaxEndpoints bounds the endpoints defined at once: the definitions
+	// changed at run time are stored as one value, rewritten at each
+	// change.
+	MaxEndpoints = 1_000
+	// MaxLoad bounds a job's load, regions and image size.
+	MaxLoad = 1_000_000_000
+)
+
 // Settings are the throttling settings. The zero value disables throttling;
 // start from Defaults.
 type Settings struct {
@@ -106,6 +125,10 @@ func (p Problem) Error() string { return p.Field + ": " + p.Msg }
 // one pass.
 func (c Config) Problems() []Problem {
 	out := c.Settings.problems()
+	if len(c.Endpoints) > MaxEndpoints {
+		out = append(out, Problem{"endpoints", fmt.Sprintf("has %d entries, more than %d", len(c.Endpoints), MaxEndpoints)})
+		return out
+	}
 	seen := map[string]int{}
 	for i, ep := range c.Endpoints {
 		path := fmt.Sprintf("endpoints[%d]", i)
@@ -134,22 +157,34 @@ func (s Settings) problems() []Problem {
 	if p := s.CapacityTargetPercentage; math.IsNaN(p) || p < 0 || p > MaxCapacityTargetPercentage {
 		add("capacityTargetPercentage", "must be between 0.0 and %.1f (got %g)", MaxCapacityTargetPercentage, p)
 	}
-	if s.DefaultInstanceConcurrency < 0 {
-		add("defaultInstanceConcurrency", "must not be negative (got %d)", s.DefaultInstanceConcurrency)
-	}
-	if s.DefaultHTTPEndpointConcurrency < 0 {
-		add("defaultHttpEndpointConcurrency", "must not be negative (got %d)", s.DefaultHTTPEndpointConcurrency)
-	}
-	if s.TileWorkersPerInstance < 0 {
-		add("tileWorkersPerInstance", "must not be negative (got %d)", s.TileWorkersPerInstance)
+	for _, f := range []struct {
+		name string
+		v    int
+	}{
+		{"defaultInstanceConcurrency", s.DefaultInstanceConcurrency},
+		{"defaultHttpEndpointConcurrency", s.DefaultHTTPEndpointConcurrency},
+		{"tileWorkersPerInstance", s.TileWorkersPerInstance},
+		{"admissionsPerCycle", s.AdmissionsPerCycle},
+	} {
+		if msg := outOfRange(f.v, MaxConcurrency); msg != "" {
+			add(f.name, "%s", msg)
+		}
 	}
 	if s.StarvationWait < 0 {
 		add("starvationWait", "must not be negative (got %s)", s.StarvationWait)
 	}
-	if s.AdmissionsPerCycle < 0 {
-		add("admissionsPerCycle", "must not be negative (got %d)", s.AdmissionsPerCycle)
-	}
 	return out
+}
+
+// outOfRange says why n is not between 0 and max, or "".
+func outOfRange(n, max int) string {
+	switch {
+	case n < 0:
+		return fmt.Sprintf("must not be negative (got %d)", n)
+	case n > max:
+		return fmt.Sprintf("must be at most %d (got %d)", max, n)
+	}
+	return ""
 }
 
 // MaxNameLen bounds names; see model.ValidName.
@@ -163,7 +198,7 @@ func endpointProblems(path string, ep model.Endpoint) []Problem {
 		out = append(out, Problem{path + "." + f, fmt.Sprintf(format, args...)})
 	}
 	if !validName(ep.Name) {
-		add("name", "%q is not a valid name: use letters, digits, '-', '_' and '.', at most %d characters", ep.Name, MaxNameLen)
+		add("name", "%.40q is not a valid name: %s", ep.Name, model.NameRule)
 	}
 	switch ep.Type {
 	case model.EndpointServerless, model.EndpointInstanceBacked, model.EndpointHTTP:
@@ -182,21 +217,25 @@ func endpointProblems(path string, ep model.Endpoint) []Problem {
 	if ep.Instances != 0 {
 		add("instances", "set it per variant when the endpoint lists variants")
 	}
-	if ep.InstanceConcurrency < 0 {
-		add("instanceConcurrency", "must not be negative (got %d)", ep.InstanceConcurrency)
+	if msg := outOfRange(ep.InstanceConcurrency, MaxConcurrency); msg != "" {
+		add("instanceConcurrency", "%s", msg)
+	}
+	if len(ep.Variants) > MaxVariants {
+		add("variants", "has %d entries, more than %d", len(ep.Variants), MaxVariants)
+		return out
 	}
 	seen := map[string]int{}
 	total := 0.0
 	for i, v := range ep.Variants {
 		vp := fmt.Sprintf("%s.variants[%d]", path, i)
 		if !validName(v.Name) {
-			out = append(out, Problem{vp + ".name", fmt.Sprintf("%q is not a valid name: use letters, digits, '-', '_' and '.', at most %d characters", v.Name, MaxNameLen)})
+			out = append(out, Problem{vp + ".name", fmt.Sprintf("%.40q is not a valid name: %s", v.Name, model.NameRule)})
 		} else if prev, dup := seen[v.Name]; dup {
 			out = append(out, Problem{vp + ".name", fmt.Sprintf("variant %q is already defined at variants[%d]", v.Name, prev)})
 		}
 		seen[v.Name] = i
-		if math.IsNaN(v.Weight) || math.IsInf(v.Weight, 0) || v.Weight < 0 {
-			out = append(out, Problem{vp + ".weight", fmt.Sprintf("must be a number of at least 0 (got %g)", v.Weight)})
+		if math.IsNaN(v.Weight) || math.IsInf(v.Weight, 0) || v.Weight < 0 || v.Weight > MaxWeight {
+			out = append(out, Problem{vp + ".weight", fmt.Sprintf("must be a number from 0 to %d (got %g)", MaxWeight, v.Weight)})
 		} else {
 			total += v.Weight
 		}
@@ -213,14 +252,13 @@ func capacityProblems(path string, t model.EndpointType, maxConc, instances, ins
 	add := func(f, format string, args ...any) {
 		out = append(out, Problem{path + "." + f, fmt.Sprintf(format, args...)})
 	}
-	if maxConc < 0 {
-		add("maxConcurrency", "must not be negative (got %d)", maxConc)
-	}
-	if instances < 0 {
-		add("instances", "must not be negative (got %d)", instances)
-	}
-	if instConc < 0 {
-		add("instanceConcurrency", "must not be negative (got %d)", instConc)
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"maxConcurrency", maxConc}, {"instances", instances}, {"instanceConcurrency", instConc}} {
+		if msg := outOfRange(f.v, MaxConcurrency); msg != "" {
+			add(f.name, "%s", msg)
+		}
 	}
 	switch t {
 	case model.EndpointServerless:
