@@ -27,11 +27,15 @@ import (
 // Defaults of Config's zero fields.
 const (
 	DefaultOutputTailBytes = 64 << 10
-	DefaultGrace           = 10 * time.Second
-	DefaultHeartbeatEvery  = 5 * time.Second
-	DefaultLeaseWait       = 30 * time.Second
-	DefaultBackoffMin      = 500 * time.Millisecond
-	DefaultBackoffMax      = 30 * time.Second
+	// MaxOutputTailBytes is the most output a report carries: the server
+	// keeps the last 1 MiB of an attempt's output, so more would only
+	// travel to be cut.
+	MaxOutputTailBytes    = 1 << 20
+	DefaultGrace          = 10 * time.Second
+	DefaultHeartbeatEvery = 5 * time.Second
+	DefaultLeaseWait      = 30 * time.Second
+	DefaultBackoffMin     = 500 * time.Millisecond
+	DefaultBackoffMax     = 30 * time.Second
 )
 
 // requestTimeout bounds the agent's short requests (register, heartbeat,
@@ -163,6 +167,10 @@ func New(cfg Config) (*Agent, error) {
 		if f.bad {
 			return nil, fmt.Errorf("agent: %s: must not be negative", f.name)
 		}
+	}
+	if cfg.OutputTailBytes > MaxOutputTailBytes {
+		return nil, fmt.Errorf("agent: outputTailBytes: must be at most %d (the server keeps the last 1 MiB of an output), got %d",
+			MaxOutputTailBytes, cfg.OutputTailBytes)
 	}
 	def := func(v *time.Duration, d time.Duration) {
 		if *v == 0 {

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -158,5 +159,42 @@ func TestReporterFlushGivesUpWithItsContext(t *testing.T) {
 	err := r.flush(ctx)
 	if err == nil || !strings.Contains(err.Error(), "1 report(s) not delivered") || r.len() != 1 {
 		t.Errorf("flush = %v with %d left; want the report kept", err, r.len())
+	}
+}
+
+// Reports with large output tails go in several requests, each under the
+// server's default body limit, instead of one request the server refuses
+// with 413 (which the reporter would take for a rejection).
+func TestReporterKeepsEachBatchUnderTheBodyLimit(t *testing.T) {
+	const serverMaxBody = 8 << 20 // server.maxBody's default
+	var sizes []int
+	delivered := 0
+	send := func(_ context.Context, b []api.Report) error {
+		body, err := json.Marshal(b)
+		if err != nil {
+			return err
+		}
+		sizes = append(sizes, len(body))
+		if len(body) > serverMaxBody {
+			return fmt.Errorf("%w: 413 body too large", errRejected)
+		}
+		delivered += len(b)
+		return nil
+	}
+	r := newReporter(send, backoff{min: time.Millisecond, max: time.Millisecond}, slog.New(slog.DiscardHandler))
+	tail := strings.Repeat("x", MaxOutputTailBytes)
+	for i := range 20 {
+		r.add(api.Report{Attempt: api.Attempt{Job: "j", Task: fmt.Sprint("t", i), Attempt: 1}, Output: tail})
+	}
+	if err := r.flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if delivered != 20 {
+		t.Errorf("delivered %d of 20 reports (request sizes %v)", delivered, sizes)
+	}
+	for _, n := range sizes {
+		if n > serverMaxBody {
+			t.Errorf("a request of %d bytes, above the server's body limit of %d", n, serverMaxBody)
+		}
 	}
 }

@@ -13,6 +13,12 @@ import (
 // maxReportBatch bounds one POST of reports (each may carry an output tail).
 const maxReportBatch = 64
 
+// maxReportBatchBytes bounds the outputs, results and errors of one POST of
+// reports, well under the server's default body limit (8 MiB): a batch the
+// server refused with 413 would be sent again report by report, each alone
+// at most MaxOutputTailBytes of output and the result's 64 KiB.
+const maxReportBatchBytes = 4 << 20
+
 // reporter delivers finished attempts to the server. Reports queue up and
 // go in one request; while a request is out (or waits to be retried) new
 // ones join the queue and leave with the next. A report leaves the queue
@@ -62,11 +68,23 @@ func (r *reporter) len() int {
 func (r *reporter) take() []api.Report {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	n := min(len(r.pending), maxReportBatch)
+	n, size := 0, 0
+	for n < len(r.pending) && n < maxReportBatch {
+		size += reportBytes(r.pending[n])
+		if n > 0 && size > maxReportBatchBytes {
+			break
+		}
+		n++
+	}
 	b := append([]api.Report(nil), r.pending[:n]...)
 	r.pending = r.pending[n:]
 	r.inflight = b
 	return b
+}
+
+// reportBytes is the part of a report's size that grows with the task.
+func reportBytes(rep api.Report) int {
+	return len(rep.Output) + len(rep.Result) + len(rep.Error)
 }
 
 // putBack returns an undelivered batch to the front of the queue, so
