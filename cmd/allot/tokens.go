@@ -142,6 +142,9 @@ func listTokens(cmd *cobra.Command, f *clientFlags) error {
 			if t.Revoked != nil {
 				state = "revoked " + t.Revoked.Format(time.RFC3339)
 			}
+			if t.Unreadable != "" {
+				state = "unreadable (" + t.Unreadable + ")"
+			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Role, t.Name, scope(t), t.Created.Format(time.RFC3339), expires, state)
 		}
 		return tw.Flush()

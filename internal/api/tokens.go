@@ -28,6 +28,9 @@ type Token struct {
 	Created     time.Time  `json:"created"`
 	Expires     *time.Time `json:"expires,omitempty"`
 	Revoked     *time.Time `json:"revoked,omitempty"`
+	// Unreadable says why the token's stored record could not be read
+	// back; such a token authorises nothing. Revoke it and make another.
+	Unreadable string `json:"unreadable,omitempty"`
 }
 
 // CreateToken is the body of POST /v1/tokens.

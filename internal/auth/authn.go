@@ -22,6 +22,10 @@ var (
 	ErrUnknown   = fmt.Errorf("%w: unknown token", ErrUnauthenticated)
 	ErrRevoked   = fmt.Errorf("%w: the token was revoked", ErrUnauthenticated)
 	ErrExpired   = fmt.Errorf("%w: the token expired", ErrUnauthenticated)
+	// ErrUnreadable is a token whose stored row could not be read back
+	// (store.Token.Unreadable): it authorises nothing until an admin
+	// replaces it.
+	ErrUnreadable = fmt.Errorf("%w: the token's stored record is damaged; ask an admin for a new token", ErrUnauthenticated)
 )
 
 // TokenReader finds a token by the hash of its secret; store.Store is one.
@@ -83,6 +87,8 @@ func (a *Authenticator) Authenticate(ctx context.Context, header string) (Princi
 	}
 	now := a.clock()
 	switch {
+	case tok.Unreadable != "":
+		return Principal{}, fmt.Errorf("%w (%s)", ErrUnreadable, tok.ID)
 	case !tok.Revoked.IsZero():
 		return Principal{}, fmt.Errorf("%w (%s, at %s)", ErrRevoked, tok.ID, tok.Revoked.Format(time.RFC3339))
 	case !tok.Expires.IsZero() && !now.Before(tok.Expires):

@@ -196,7 +196,8 @@ func tidy(items []string) []string {
 	return slices.Compact(out)
 }
 
-// Active reports whether t may be used at now: not revoked, not expired.
+// Active reports whether t may be used at now: readable, not revoked, not
+// expired.
 func Active(t store.Token, now time.Time) bool {
-	return t.Revoked.IsZero() && (t.Expires.IsZero() || now.Before(t.Expires))
+	return t.Unreadable == "" && t.Revoked.IsZero() && (t.Expires.IsZero() || now.Before(t.Expires))
 }

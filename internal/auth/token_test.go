@@ -160,6 +160,7 @@ func TestAuthenticateRefusesEveryBadToken(t *testing.T) {
 	revoked := m.add(t, Spec{Role: Admin}, func(tok *store.Token) { tok.Revoked = t0.Add(time.Minute) })
 	expired := m.add(t, Spec{Role: Admin, ExpiresIn: time.Hour}, nil)
 	notYet := m.add(t, Spec{Role: Worker, Workers: []string{"w"}, ExpiresIn: 3 * time.Hour}, nil)
+	unreadable := m.add(t, Spec{Role: Admin}, func(tok *store.Token) { tok.Unreadable = "scope: invalid JSON" })
 	now := t0.Add(2 * time.Hour)
 	a := NewAuthenticator(m, func() time.Time { return now }, -1)
 	cases := []struct {
@@ -178,6 +179,7 @@ func TestAuthenticateRefusesEveryBadToken(t *testing.T) {
 		{"unknown", "Bearer " + NewSecret(), ErrUnknown},
 		{"revoked", "Bearer " + revoked, ErrRevoked},
 		{"expired", "Bearer " + expired, ErrExpired},
+		{"stored row unreadable", "Bearer " + unreadable, ErrUnreadable},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

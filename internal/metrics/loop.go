@@ -72,7 +72,7 @@ func (l *loop) init(reg prometheus.Registerer) {
 	l.refused = f.counterVec("reports_refused_total",
 		"Worker reports refused without being applied, by reason code: secret_mismatch (the report lacked its attempt's secret: a forgery or a broken agent).", "reason")
 	l.quarantined = f.counterVec("store_rows_quarantined_total",
-		"Stored rows that could not be read back at a start and were set aside, by kind: job (failed), worker (dropped), setting (the configured value applies).", "kind")
+		"Stored rows that could not be read back at a start and were set aside, by kind: job (failed), worker (dropped), setting (the configured value applies), token (authorises nothing).", "kind")
 
 	// The common label values start at zero, so that rate() and
 	// dashboards see a series before the first occurrence.
@@ -90,7 +90,7 @@ func (l *loop) init(reg prometheus.Registerer) {
 	for _, s := range []model.TaskState{model.TaskSucceeded, model.TaskFailed, model.TaskCancelled} {
 		l.jobsEnded.WithLabelValues(string(s))
 	}
-	for _, k := range []string{control.QuarantinedJob, control.QuarantinedWorker, control.QuarantinedSetting} {
+	for _, k := range []string{control.QuarantinedJob, control.QuarantinedWorker, control.QuarantinedSetting, QuarantinedToken} {
 		l.quarantined.WithLabelValues(k)
 	}
 
@@ -156,6 +156,17 @@ func (l *loop) Commit(events []store.Event, took time.Duration, err error) {
 			l.quarantined.WithLabelValues(reasonOr(e.Reason, "unknown")).Inc()
 		}
 	}
+}
+
+// QuarantinedToken is the kind of quarantined row for an API token whose
+// stored record could not be read back (store.Token.Unreadable). Tokens are
+// read by the server's authentication, not the loop, so the server counts
+// them with TokensUnreadable at start.
+const QuarantinedToken = "token"
+
+// TokensUnreadable counts n tokens found unreadable at a start.
+func (l *loop) TokensUnreadable(n int) {
+	l.quarantined.WithLabelValues(QuarantinedToken).Add(float64(n))
 }
 
 func reasonOr(code, fallback string) string {

@@ -132,6 +132,12 @@ type Token struct {
 	Created time.Time   `json:"created"`
 	Expires time.Time   `json:"expires,omitempty"` // zero: never
 	Revoked time.Time   `json:"revoked,omitempty"` // zero: not revoked
+	// Unreadable says why a stored token's row could not be read back
+	// (its scope or limits); empty for a sound row. Such a token is
+	// listed, so that a damaged row neither stops a start nor makes the
+	// store look empty to the first admin token's bootstrap, but it has no
+	// scope and authorises nothing. Never written.
+	Unreadable string `json:"-"`
 }
 
 // TokenLimits are what a submitter token lets its jobs ask of the

@@ -102,7 +102,8 @@ func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) {
 
 // tokenView is a token as the API shows it: everything but the hash.
 func tokenView(t store.Token) api.Token {
-	out := api.Token{ID: t.ID, Name: t.Name, Role: t.Role, Queues: t.Queues, Shares: t.Shares, Workers: t.Workers, Created: t.Created}
+	out := api.Token{ID: t.ID, Name: t.Name, Role: t.Role, Queues: t.Queues, Shares: t.Shares, Workers: t.Workers, Created: t.Created,
+		Unreadable: t.Unreadable}
 	if t.Role == string(auth.Submitter) {
 		l := t.Limits
 		maxPriority := l.MaxPriority

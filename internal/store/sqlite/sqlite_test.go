@@ -494,3 +494,34 @@ func TestCommitRefusedRowNamesIt(t *testing.T) {
 		})
 	}
 }
+
+// A token row whose scope or limits cannot be read back does not stop the
+// listing (and with it the server's start): it is listed, marked
+// unreadable, with no scope, so that it authorises nothing.
+func TestUnreadableTokenRowIsListedNotFatal(t *testing.T) {
+	s := openFile(t, tempPath(t))
+	ctx := t.Context()
+	good := store.Token{ID: "tok-good", Hash: []byte{1}, Role: "admin", Created: time.Unix(1, 0)}
+	bad := store.Token{ID: "tok-bad", Hash: []byte{2}, Role: "submitter", Queues: []string{"q"}, Created: time.Unix(2, 0)}
+	for _, tok := range []store.Token{good, bad} {
+		if err := s.PutToken(ctx, tok); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, col := range []string{"shares", "limits"} {
+		if _, err := s.writer.ExecContext(ctx, `UPDATE tokens SET `+col+` = ? WHERE id = 'tok-bad'`, []byte("{not json")); err != nil {
+			t.Fatal(err)
+		}
+		toks, err := s.Tokens(ctx)
+		if err != nil {
+			t.Fatalf("%s: Tokens = %v, want the list", col, err)
+		}
+		if len(toks) != 2 || toks[0].Unreadable != "" || toks[1].Unreadable == "" || toks[1].Queues != nil {
+			t.Fatalf("%s: tokens %+v, want tok-bad marked unreadable without scope", col, toks)
+		}
+		byHash, err := s.TokenByHash(ctx, []byte{2})
+		if err != nil || byHash.Unreadable == "" {
+			t.Fatalf("%s: TokenByHash = %+v, %v; want it marked unreadable", col, byHash, err)
+		}
+	}
+}
