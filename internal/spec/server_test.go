@@ -16,6 +16,11 @@ func TestServerConfigChecksItsSettingsNamingTheField(t *testing.T) {
 		{"a URL without a host", "server:\n  inputs:\n    allow: [\"https:///x\"]\n", "server.inputs.allow[0]"},
 		{"an unsupported scheme", "server:\n  inputs:\n    allow: [\"s3://bucket\"]\n", "server.inputs.allow[0]"},
 		{"a negative duration", "server:\n  stopGrace: -1s\n", "server.stopGrace"},
+		{"a negative connection limit", "server:\n  limits:\n    maxConnectionsPerAddress: -1\n", "line 3: server.limits.maxConnectionsPerAddress"},
+		{"a negative body rate", "server:\n  limits:\n    minBodyRate: -5\n", "server.limits.minBodyRate"},
+		{"a reserve as large as the limit", "server:\n  limits:\n    maxConnections: 10\n    reservedConnections: 10\n", "server.limits.reservedConnections"},
+		{"an unknown limit", "server:\n  limits:\n    maxConns: 10\n", "server.limits.maxConns"},
+		{"a limit that is not a number", "server:\n  limits:\n    maxConnections: many\n", "server.limits.maxConnections"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
