@@ -1,0 +1,345 @@
+package netlimit
+
+import (
+	"bufio"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestResolveSizesTheDefaultsFromTheFileLimit(t *testing.T) {
+	cases := []struct {
+		name      string
+		set       Limits
+		fileLimit uint64
+		want      Limits
+		notes     int
+	}{
+		{"the usual soft limit", Limits{}, 1024, Limits{Max: 896, Reserved: 56, PerAddress: 105}, 0},
+		{"a large limit stops at the default maximum", Limits{}, 1 << 20, Limits{Max: DefaultMax, Reserved: 256, PerAddress: 512}, 0},
+		{"an unknown limit counts as 1024", Limits{}, 0, Limits{Max: 896, Reserved: 56, PerAddress: 105}, 0},
+		{"a tiny limit keeps half for connections", Limits{}, 160, Limits{Max: 80, Reserved: 5, PerAddress: 16}, 0},
+		{"what is set is kept", Limits{Max: 100, Reserved: 10, PerAddress: 3}, 1024, Limits{Max: 100, Reserved: 10, PerAddress: 3}, 0},
+		{"a maximum over the budget is brought within it", Limits{Max: 5000}, 1024, Limits{Max: 896, Reserved: 56, PerAddress: 105}, 1},
+		{"a reserve as large as the maximum is halved", Limits{Max: 10, Reserved: 10}, 1024, Limits{Max: 10, Reserved: 5, PerAddress: 5}, 1},
+		{"a small maximum: per address never exceeds the general pool", Limits{Max: 8}, 1024, Limits{Max: 8, Reserved: 1, PerAddress: 7}, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, notes := tc.set.Resolve(tc.fileLimit)
+			if got != tc.want || len(notes) != tc.notes {
+				t.Errorf("Resolve(%d) = %+v, notes %q; want %+v and %d notes", tc.fileLimit, got, notes, tc.want, tc.notes)
+			}
+			if got.Max > Budget(tc.fileLimit) {
+				t.Errorf("Max %d over the budget %d", got.Max, Budget(tc.fileLimit))
+			}
+		})
+	}
+}
+
+func TestAddressKeyGroupsAnIPv6ClientByItsPrefix(t *testing.T) {
+	cases := []struct{ addr, want string }{
+		{"192.0.2.7:5000", "192.0.2.7"},
+		{"[::ffff:192.0.2.7]:5000", "192.0.2.7"},
+		{"[2001:db8:1:2:aaaa::1]:5000", "2001:db8:1:2::/64"},
+		{"[2001:db8:1:2:bbbb::9]:6000", "2001:db8:1:2::/64"},
+		{"[2001:db8:1:3::1]:5000", "2001:db8:1:3::/64"},
+	}
+	for _, tc := range cases {
+		a, err := net.ResolveTCPAddr("tcp", tc.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := AddressKey(a); got != tc.want {
+			t.Errorf("AddressKey(%s) = %q, want %q", tc.addr, got, tc.want)
+		}
+	}
+}
+
+// counts is an Observer for tests.
+type counts struct {
+	mu      sync.Mutex
+	refused map[string]int
+	shed    map[string]int
+}
+
+func newCounts() *counts { return &counts{refused: map[string]int{}, shed: map[string]int{}} }
+
+func (c *counts) ConnectionRefused(limit string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.refused[limit]++
+}
+
+func (c *counts) ConnectionShed(limit string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.shed[limit]++
+}
+
+func (c *counts) get(m map[string]int, limit string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return m[limit]
+}
+
+// harness is an HTTP server behind a Listener: GET /hold answers once the
+// test releases it (a busy connection); GET /pool names the connection's
+// pool.
+type harness struct {
+	t       *testing.T
+	ln      *Listener
+	addr    string
+	release chan struct{}
+	obs     *counts
+	tlsConf *tls.Config
+}
+
+func newHarness(t *testing.T, lim Limits, tlsConf *tls.Config) *harness {
+	t.Helper()
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, release: make(chan struct{}), obs: newCounts(), tlsConf: tlsConf}
+	h.ln = Wrap(inner, lim, Options{Observer: h.obs, TLS: tlsConf})
+	h.addr = inner.Addr().String()
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /hold", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-h.release:
+		case <-r.Context().Done():
+		}
+	})
+	mux.HandleFunc("GET /pool", func(w http.ResponseWriter, r *http.Request) {
+		if Reserved(r.Context()) {
+			_, _ = io.WriteString(w, "reserve")
+			return
+		}
+		_, _ = io.WriteString(w, "general")
+	})
+	hs := &http.Server{Handler: mux, ConnState: h.ln.ConnState, ConnContext: ConnContext, ReadHeaderTimeout: 5 * time.Second}
+	var ln net.Listener = h.ln
+	if tlsConf != nil {
+		ln = tls.NewListener(ln, tlsConf)
+	}
+	go func() { _ = hs.Serve(ln) }()
+	t.Cleanup(func() {
+		close(h.release)
+		_ = hs.Close()
+	})
+	return h
+}
+
+// dial opens a connection that sends nothing yet.
+func (h *harness) dial() net.Conn {
+	h.t.Helper()
+	c, err := net.DialTimeout("tcp", h.addr, 2*time.Second)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if h.tlsConf != nil {
+		c = tls.Client(c, &tls.Config{InsecureSkipVerify: true})
+	}
+	h.t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// busy opens a connection with a request the server holds.
+func (h *harness) busy() net.Conn {
+	h.t.Helper()
+	c := h.dial()
+	if _, err := io.WriteString(c, "GET /hold HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		h.t.Fatal(err)
+	}
+	h.settle()
+	return c
+}
+
+// get sends a request on c and reads the answer.
+func (h *harness) get(c net.Conn, path string) (*http.Response, string) {
+	h.t.Helper()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	defer c.SetDeadline(time.Time{})
+	if _, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		h.t.Fatalf("GET %s: %v", path, err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		h.t.Fatalf("GET %s: %v", path, err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(b)
+}
+
+// settle waits for the server to take in what was sent: the listener's
+// counts and states change on the server's goroutines.
+func (h *harness) settle() { time.Sleep(30 * time.Millisecond) }
+
+// closed reports whether the server closed c (within a short wait).
+func closed(c net.Conn) bool {
+	_ = c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	defer c.SetReadDeadline(time.Time{})
+	_, err := c.Read(make([]byte, 1))
+	ne, ok := err.(net.Error)
+	return err != nil && !(ok && ne.Timeout())
+}
+
+// wantOverloaded checks that c was answered 503 overloaded with
+// Retry-After, and closed.
+func wantOverloaded(t *testing.T, c net.Conn, limit string) {
+	t.Helper()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	_, _ = io.WriteString(c, "GET /pool HTTP/1.1\r\nHost: x\r\n\r\n")
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("%s: no answer: %v", limit, err)
+	}
+	var body struct {
+		Error struct{ Code, Message string }
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatalf("%s: body: %v", limit, err)
+	}
+	if resp.StatusCode != 503 || body.Error.Code != CodeOverloaded || resp.Header.Get("Retry-After") != "2" || !resp.Close {
+		t.Errorf("%s: %s %+v Retry-After %q close %v; want 503 overloaded, Retry-After 2, close", limit, resp.Status, body.Error,
+			resp.Header.Get("Retry-After"), resp.Close)
+	}
+	if _, err := io.Copy(io.Discard, br); err != nil {
+		t.Errorf("%s: the refused connection ended with %v, want a clean close", limit, err)
+	}
+}
+
+func TestPerAddressLimitShedsIdleConnectionsFirstThenRefuses(t *testing.T) {
+	h := newHarness(t, Limits{Max: 100, PerAddress: 3, Reserved: 1}, nil)
+	quiet := h.dial() // sent nothing: the oldest idle
+	h.settle()
+	kept := h.dial()
+	if _, body := h.get(kept, "/pool"); body != "general" {
+		t.Fatalf("pool %q", body)
+	}
+	busy := h.busy()
+	newer := h.dial() // the address is full: the quiet one goes
+	h.settle()
+	if !closed(quiet) {
+		t.Error("the oldest idle connection was not shed for a new one from its address")
+	}
+	if closed(kept) || closed(busy) {
+		t.Error("a newer or busy connection was shed")
+	}
+	if _, body := h.get(newer, "/pool"); body != "general" {
+		t.Errorf("the new connection: %q", body)
+	}
+	// Every connection of the address busy: the next is refused.
+	_, _ = io.WriteString(kept, "GET /hold HTTP/1.1\r\nHost: x\r\n\r\n")
+	_, _ = io.WriteString(newer, "GET /hold HTTP/1.1\r\nHost: x\r\n\r\n")
+	h.settle()
+	wantOverloaded(t, h.dial(), LimitPerAddress)
+	if got := h.obs.get(h.obs.shed, LimitPerAddress); got < 1 {
+		t.Errorf("shed per address: %d", got)
+	}
+	if got := h.obs.get(h.obs.refused, LimitPerAddress); got != 1 {
+		t.Errorf("refused per address: %d, want 1", got)
+	}
+}
+
+func TestTotalLimitShedsIdleThenUsesTheReserveThenRefuses(t *testing.T) {
+	h := newHarness(t, Limits{Max: 4, PerAddress: 100, Reserved: 2}, nil)
+	idle := h.dial()
+	if _, body := h.get(idle, "/pool"); body != "general" { // answered, now idle between requests
+		t.Fatalf("pool %q", body)
+	}
+	h.busy()
+	// The general pool (2) is full, one of them idle: it is shed, and the
+	// new connection is general.
+	c := h.dial()
+	h.settle()
+	if !closed(idle) {
+		t.Error("the idle keep-alive connection was not shed")
+	}
+	if _, body := h.get(c, "/pool"); body != "general" {
+		t.Errorf("the connection that replaced the idle one: %q, want general", body)
+	}
+	_, _ = io.WriteString(c, "GET /hold HTTP/1.1\r\nHost: x\r\n\r\n")
+	h.settle()
+	// Both general connections busy: the next two go to the reserve.
+	for range 2 {
+		r := h.dial()
+		if _, body := h.get(r, "/pool"); body != "reserve" {
+			t.Errorf("with the general pool busy: %q, want reserve", body)
+		}
+		_, _ = io.WriteString(r, "GET /hold HTTP/1.1\r\nHost: x\r\n\r\n")
+		h.settle()
+	}
+	if s := h.ln.Stats(); s != (Stats{General: 2, Reserved: 2}) {
+		t.Errorf("stats %+v", s)
+	}
+	// Everything busy: refused at once, with an answer.
+	start := time.Now()
+	wantOverloaded(t, h.dial(), LimitTotal)
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("the refusal took %s", took)
+	}
+	if got := h.obs.get(h.obs.refused, LimitTotal); got != 1 {
+		t.Errorf("refused total: %d", got)
+	}
+	if got := h.obs.get(h.obs.shed, LimitTotal); got != 1 {
+		t.Errorf("shed total: %d", got)
+	}
+}
+
+func TestClosedConnectionsLeaveTheCounts(t *testing.T) {
+	h := newHarness(t, Limits{Max: 10, PerAddress: 10, Reserved: 2}, nil)
+	var cs []net.Conn
+	for range 5 {
+		c := h.dial()
+		h.get(c, "/pool")
+		cs = append(cs, c)
+	}
+	if s := h.ln.Stats(); s.General != 5 {
+		t.Fatalf("stats %+v, want 5 general", s)
+	}
+	for _, c := range cs {
+		c.Close()
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for h.ln.Stats() != (Stats{}) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if s := h.ln.Stats(); s != (Stats{}) {
+		t.Errorf("stats after every client closed: %+v", s)
+	}
+}
+
+func TestRefusalOverTLSIsReadable(t *testing.T) {
+	h := newHarness(t, Limits{Max: 2, PerAddress: 1, Reserved: 1}, selfSigned(t))
+	h.busy()
+	wantOverloaded(t, h.dial(), LimitPerAddress)
+}
+
+func selfSigned(t *testing.T) *tls.Config {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}, MinVersion: tls.VersionTLS12}
+}
