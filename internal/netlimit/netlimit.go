@@ -5,9 +5,10 @@
 // checks and the worker protocol; the HTTP layer decides which, with
 // Reserved and RefuseReserved).
 //
-// When a pool is full, an idle keep-alive connection (or one that has sent
-// nothing yet) is closed to make room, the oldest first, as nginx does: a
-// client that opened it dials again when it needs it. Only when nothing
+// When a pool is full, an idle keep-alive connection is closed to make
+// room, the oldest first, as nginx does: a client that opened it dials
+// again when it needs it. So is a connection that has sent nothing for a
+// second since it was accepted (a client sends its request at once). Only when nothing
 // can be shed is the new connection refused, and a refusal is an answer,
 // never a silence: a 503 with the JSON error code "overloaded" and
 // Retry-After, written by the listener before the request is read, so
@@ -115,10 +116,12 @@ type Listener struct {
 	obs Observer
 	tls *tls.Config
 
-	mu    sync.Mutex
-	open  [2]int // by Pool
-	idle  [2]idleList
-	addrs map[string]*address
+	mu     sync.Mutex
+	open   [2]int      // by Pool
+	idle   [2]connList // by Pool: keep-alive connections between requests
+	silent [2]connList // by Pool: accepted, nothing read yet
+	addrs  map[string]*address
+	grace  time.Duration
 
 	refusing chan struct{}
 }
@@ -135,11 +138,22 @@ type Options struct {
 	// TLS is the configuration of a TLS listener wrapped around this one:
 	// refusals are written through it.
 	TLS *tls.Config
+	// SilentGrace is how long a new connection may send nothing before it
+	// may be shed; 0 means DefaultSilentGrace.
+	SilentGrace time.Duration
 }
+
+// DefaultSilentGrace is how long a new connection may send nothing before
+// it may be shed: clients send their request (or TLS hello) at once, and a
+// connection accepted a moment ago is no idle one.
+const DefaultSilentGrace = time.Second
 
 // Wrap returns a Listener that enforces lim on the connections of inner.
 func Wrap(inner net.Listener, lim Limits, opt Options) *Listener {
-	return &Listener{Listener: inner, lim: lim, obs: opt.Observer, tls: opt.TLS,
+	if opt.SilentGrace <= 0 {
+		opt.SilentGrace = DefaultSilentGrace
+	}
+	return &Listener{Listener: inner, lim: lim, obs: opt.Observer, tls: opt.TLS, grace: opt.SilentGrace,
 		addrs: map[string]*address{}, refusing: make(chan struct{}, maxRefusing)}
 }
 
@@ -177,11 +191,12 @@ func (l *Listener) Accept() (net.Conn, error) {
 // that refuses it.
 func (l *Listener) admit(raw net.Conn) (c *Conn, shed []*Conn, refused string) {
 	key := AddressKey(raw.RemoteAddr())
+	now := time.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	a := l.addrs[key]
 	if l.lim.PerAddress > 0 && a != nil && len(a.conns) >= l.lim.PerAddress {
-		v := a.oldestIdle()
+		v := l.sheddableLocked(a.all(), now)
 		if v == nil {
 			l.observeRefused(LimitPerAddress)
 			return nil, nil, LimitPerAddress
@@ -190,7 +205,7 @@ func (l *Listener) admit(raw net.Conn) (c *Conn, shed []*Conn, refused string) {
 		shed = append(shed, v)
 		l.observeShed(LimitPerAddress)
 	}
-	pool, ok := l.poolLocked(&shed)
+	pool, ok := l.poolLocked(&shed, now)
 	if !ok {
 		l.observeRefused(LimitTotal)
 		return nil, shed, LimitTotal
@@ -202,7 +217,7 @@ func (l *Listener) admit(raw net.Conn) (c *Conn, shed []*Conn, refused string) {
 	c = &Conn{Conn: raw, l: l, key: key, pool: pool}
 	a.conns[c] = struct{}{}
 	l.open[pool]++
-	l.idle[pool].pushBack(c, time.Now()) // nothing read yet: it may be shed
+	l.silent[pool].pushBack(c, now)
 	return c, shed, ""
 }
 
@@ -210,7 +225,7 @@ func (l *Listener) admit(raw net.Conn) (c *Conn, shed []*Conn, refused string) {
 // it has room, or room made by shedding its oldest idle connection; else
 // the reserve, the same way. It reports false when both are full of busy
 // connections.
-func (l *Listener) poolLocked(shed *[]*Conn) (Pool, bool) {
+func (l *Listener) poolLocked(shed *[]*Conn, now time.Time) (Pool, bool) {
 	if l.lim.Max <= 0 {
 		return General, true
 	}
@@ -220,7 +235,7 @@ func (l *Listener) poolLocked(shed *[]*Conn) (Pool, bool) {
 		if l.open[p] < room[p] {
 			return p, true
 		}
-		if v := l.idle[p].front(); v != nil {
+		if v := l.sheddableLocked([]*Conn{l.idle[p].head, l.silent[p].head}, now); v != nil {
 			l.releaseLocked(v)
 			*shed = append(*shed, v)
 			l.observeShed(LimitTotal)
@@ -236,7 +251,7 @@ func (l *Listener) releaseLocked(c *Conn) {
 		return
 	}
 	c.released = true
-	l.idle[c.pool].remove(c)
+	c.leaveListLocked()
 	l.open[c.pool]--
 	if a := l.addrs[c.key]; a != nil {
 		delete(a.conns, c)
@@ -274,7 +289,7 @@ func (l *Listener) ConnState(nc net.Conn, state http.ConnState) {
 			l.idle[c.pool].pushBack(c, time.Now())
 		}
 	case http.StateActive, http.StateHijacked:
-		l.idle[c.pool].remove(c)
+		c.leaveListLocked()
 	case http.StateClosed:
 		l.releaseLocked(c)
 	}
@@ -287,24 +302,33 @@ type Conn struct {
 	l    *Listener
 	key  string
 	pool Pool
-	// idle is set while the connection is in its pool's idle list: it
-	// has read nothing since it was accepted or answered its last request.
-	// Read checks it without the lock; the list is changed under it.
-	idle atomic.Bool
+	// waiting is set while the connection is in one of its pool's lists
+	// of connections that may be shed: it has read nothing since it was
+	// accepted or answered its last request. Read checks it without the
+	// lock; the lists change under it.
+	waiting atomic.Bool
 
 	// Guarded by l.mu.
 	released   bool
-	since      time.Time
+	in         *connList // the list it is in, or nil
+	since      time.Time // when it entered it
 	prev, next *Conn
+}
+
+// leaveListLocked takes c out of the list it is in, if any.
+func (c *Conn) leaveListLocked() {
+	if c.in != nil {
+		c.in.remove(c)
+	}
 }
 
 // Read reads from the connection; the first bytes of a request make an
 // idle connection busy, so that it is not shed.
 func (c *Conn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
-	if n > 0 && c.idle.Load() {
+	if n > 0 && c.waiting.Load() {
 		c.l.mu.Lock()
-		c.l.idle[c.pool].remove(c)
+		c.leaveListLocked()
 		c.l.mu.Unlock()
 	}
 	return n, err
@@ -454,17 +478,30 @@ func OverloadedBody(message string) []byte {
 // RetryAfterHeader is the Retry-After value of a refusal, in seconds.
 func RetryAfterHeader() string { return strconv.Itoa(int(RetryAfter / time.Second)) }
 
-// idleList is a pool's connections that may be shed, oldest first: those
-// that have read nothing since they were accepted or answered their last
-// request. Its methods are called under the listener's lock.
-type idleList struct {
+// sheddableLocked returns, of cs, the connection waiting the longest that
+// may be shed: idle between requests, or silent since it was accepted for
+// at least the grace. Nil entries are skipped; nil if none may be shed.
+func (l *Listener) sheddableLocked(cs []*Conn, now time.Time) *Conn {
+	var oldest *Conn
+	for _, c := range cs {
+		switch {
+		case c == nil || c.in == nil:
+		case c.in == &l.silent[c.pool] && now.Sub(c.since) < l.grace:
+		case oldest == nil || c.since.Before(oldest.since):
+			oldest = c
+		}
+	}
+	return oldest
+}
+
+// connList is a list of connections that may be shed, oldest first. Its
+// methods are called under the listener's lock.
+type connList struct {
 	head, tail *Conn
 }
 
-func (q *idleList) pushBack(c *Conn, now time.Time) {
-	if c.idle.Load() {
-		q.remove(c)
-	}
+func (q *connList) pushBack(c *Conn, now time.Time) {
+	c.leaveListLocked()
 	c.since = now
 	c.prev, c.next = q.tail, nil
 	if q.tail != nil {
@@ -473,11 +510,12 @@ func (q *idleList) pushBack(c *Conn, now time.Time) {
 		q.head = c
 	}
 	q.tail = c
-	c.idle.Store(true)
+	c.in = q
+	c.waiting.Store(true)
 }
 
-func (q *idleList) remove(c *Conn) {
-	if !c.idle.Load() {
+func (q *connList) remove(c *Conn) {
+	if c.in != q {
 		return
 	}
 	if c.prev != nil {
@@ -490,19 +528,15 @@ func (q *idleList) remove(c *Conn) {
 	} else {
 		q.tail = c.prev
 	}
-	c.prev, c.next = nil, nil
-	c.idle.Store(false)
+	c.prev, c.next, c.in = nil, nil, nil
+	c.waiting.Store(false)
 }
 
-func (q *idleList) front() *Conn { return q.head }
-
-// oldestIdle returns the address's connection idle the longest, or nil.
-func (a *address) oldestIdle() *Conn {
-	var oldest *Conn
+// all lists the address's connections.
+func (a *address) all() []*Conn {
+	cs := make([]*Conn, 0, len(a.conns))
 	for c := range a.conns {
-		if c.idle.Load() && (oldest == nil || c.since.Before(oldest.since)) {
-			oldest = c
-		}
+		cs = append(cs, c)
 	}
-	return oldest
+	return cs
 }

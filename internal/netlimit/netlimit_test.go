@@ -105,14 +105,24 @@ type harness struct {
 	tlsConf *tls.Config
 }
 
+// testGrace is the harness's SilentGrace: short, so that a test can let a
+// silent connection become one that may be shed.
+const testGrace = 20 * time.Millisecond
+
 func newHarness(t *testing.T, lim Limits, tlsConf *tls.Config) *harness {
+	t.Helper()
+	return newHarnessWith(t, lim, Options{TLS: tlsConf, SilentGrace: testGrace})
+}
+
+func newHarnessWith(t *testing.T, lim Limits, opt Options) *harness {
 	t.Helper()
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, release: make(chan struct{}), obs: newCounts(), tlsConf: tlsConf}
-	h.ln = Wrap(inner, lim, Options{Observer: h.obs, TLS: tlsConf})
+	h := &harness{t: t, release: make(chan struct{}), obs: newCounts(), tlsConf: opt.TLS}
+	opt.Observer = h.obs
+	h.ln = Wrap(inner, lim, opt)
 	h.addr = inner.Addr().String()
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /hold", func(w http.ResponseWriter, r *http.Request) {
@@ -130,8 +140,8 @@ func newHarness(t *testing.T, lim Limits, tlsConf *tls.Config) *harness {
 	})
 	hs := &http.Server{Handler: mux, ConnState: h.ln.ConnState, ConnContext: ConnContext, ReadHeaderTimeout: 5 * time.Second}
 	var ln net.Listener = h.ln
-	if tlsConf != nil {
-		ln = tls.NewListener(ln, tlsConf)
+	if opt.TLS != nil {
+		ln = tls.NewListener(ln, opt.TLS)
 	}
 	go func() { _ = hs.Serve(ln) }()
 	t.Cleanup(func() {
@@ -224,8 +234,8 @@ func wantOverloaded(t *testing.T, c net.Conn, limit string) {
 
 func TestPerAddressLimitShedsIdleConnectionsFirstThenRefuses(t *testing.T) {
 	h := newHarness(t, Limits{Max: 100, PerAddress: 3, Reserved: 1}, nil)
-	quiet := h.dial() // sent nothing: the oldest idle
-	h.settle()
+	quiet := h.dial() // sent nothing for longer than the grace: the oldest idle
+	time.Sleep(2 * testGrace)
 	kept := h.dial()
 	if _, body := h.get(kept, "/pool"); body != "general" {
 		t.Fatalf("pool %q", body)
@@ -297,6 +307,20 @@ func TestTotalLimitShedsIdleThenUsesTheReserveThenRefuses(t *testing.T) {
 	}
 	if got := h.obs.get(h.obs.shed, LimitTotal); got != 1 {
 		t.Errorf("shed total: %d", got)
+	}
+}
+
+func TestANewConnectionIsNotShedBeforeItHadTimeToSpeak(t *testing.T) {
+	h := newHarnessWith(t, Limits{Max: 2, PerAddress: 10, Reserved: 1}, Options{SilentGrace: time.Minute})
+	h.busy()
+	fresh := h.dial() // in the reserve, silent for less than the grace
+	h.settle()
+	wantOverloaded(t, h.dial(), LimitTotal)
+	if resp, body := h.get(fresh, "/pool"); resp.StatusCode != 200 || body != "reserve" {
+		t.Errorf("the new connection after another was refused: %s %q", resp.Status, body)
+	}
+	if got := h.obs.get(h.obs.shed, LimitTotal); got != 0 {
+		t.Errorf("shed: %d, want 0", got)
 	}
 }
 

@@ -39,6 +39,14 @@ type LimitSettings struct {
 	WriteTimeout Duration `yaml:"writeTimeout,omitempty" json:"writeTimeout,omitempty"`
 }
 
+// Check refuses limits that cannot mean anything, naming the field; the
+// server checks them again once flags are applied.
+func (l LimitSettings) Check() error {
+	var c errs
+	l.check(&c)
+	return c.err()
+}
+
 // check refuses limits that cannot mean anything, naming the field.
 func (l LimitSettings) check(c *errs) {
 	for _, n := range []struct {
