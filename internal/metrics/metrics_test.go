@@ -418,8 +418,10 @@ func TestDashboardQueriesOnlyExportedMetrics(t *testing.T) {
 
 type fixedConns struct{ stats netlimit.Stats }
 
-func (f fixedConns) Stats() netlimit.Stats   { return f.stats }
-func (f fixedConns) Limits() netlimit.Limits { return netlimit.Limits{Max: 100, PerAddress: 10, Reserved: 8} }
+func (f fixedConns) Stats() netlimit.Stats { return f.stats }
+func (f fixedConns) Limits() netlimit.Limits {
+	return netlimit.Limits{Max: 100, PerAddress: 10, Reserved: 8}
+}
 
 func TestConnectionsCountRefusalsAndShedsByLimitAndReadOpenPerPool(t *testing.T) {
 	m := New()
