@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestServerConfigChecksItsSettingsNamingTheField(t *testing.T) {
@@ -53,5 +54,11 @@ func TestExampleServerConfigLoads(t *testing.T) {
 	}
 	if len(ec.Queues) != 2 || len(cfg.Endpoints) != 2 || len(cfg.Server.Inputs.Allow) != 2 || !cfg.Placement.Elastic.Enabled {
 		t.Errorf("queues %d endpoints %d inputs %v elastic %v", len(ec.Queues), len(cfg.Endpoints), cfg.Server.Inputs.Allow, cfg.Placement.Elastic.Enabled)
+	}
+	want := LimitSettings{MaxConnections: 4000, ReservedConnections: 200, MaxConnectionsPerAddress: 400,
+		IdleTimeout: Duration(time.Minute), HeaderTimeout: Duration(10 * time.Second), BodyTimeout: Duration(30 * time.Second),
+		MinBodyRate: 4096, WriteTimeout: Duration(30 * time.Second)}
+	if cfg.Server.Limits != want {
+		t.Errorf("limits %+v, want %+v", cfg.Server.Limits, want)
 	}
 }

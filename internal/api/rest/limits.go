@@ -138,8 +138,9 @@ var errBodyTooSlow = errors.New("the request body arrived too slowly")
 // the start of the request plus a second per rate bytes received: a body
 // trickled slower than that is cut, a large one at a decent pace is not.
 // Once the body is read the deadline is lifted, so that a long poll that
-// follows it is not cut (net/http watches the idle connection for the
-// client going away, and a deadline there would cancel the request).
+// follows it is not cut: net/http then watches the connection for the
+// client going away, and a deadline there would cancel the request
+// (net/http lifts it too as it starts watching; this does not rely on it).
 type pacedBody struct {
 	io.ReadCloser
 	rc    *http.ResponseController
