@@ -210,6 +210,8 @@ func (l *Listener) admit(raw net.Conn) (c *Conn, shed []*Conn, refused string) {
 		l.observeRefused(LimitTotal)
 		return nil, shed, LimitTotal
 	}
+	// Look again: shedding the address's last connection forgot it.
+	a = l.addrs[key]
 	if a == nil {
 		a = &address{conns: map[*Conn]struct{}{}}
 		l.addrs[key] = a

@@ -367,3 +367,40 @@ func selfSigned(t *testing.T) *tls.Config {
 	}
 	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}, MinVersion: tls.VersionTLS12}
 }
+
+func TestALimitOfOnePerAddressHoldsAfterShedding(t *testing.T) {
+	h := newHarness(t, Limits{Max: 10, PerAddress: 1, Reserved: 1}, nil)
+	first := h.dial()
+	h.get(first, "/pool") // idle between requests
+	second := h.busy()    // sheds the first
+	if !closed(first) || closed(second) {
+		t.Fatalf("first closed %v, second closed %v: want the idle first one shed for the second", closed(first), closed(second))
+	}
+	wantOverloaded(t, h.dial(), LimitPerAddress) // the second is busy: no room for a third
+	if s := h.ln.Stats(); s.General != 1 {
+		t.Errorf("stats %+v, want the one busy connection", s)
+	}
+}
+
+func TestAConnectionShedForTheTotalLimitByItsOwnAddressKeepsTheCount(t *testing.T) {
+	h := newHarness(t, Limits{Max: 2, PerAddress: 2, Reserved: 1}, nil)
+	first := h.dial()
+	h.get(first, "/pool") // the general pool's one connection, idle
+	h.busy()              // sheds the first (general full), from the same address
+	if !closed(first) {
+		t.Fatal("the idle connection was not shed")
+	}
+	h.busy() // the reserve
+	// Two busy connections from the address: a third is refused for the
+	// address (or the total), never admitted.
+	c := h.dial()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	_, _ = io.WriteString(c, "GET /pool HTTP/1.1\r\nHost: x\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil || resp.StatusCode != 503 {
+		t.Errorf("a third connection: %v %v, want 503", resp, err)
+	}
+	if got := h.obs.get(h.obs.refused, LimitPerAddress); got != 1 {
+		t.Errorf("refused per address: %d, want 1 (the address holds two)", got)
+	}
+}
