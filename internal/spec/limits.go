@@ -34,8 +34,9 @@ type LimitSettings struct {
 	// once BodyTimeout has passed.
 	MinBodyRate int64 `yaml:"minBodyRate,omitempty" json:"minBodyRate,omitempty"`
 	// WriteTimeout bounds the time to send an answer to a client that
-	// does not read it. A lease long poll gets it after its wait, an event
-	// stream for each batch of events it sends.
+	// does not read it, from the end of the request's body. A lease long
+	// poll gets it after its longest wait, an event stream for each batch
+	// of events it sends.
 	WriteTimeout Duration `yaml:"writeTimeout,omitempty" json:"writeTimeout,omitempty"`
 }
 

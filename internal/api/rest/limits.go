@@ -40,9 +40,9 @@ type Timeouts struct {
 	// MinBodyRate is the slowest upload, in bytes per second, accepted
 	// once Body has passed.
 	MinBodyRate int64
-	// Write bounds the sending of an answer: from the start of a request,
-	// from the end of a lease's wait, and for each batch of an event
-	// stream.
+	// Write bounds the sending of an answer: from the start of a request
+	// or the end of its body, after a lease's longest wait, and for each
+	// batch of an event stream.
 	Write time.Duration
 }
 
@@ -106,17 +106,21 @@ func (s *Server) deadlines(next http.Handler) http.Handler {
 		t := s.opt.Timeouts
 		rc := http.NewResponseController(w)
 		now := time.Now()
+		// The time to answer: counted again once the body is in, so that
+		// a long upload leaves the answer its full time.
+		answerIn := t.Write
 		switch {
 		case routeOf(r) == leaseRoute:
-			_ = rc.SetWriteDeadline(now.Add(api.MaxLeaseWait + t.Write))
+			answerIn = api.MaxLeaseWait + t.Write
 		case routeOf(r) == "GET /v1/events" && following(r):
-			// streamEvents sets it before each batch it sends.
-		default:
-			_ = rc.SetWriteDeadline(now.Add(t.Write))
+			answerIn = 0 // streamEvents sets it before each batch it sends
+		}
+		if answerIn > 0 {
+			_ = rc.SetWriteDeadline(now.Add(answerIn))
 		}
 		if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
 			if err := rc.SetReadDeadline(now.Add(t.Body)); err == nil {
-				r.Body = &pacedBody{ReadCloser: r.Body, rc: rc, start: now, grace: t.Body, rate: t.MinBodyRate}
+				r.Body = &pacedBody{ReadCloser: r.Body, rc: rc, start: now, grace: t.Body, rate: t.MinBodyRate, answerIn: answerIn}
 			}
 		}
 		next.ServeHTTP(w, r)
@@ -141,14 +145,30 @@ var errBodyTooSlow = errors.New("the request body arrived too slowly")
 // follows it is not cut: net/http then watches the connection for the
 // client going away, and a deadline there would cancel the request
 // (net/http lifts it too as it starts watching; this does not rely on it).
+// Once the body is read, or cut, the answer gets answerIn from then.
 type pacedBody struct {
 	io.ReadCloser
-	rc    *http.ResponseController
-	start time.Time
-	grace time.Duration
-	rate  int64
-	n     int64
-	done  bool
+	rc       *http.ResponseController
+	start    time.Time
+	grace    time.Duration
+	rate     int64
+	answerIn time.Duration
+	n        int64
+	done     bool
+}
+
+// finish restarts the answer's time and, for a body read whole, lifts the
+// read deadline. A body cut for its pace keeps its passed deadline: after
+// the answer, net/http reads what is left of a body to reuse the
+// connection, and the trickle must not go on there.
+func (b *pacedBody) finish(whole bool) {
+	b.done = true
+	if whole {
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
+	if b.answerIn > 0 {
+		_ = b.rc.SetWriteDeadline(time.Now().Add(b.answerIn))
+	}
 }
 
 func (b *pacedBody) Read(p []byte) (int, error) {
@@ -157,9 +177,9 @@ func (b *pacedBody) Read(p []byte) (int, error) {
 	switch {
 	case b.done:
 	case err == io.EOF:
-		b.done = true
-		_ = b.rc.SetReadDeadline(time.Time{})
+		b.finish(true)
 	case errors.Is(err, os.ErrDeadlineExceeded):
+		b.finish(false)
 		return n, fmt.Errorf("%w: %d bytes in %s, under %d bytes a second after the first %s: %w",
 			errBodyTooSlow, b.n, time.Since(b.start).Round(time.Millisecond), b.rate, b.grace, err)
 	case n > 0:

@@ -46,8 +46,9 @@ func newTimedServer(t *testing.T, to Timeouts) *httptest.Server {
 }
 
 // sendPaced posts body to path in pieces of chunk bytes, one every gap,
-// and returns the answer's status and error code.
-func sendPaced(t *testing.T, srv *httptest.Server, path, body string, chunk int, gap time.Duration) (int, api.Error) {
+// and returns the answer's status and error code, and whether the server
+// closed the connection within a second of answering (the sender goes on).
+func sendPaced(t *testing.T, srv *httptest.Server, path, body string, chunk int, gap time.Duration) (int, api.Error, bool) {
 	t.Helper()
 	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
 	if err != nil {
@@ -64,18 +65,22 @@ func sendPaced(t *testing.T, srv *httptest.Server, path, body string, chunk int,
 			}
 		}
 	}()
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
 		t.Fatalf("no answer: %v", err)
 	}
-	defer resp.Body.Close()
 	var eb api.ErrorBody
 	_ = json.NewDecoder(resp.Body).Decode(&eb)
-	return resp.StatusCode, eb.Error
+	resp.Body.Close()
+	_ = conn.SetReadDeadline(time.Now().Add(time.Second))
+	_, err = io.Copy(io.Discard, br)
+	ne, timedOut := err.(net.Error)
+	return resp.StatusCode, eb.Error, !(timedOut && ne.Timeout())
 }
 
-func TestRequestBodiesAreHeldToTheMinimumRateAfterTheGrace(t *testing.T) {
-	srv := newTimedServer(t, Timeouts{Body: 300 * time.Millisecond, MinBodyRate: 2000})
+func TestRequestBodiesAreHeldToTheMinimumRateAndAnsweredAfterThem(t *testing.T) {
+	srv := newTimedServer(t, Timeouts{Body: 300 * time.Millisecond, MinBodyRate: 2000, Write: 200 * time.Millisecond})
 	job := "id: %s\nqueue: batch\ntasks: [{name: x, run: 'true'}]\n" + strings.Repeat("# padding to make a larger body\n", 40)
 	cases := []struct {
 		name     string
@@ -95,7 +100,7 @@ func TestRequestBodiesAreHeldToTheMinimumRateAfterTheGrace(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			start := time.Now()
-			status, e := sendPaced(t, srv, "/v1/jobs", fmt.Sprintf(job, tc.id), tc.chunk, tc.gap)
+			status, e, closed := sendPaced(t, srv, "/v1/jobs", fmt.Sprintf(job, tc.id), tc.chunk, tc.gap)
 			took := time.Since(start)
 			if status != tc.status || e.Code != tc.code {
 				t.Fatalf("after %s: %d %+v, want %d %q", took, status, e, tc.status, tc.code)
@@ -103,8 +108,9 @@ func TestRequestBodiesAreHeldToTheMinimumRateAfterTheGrace(t *testing.T) {
 			if tc.checkDur && took < tc.slowest {
 				t.Errorf("the body took %s: not longer than the grace, the case proves nothing", took)
 			}
-			if tc.code == api.CodeTimeout && (e.Field != "body" || took > 2*time.Second) {
-				t.Errorf("cut after %s, field %q: want field body, within the grace and a little", took, e.Field)
+			if tc.code == api.CodeTimeout && (e.Field != "body" || took > 2*time.Second || !closed) {
+				t.Errorf("cut after %s, field %q, connection closed %v: want field body, within the grace and a little, and the connection closed",
+					took, e.Field, closed)
 			}
 		})
 	}
