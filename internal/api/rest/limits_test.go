@@ -80,7 +80,7 @@ func sendPaced(t *testing.T, srv *httptest.Server, path, body string, chunk int,
 }
 
 func TestRequestBodiesAreHeldToTheMinimumRateAndAnsweredAfterThem(t *testing.T) {
-	srv := newTimedServer(t, Timeouts{Body: 300 * time.Millisecond, MinBodyRate: 2000, Write: 200 * time.Millisecond})
+	srv := newTimedServer(t, Timeouts{Body: 300 * time.Millisecond, MinBodyRate: 1000, Write: 200 * time.Millisecond})
 	job := "id: %s\nqueue: batch\ntasks: [{name: x, run: 'true'}]\n" + strings.Repeat("# padding to make a larger body\n", 40)
 	cases := []struct {
 		name     string
@@ -92,7 +92,7 @@ func TestRequestBodiesAreHeldToTheMinimumRateAndAnsweredAfterThem(t *testing.T) 
 		slowest  time.Duration // the body takes at least this long
 		checkDur bool
 	}{
-		// 1.3 KB at 2.5 KB/s: longer than the grace, faster than the rate.
+		// 1.3 KB at 2.5 KB/s: longer than the grace, well above the rate.
 		{"a body at a decent pace outlives the grace", "paced", 100, 40 * time.Millisecond, 201, "", 400 * time.Millisecond, true},
 		// 10 bytes a second: cut once the grace and its few bytes' share are spent.
 		{"a trickled body is cut with 408", "trickled", 1, 100 * time.Millisecond, 408, api.CodeTimeout, 0, false},
