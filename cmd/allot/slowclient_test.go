@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -13,7 +15,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -26,10 +27,10 @@ import (
 
 // The slow-client script: a real server in a process of its own, with a
 // small open-file limit like a production one that an attacker can reach,
-// and clients on the loopback addresses 127.0.0.x (one client address
-// each) that flood it with idle keep-alive connections, send a header one
-// byte at a time (slowloris), trickle a body, and fill the connection
-// pools. The server must cut the slow ones within its timeouts, hold each
+// and clients on the addresses 127.0.0.x (Linux routes all of them to
+// loopback; each is one client address) that flood it with idle
+// keep-alive connections, send a header one line at a time (slowloris),
+// trickle a body, and fill the connection pools. The server must cut the slow ones within its timeouts, hold each
 // address to its limit, keep answering a normal client, /healthz and the
 // worker protocol, and answer 503 rather than hang once it is full.
 
@@ -270,9 +271,6 @@ func registerBody(name string) string {
 // when it ends.
 func slowServer(t *testing.T) (from func(ip string) loopbackClient, keep func(net.Conn)) {
 	t.Helper()
-	if runtime.GOOS != "linux" {
-		t.Skip("the script dials from several 127.0.0.x addresses, which Linux routes to loopback")
-	}
 	server := startSlowServer(t, slowFileLimit)
 	from = func(ip string) loopbackClient { return loopbackClient{ip: ip, server: server} }
 	if conn, err := from("127.0.0.2").dial(); err != nil {
