@@ -8,10 +8,10 @@
 // When a pool is full, an idle keep-alive connection is closed to make
 // room, the oldest first, as nginx does: a client that opened it dials
 // again when it needs it. So is a connection that has sent nothing for a
-// second since it was accepted (a client sends its request at once). Only when nothing
-// can be shed is the new connection refused, and a refusal is an answer,
-// never a silence: a 503 with the JSON error code "overloaded" and
-// Retry-After, written by the listener before the request is read, so
+// second since it was accepted (a client sends its request at once). Only
+// when nothing can be shed is the new connection refused, and a refusal is
+// an answer, never a silence: a 503 with the JSON error code "overloaded"
+// and Retry-After, written by the listener before the request is read, so
 // that the client knows the request was not handled and may send it again.
 //
 // The listener sits under net/http: wrap the TCP listener with Wrap (TLS
@@ -353,9 +353,6 @@ func (c *Conn) CloseWrite() error {
 	}
 	return nil
 }
-
-// Pool returns the pool the connection was admitted to.
-func (c *Conn) Pool() Pool { return c.pool }
 
 // unwrap finds the Conn under a connection net/http holds: itself, or
 // the Conn under a TLS connection.

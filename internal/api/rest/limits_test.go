@@ -16,6 +16,7 @@ import (
 
 	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/control"
+	"github.com/allot-sched/allot/internal/netlimit"
 	"github.com/allot-sched/allot/internal/spec"
 	"github.com/allot-sched/allot/internal/store/sqlite"
 )
@@ -125,5 +126,13 @@ func TestLongPollOutlivesTheBodyAndWriteTimeouts(t *testing.T) {
 	status, _, raw := call(t, srv, "POST", "/v1/workers/w/lease", "application/json", `{"wait":"700ms"}`)
 	if took := time.Since(start); status != 200 || took < 650*time.Millisecond {
 		t.Errorf("lease of 700ms with a body deadline of 200ms: %d after %s: %s", status, took, raw)
+	}
+}
+
+// The listener writes its refusals itself: they must carry the API's code.
+func TestTheListenersRefusalIsTheAPIsOverloadedError(t *testing.T) {
+	var eb api.ErrorBody
+	if err := json.Unmarshal(netlimit.OverloadedBody("full"), &eb); err != nil || eb.Error.Code != api.CodeOverloaded || eb.Error.Message != "full" {
+		t.Errorf("refusal body %s (%v): want code %q", netlimit.OverloadedBody("full"), err, api.CodeOverloaded)
 	}
 }
