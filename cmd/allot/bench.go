@@ -196,6 +196,9 @@ func runBench(ctx context.Context, cfg benchConfig, dataDir string, progress io.
 	srvCtx, stopServer := context.WithCancel(context.WithoutCancel(ctx))
 	var scfg spec.ServerConfig
 	scfg.Server.Listen, scfg.Server.DataDir = "127.0.0.1:0", dataDir
+	// Every worker and submitter of the bench connects from this machine:
+	// one address, which must not be held to one client's share.
+	scfg.Server.Limits.MaxConnectionsPerAddress = math.MaxInt32
 	srv, err := startServerWith(srvCtx, scfg, log, serverOptions{auth: cfg.Auth})
 	if err != nil {
 		stopServer()

@@ -24,6 +24,7 @@ func newDevCmd() *cobra.Command {
 	var workers, slots int
 	var withAuth bool
 	var logs logFlags
+	var limits limitFlags
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run a server, local workers and an embedded store: everything for a first try",
@@ -42,6 +43,9 @@ worker token of their own.`,
 				return err
 			}
 			cfg.Server.Listen = listen
+			if err := limits.apply(&cfg.Server.Limits); err != nil {
+				return err
+			}
 			if !withAuth && !loopback(listen) {
 				return fmt.Errorf("--listen %s: without --auth, allot dev listens only on a loopback address (127.0.0.1, ::1, localhost); add --auth to listen there", listen)
 			}
@@ -114,6 +118,7 @@ worker token of their own.`,
 	cmd.Flags().IntVar(&slots, "slots", 2, "slots of each local worker")
 	cmd.Flags().BoolVar(&withAuth, "auth", false, "require bearer tokens, as allot server does (the admin token is written to DATA_DIR/admin.token)")
 	logs.add(cmd)
+	limits.add(cmd)
 	return cmd
 }
 

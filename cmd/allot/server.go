@@ -21,6 +21,7 @@ import (
 	"github.com/allot-sched/allot/internal/auth"
 	"github.com/allot-sched/allot/internal/control"
 	"github.com/allot-sched/allot/internal/metrics"
+	"github.com/allot-sched/allot/internal/netlimit"
 	"github.com/allot-sched/allot/internal/spec"
 	"github.com/allot-sched/allot/internal/store/sqlite"
 )
@@ -34,6 +35,7 @@ func newServerCmd() *cobra.Command {
 	var noAuth bool
 	var tlsCert, tlsKey string
 	var logs logFlags
+	var limits limitFlags
 	cmd := &cobra.Command{
 		Use:   "server",
 		Short: "Run the control plane: the API, the scheduling loop and the embedded store",
@@ -44,7 +46,12 @@ the workers that register with it (allot worker).
 Every API call but /healthz, /readyz and /openapi.json needs a bearer token. On
 its first start the server creates an admin token and writes its secret to
 DATA_DIR/admin.token (readable by its owner only); create the other tokens with
-allot tokens create. --tls-cert and --tls-key serve the API over HTTPS.`,
+allot tokens create. --tls-cert and --tls-key serve the API over HTTPS.
+
+Connections are bounded in total and per client address, sized from the
+open-file limit, with a reserve for /healthz and the workers; idle and slow
+clients are cut by the timeouts (server.limits in the configuration file,
+or the flags below; docs/security.md, "Connections and timeouts").`,
 		Example: `  allot server --data-dir /var/lib/allot --listen 0.0.0.0:7070
   allot server --config allot.yaml --tls-cert server.crt --tls-key server.key
   ALLOT_TOKEN=$(cat /var/lib/allot/admin.token) allot tokens list`,
@@ -68,6 +75,9 @@ allot tokens create. --tls-cert and --tls-key serve the API over HTTPS.`,
 			}
 			if cmd.Flags().Changed("tls-key") {
 				cfg.Server.TLS.Key = tlsKey
+			}
+			if err := limits.apply(&cfg.Server.Limits); err != nil {
+				return err
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -97,6 +107,7 @@ allot tokens create. --tls-cert and --tls-key serve the API over HTTPS.`,
 	cmd.Flags().StringVar(&tlsCert, "tls-cert", "", "certificate file (PEM) to serve HTTPS with; needs --tls-key")
 	cmd.Flags().StringVar(&tlsKey, "tls-key", "", "private key file (PEM) of --tls-cert")
 	logs.add(cmd)
+	limits.add(cmd)
 	return cmd
 }
 
@@ -189,6 +200,7 @@ func startServerWith(ctx context.Context, cfg spec.ServerConfig, log *slog.Logge
 		}
 		authn = auth.NewAuthenticator(st, nil, 0)
 	}
+	lim, timeouts := serverLimits(cfg.Server.Limits, log)
 	mx := metrics.New()
 	ctrl, err := control.New(ctx, control.Config{Scheduling: cfg.Scheduling, CycleEvery: time.Duration(cfg.Server.CycleEvery),
 		StopGrace: time.Duration(cfg.Server.StopGrace), HeartbeatTimeout: time.Duration(cfg.Server.HeartbeatTimeout), InputAllow: cfg.Server.Inputs.Allow,
@@ -197,20 +209,27 @@ func startServerWith(ctx context.Context, cfg spec.ServerConfig, log *slog.Logge
 		st.Close()
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", cfg.Server.Listen)
+	tcp, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
 		st.Close()
 		return nil, err
 	}
+	// The limits sit under TLS: they count and refuse TCP connections,
+	// and write their refusals through TLS themselves.
+	limited := netlimit.Wrap(tcp, lim, netlimit.Options{Observer: mx, TLS: tlsConfig})
 	mx.Watch(ctrl)
+	mx.WatchConnections(limited)
 	api := rest.New(ctrl, rest.Options{MaxBodyBytes: int64(cfg.Server.MaxBodyBytes) << 20, Logger: log, Auth: authn,
-		Metrics: mx.Handler(), Requests: mx})
-	hs := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second, TLSConfig: tlsConfig}
+		Metrics: mx.Handler(), Requests: mx, Timeouts: timeouts})
+	hs := &http.Server{Handler: api.Handler(), TLSConfig: tlsConfig,
+		ReadHeaderTimeout: timeouts.Header, IdleTimeout: timeouts.Idle,
+		ConnState: limited.ConnState, ConnContext: netlimit.ConnContext}
 	hs.RegisterOnShutdown(ctrl.ReleaseWaiters)
 	scheme := "http"
+	var ln net.Listener = limited
 	if tlsConfig != nil {
 		scheme = "https"
-		ln = tls.NewListener(ln, tlsConfig)
+		ln = tls.NewListener(limited, tlsConfig)
 	}
 	s := &runningServer{URL: scheme + "://" + ln.Addr().String(), errc: make(chan error, 1)}
 	loopCtx, stopLoop := context.WithCancel(context.Background())

@@ -348,7 +348,7 @@ func (a *Agent) register(ctx context.Context, first bool) error {
 		if first && !client.Retryable(err) {
 			return fmt.Errorf("agent: registering worker %q with %s: %w", a.reg.Name, a.c.BaseURL(), err)
 		}
-		d := bo.next()
+		d := bo.after(err)
 		level := slog.LevelDebug
 		if tries == 0 {
 			level = slog.LevelWarn
@@ -439,7 +439,7 @@ func (a *Agent) leases(ctx context.Context) {
 			a.reregister(ctx, gen)
 			continue
 		default:
-			d := bo.next()
+			d := bo.after(err)
 			level := slog.LevelDebug
 			if !failing {
 				level = slog.LevelWarn // once per outage, not once per retry

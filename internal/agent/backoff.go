@@ -4,6 +4,8 @@ import (
 	"context"
 	"math/rand/v2"
 	"time"
+
+	"github.com/allot-sched/allot/internal/client"
 )
 
 // backoff spaces out retries against a server that is down: the delay
@@ -27,6 +29,13 @@ func (b *backoff) next() time.Duration {
 	}
 	half := b.cur / 2
 	return half + rand.N(b.cur-half+1)
+}
+
+// after returns the delay before retrying a request that failed with err:
+// the next delay, or the server's Retry-After when it asks for longer (a
+// server at its connection limit answers 503 overloaded with one).
+func (b *backoff) after(err error) time.Duration {
+	return max(b.next(), client.RetryAfter(err))
 }
 
 // reset starts over after a success.

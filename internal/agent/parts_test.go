@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/allot-sched/allot/internal/api"
+	"github.com/allot-sched/allot/internal/client"
 	"github.com/allot-sched/allot/internal/spec"
 )
 
@@ -195,6 +196,46 @@ func TestReporterKeepsEachBatchUnderTheBodyLimit(t *testing.T) {
 	for _, n := range sizes {
 		if n > serverMaxBody {
 			t.Errorf("a request of %d bytes, above the server's body limit of %d", n, serverMaxBody)
+		}
+	}
+}
+
+func TestReporterWaitsForTheServersRetryAfter(t *testing.T) {
+	calls := 0
+	send := func(context.Context, []api.Report) error {
+		calls++
+		if calls == 1 {
+			e := &client.Error{Status: 503, RetryAfter: 300 * time.Millisecond}
+			e.Code = api.CodeOverloaded
+			return e
+		}
+		return nil
+	}
+	r := newReporter(send, backoff{min: time.Millisecond, max: time.Millisecond}, slog.New(slog.DiscardHandler))
+	r.add(api.Report{Attempt: api.Attempt{Job: "j", Task: "a", Attempt: 1}})
+	start := time.Now()
+	if err := r.flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); calls != 2 || took < 300*time.Millisecond {
+		t.Errorf("sent %d times in %s; want the second send after the server's Retry-After of 300ms", calls, took)
+	}
+}
+
+func TestBackoffAfterAnErrorHonoursRetryAfter(t *testing.T) {
+	overloaded := &client.Error{Status: 503, RetryAfter: 2 * time.Second}
+	cases := []struct {
+		name     string
+		err      error
+		min, max time.Duration
+	}{
+		{"a server's Retry-After longer than the backoff", overloaded, 2 * time.Second, 2 * time.Second},
+		{"a transport error: the backoff", errors.New("connection refused"), 5 * time.Millisecond, 10 * time.Millisecond},
+	}
+	for _, tc := range cases {
+		b := backoff{min: 10 * time.Millisecond, max: 10 * time.Millisecond}
+		if d := b.after(tc.err); d < tc.min || d > tc.max {
+			t.Errorf("%s: %s, want within [%s, %s]", tc.name, d, tc.min, tc.max)
 		}
 	}
 }

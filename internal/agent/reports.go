@@ -149,7 +149,7 @@ func (r *reporter) flush(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return fmt.Errorf("%d report(s) not delivered: %w", r.len(), err)
 		}
-		d := r.bo.next()
+		d := r.bo.after(err)
 		level := slog.LevelDebug
 		if !failed {
 			level = slog.LevelWarn // once per outage, not once per retry

@@ -37,6 +37,12 @@ const (
 	CodeForbidden    = "forbidden"
 	CodeUnavailable  = "unavailable"
 	CodeInternal     = "internal"
+	// CodeOverloaded (503, with Retry-After) is a request the server did
+	// not handle because it is at a connection limit: sending it again
+	// later is safe, whatever it is.
+	CodeOverloaded = "overloaded"
+	// CodeTimeout (408) is a request whose body arrived too slowly.
+	CodeTimeout = "timeout"
 )
 
 // Job is a job as the API shows it.

@@ -2,10 +2,18 @@
 // the wire types of internal/api, and server errors as *Error. The CLI and
 // the worker agent use it; anything else written in Go may too.
 //
-// Timeouts come from the caller's context. The client itself sets none,
-// except on the lease long poll, which gets a deadline a little longer than
-// the wait it asks for so that a silent connection cannot hold a worker
-// forever.
+// Timeouts come from the caller's context. The client itself bounds only
+// what no caller should wait on: connecting, the TLS handshake, and the
+// server's answer headers (ResponseHeaderTimeout, longer than the longest
+// lease wait); the lease long poll gets a deadline a little longer than
+// the wait it asks for, so that a silent connection cannot hold a worker
+// forever. Idle keep-alive connections are closed before the server's own
+// idle timeout would close them under a request.
+//
+// A request answered 503 with the code "overloaded" was not handled (the
+// server is at a connection limit), so it is sent again, whatever its
+// method, after the server's Retry-After and a growing, jittered delay, a
+// few times (WithOverloadRetries) and while the context allows.
 package client
 
 import (
@@ -15,6 +23,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -37,6 +47,43 @@ type Client struct {
 	// streamIdle is how long a followed event stream may stay silent
 	// before FollowEvents takes the connection for dead and reconnects.
 	streamIdle time.Duration
+	// overloadRetries is how many times a request answered 503
+	// overloaded is sent again.
+	overloadRetries int
+	// pause waits before a request is sent again; tests replace it.
+	pause func(ctx context.Context, d time.Duration) error
+}
+
+// Transport settings of the default HTTP client.
+const (
+	// dialTimeout bounds connecting to the server.
+	dialTimeout = 10 * time.Second
+	// idleConnTimeout closes a pooled keep-alive connection unused this
+	// long: less than the server's idle timeout (60 s by default), so
+	// the client, not the server, closes it, never under a new request.
+	idleConnTimeout = 30 * time.Second
+	// responseHeaderTimeout bounds the wait for an answer's headers: a
+	// lease long poll waits up to api.MaxLeaseWait before its answer.
+	responseHeaderTimeout = api.MaxLeaseWait + 30*time.Second
+	// DefaultOverloadRetries is how many times a request answered 503
+	// overloaded is sent again.
+	DefaultOverloadRetries = 4
+	// maxOverloadDelay caps the growing delay between those retries (a
+	// longer Retry-After is honoured as it is).
+	maxOverloadDelay = 30 * time.Second
+)
+
+// newTransport returns the transport of the default HTTP client: the
+// standard one with the timeouts above, and a few idle connections per
+// server (an agent keeps a lease, a heartbeat and reports going).
+func newTransport() *http.Transport {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DialContext = (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext
+	tr.TLSHandshakeTimeout = 10 * time.Second
+	tr.ResponseHeaderTimeout = responseHeaderTimeout
+	tr.IdleConnTimeout = idleConnTimeout
+	tr.MaxIdleConnsPerHost = 4
+	return tr
 }
 
 // Option configures a Client.
@@ -51,6 +98,10 @@ func WithToken(token string) Option { return func(c *Client) { c.token = token }
 // polls are cut short.
 func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
 
+// WithOverloadRetries sets how many times a request answered 503
+// overloaded is sent again (DefaultOverloadRetries; 0 never).
+func WithOverloadRetries(n int) Option { return func(c *Client) { c.overloadRetries = max(n, 0) } }
+
 // New returns a client of the server at baseURL, e.g. "http://allot:8080"
 // or "https://example.com/allot" (a path prefix is kept).
 func New(baseURL string, opts ...Option) (*Client, error) {
@@ -63,12 +114,14 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	}
 	u.RawQuery, u.Fragment = "", ""
 	c := &Client{
-		base:         strings.TrimRight(u.String(), "/"),
-		hc:           &http.Client{},
-		leaseSlack:   10 * time.Second,
-		reconnectMin: time.Second,
-		reconnectMax: 30 * time.Second,
-		streamIdle:   DefaultStreamIdle,
+		base:            strings.TrimRight(u.String(), "/"),
+		hc:              &http.Client{Transport: newTransport()},
+		leaseSlack:      10 * time.Second,
+		reconnectMin:    time.Second,
+		reconnectMax:    30 * time.Second,
+		streamIdle:      DefaultStreamIdle,
+		overloadRetries: DefaultOverloadRetries,
+		pause:           pause,
 	}
 	for _, o := range opts {
 		o(c)
@@ -90,8 +143,49 @@ type request struct {
 }
 
 // send performs r and returns the answer when its status is 2xx; any other
-// status becomes *Error. The caller closes the body.
+// status becomes *Error. An overloaded answer is retried (see the package
+// documentation). The caller closes the body.
 func (c *Client) send(ctx context.Context, r request) (*http.Response, error) {
+	for attempt := 0; ; attempt++ {
+		resp, err := c.sendOnce(ctx, r)
+		var e *Error
+		if err == nil || attempt >= c.overloadRetries || !errors.As(err, &e) || e.Code != api.CodeOverloaded {
+			return resp, err
+		}
+		d := overloadDelay(e.RetryAfter, attempt)
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < d {
+			return nil, err // no time to wait for: the caller decides
+		}
+		if c.pause(ctx, d) != nil {
+			return nil, err
+		}
+	}
+}
+
+// overloadDelay is the wait before retry attempt+1 of an overloaded
+// request: the server's Retry-After, and at least a delay that doubles
+// from half a second (capped), drawn from its upper half so that clients
+// refused together do not return together.
+func overloadDelay(retryAfter time.Duration, attempt int) time.Duration {
+	d := min(500*time.Millisecond<<min(attempt, 10), maxOverloadDelay)
+	d = d/2 + rand.N(d/2+1)
+	return max(d, retryAfter)
+}
+
+// pause waits d or until ctx ends.
+func pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// sendOnce performs r once.
+func (c *Client) sendOnce(ctx context.Context, r request) (*http.Response, error) {
 	u := c.base + r.path
 	if len(r.query) > 0 {
 		u += "?" + r.query.Encode()
@@ -123,7 +217,9 @@ func (c *Client) send(ctx context.Context, r request) (*http.Response, error) {
 	if resp.StatusCode/100 != 2 {
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-		return nil, decodeError(resp.StatusCode, b)
+		e := decodeError(resp.StatusCode, b)
+		e.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		return nil, e
 	}
 	return resp, nil
 }

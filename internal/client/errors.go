@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/allot-sched/allot/internal/api"
 )
@@ -21,6 +23,9 @@ type apiError = api.Error
 type Error struct {
 	Status int
 	apiError
+	// RetryAfter is the server's Retry-After: how long to wait before
+	// sending the request again (an overloaded answer); 0 if none.
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string {
@@ -86,6 +91,8 @@ func codeForStatus(status int) string {
 		return api.CodeConflict
 	case http.StatusRequestEntityTooLarge:
 		return api.CodeTooLarge
+	case http.StatusRequestTimeout:
+		return api.CodeTimeout
 	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout, http.StatusTooManyRequests:
 		return api.CodeUnavailable
 	default:
@@ -120,6 +127,44 @@ func IsForbidden(err error) bool { return hasCode(err, api.CodeForbidden) }
 // IsUnavailable reports whether the server (or a proxy before it) said it
 // cannot answer now, e.g. a follower without a leader.
 func IsUnavailable(err error) bool { return hasCode(err, api.CodeUnavailable) }
+
+// IsOverloaded reports whether the server refused the request at a
+// connection limit, without handling it: it may be sent again after
+// RetryAfter(err), whatever it was.
+func IsOverloaded(err error) bool { return hasCode(err, api.CodeOverloaded) }
+
+// RetryAfter returns how long the server asked the caller to wait before
+// sending the request again (its Retry-After), or 0.
+func RetryAfter(err error) time.Duration {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.RetryAfter
+	}
+	return 0
+}
+
+// maxRetryAfter caps what a server (or a proxy before it) may ask a
+// client to wait.
+const maxRetryAfter = 10 * time.Minute
+
+// parseRetryAfter reads a Retry-After header: seconds, or an HTTP date
+// (relative to now); 0 when absent or unreadable.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n <= 0 {
+			return 0
+		}
+		return time.Duration(min(n, int64(maxRetryAfter/time.Second))) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return min(max(t.Sub(now), 0), maxRetryAfter)
+	}
+	return 0
+}
 
 // Retryable reports whether the same request may succeed later unchanged:
 // transport errors (server down, connection reset) and answers that say

@@ -52,7 +52,7 @@ func (c *Client) FollowEvents(ctx context.Context, after int64, job string, fn f
 		if got > 0 {
 			f.delay = f.base()
 		}
-		t := time.NewTimer(f.delay)
+		t := time.NewTimer(max(f.delay, RetryAfter(err)))
 		select {
 		case <-ctx.Done():
 			t.Stop()

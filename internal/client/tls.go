@@ -5,7 +5,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 )
 
@@ -26,11 +25,11 @@ func LoadCA(path string) (*x509.CertPool, error) {
 
 // WithRootCAs makes the client trust the certificates in pool (and only
 // them) for https servers. It replaces the HTTP client's transport with a
-// copy of http.DefaultTransport that uses them, so apply it after
+// copy of the client's default transport that uses them, so apply it after
 // WithHTTPClient, if both are used.
 func WithRootCAs(pool *x509.CertPool) Option {
 	return func(c *Client) {
-		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr := newTransport()
 		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 		hc := *c.hc
 		hc.Transport = tr

@@ -31,17 +31,17 @@ type loop struct {
 	pool          *prometheus.HistogramVec
 	reuseHits     *prometheus.CounterVec
 
-	events     *prometheus.CounterVec
-	starts     prometheus.Counter
-	ends       *prometheus.CounterVec
-	requeues   *prometheus.CounterVec
-	failures   *prometheus.CounterVec
-	preempts   *prometheus.CounterVec
-	submitted  prometheus.Counter
-	jobsEnded  *prometheus.CounterVec
-	commitTime prometheus.Histogram
-	commitErrs prometheus.Counter
-	refused    *prometheus.CounterVec
+	events         *prometheus.CounterVec
+	starts         prometheus.Counter
+	ends           *prometheus.CounterVec
+	requeues       *prometheus.CounterVec
+	failures       *prometheus.CounterVec
+	preempts       *prometheus.CounterVec
+	submitted      prometheus.Counter
+	jobsEnded      *prometheus.CounterVec
+	commitTime     prometheus.Histogram
+	commitErrs     prometheus.Counter
+	reportsRefused *prometheus.CounterVec
 	// quarantined counts stored rows set aside at a start
 	// (control.EventRowQuarantined), by kind.
 	quarantined *prometheus.CounterVec
@@ -69,7 +69,7 @@ func (l *loop) init(reg prometheus.Registerer) {
 	l.jobsEnded = f.counterVec("jobs_ended_total", "Jobs that reached an end state, by state: succeeded, failed, cancelled.", "state")
 	l.commitTime = f.histogram("store_commit_duration_seconds", "Time one store commit (a loop round's group commit) took.", commitBuckets)
 	l.commitErrs = f.counter("store_commit_failures_total", "Store commits that failed; each stops the scheduling loop.")
-	l.refused = f.counterVec("reports_refused_total",
+	l.reportsRefused = f.counterVec("reports_refused_total",
 		"Worker reports refused without being applied, by reason code: secret_mismatch (the report lacked its attempt's secret: a forgery or a broken agent).", "reason")
 	l.quarantined = f.counterVec("store_rows_quarantined_total",
 		"Stored rows that could not be read back at a start and were set aside, by kind: job (failed), worker (dropped), setting (the configured value applies), token (authorises nothing).", "kind")
@@ -86,7 +86,7 @@ func (l *loop) init(reg prometheus.Registerer) {
 	for _, r := range []string{model.ReasonFailed, model.ReasonDependencyFailure, model.ReasonBatchFailure} {
 		l.failures.WithLabelValues(r)
 	}
-	l.refused.WithLabelValues(control.ReasonBadSecret)
+	l.reportsRefused.WithLabelValues(control.ReasonBadSecret)
 	for _, s := range []model.TaskState{model.TaskSucceeded, model.TaskFailed, model.TaskCancelled} {
 		l.jobsEnded.WithLabelValues(string(s))
 	}
@@ -151,7 +151,7 @@ func (l *loop) Commit(events []store.Event, took time.Duration, err error) {
 		case control.EventTaskCancelled:
 			l.ends.WithLabelValues("cancelled").Inc()
 		case control.EventReportRefused:
-			l.refused.WithLabelValues(reasonOr(e.Reason, "unknown")).Inc()
+			l.reportsRefused.WithLabelValues(reasonOr(e.Reason, "unknown")).Inc()
 		case control.EventRowQuarantined:
 			l.quarantined.WithLabelValues(reasonOr(e.Reason, "unknown")).Inc()
 		}

@@ -9,7 +9,9 @@
 //     depth, running slots against target, workers by state, pending
 //     reasons) and the endpoint counters of seed 000, which the engine keeps
 //     cumulatively;
-//   - the REST layer tells it about every request (rest.RequestObserver).
+//   - the REST layer tells it about every request (rest.RequestObserver),
+//     and the listener about connections it refuses or sheds
+//     (netlimit.Observer); the open connections are read at scrape time.
 //
 // Every metric is registered on the Metrics' own registry, never on the
 // global one, so that two servers in one process (tests) do not collide.
@@ -30,12 +32,14 @@ import (
 // namespace prefixes every metric name.
 const namespace = "allot"
 
-// Metrics is the server's metrics: it implements control.Observer and
-// rest.RequestObserver and serves the exposition format.
+// Metrics is the server's metrics: it implements control.Observer,
+// rest.RequestObserver and netlimit.Observer, and serves the exposition
+// format.
 type Metrics struct {
 	reg *prometheus.Registry
 	loop
 	requests
+	conns
 }
 
 // New builds the metrics on a new registry, with the Go runtime and process
@@ -46,6 +50,7 @@ func New() *Metrics {
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.loop.init(m.reg)
 	m.requests.init(m.reg)
+	m.conns.init(m.reg)
 	return m
 }
 

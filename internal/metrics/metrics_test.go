@@ -17,6 +17,7 @@ import (
 	"github.com/allot-sched/allot/internal/engine/admit"
 	"github.com/allot-sched/allot/internal/engine/place"
 	"github.com/allot-sched/allot/internal/model"
+	"github.com/allot-sched/allot/internal/netlimit"
 	"github.com/allot-sched/allot/internal/store"
 )
 
@@ -68,7 +69,7 @@ func TestCommittedEventsDriveTaskAndJobCounters(t *testing.T) {
 		{"job failed", testutil.ToFloat64(m.jobsEnded.WithLabelValues("failed")), 1},
 		{"events started", testutil.ToFloat64(m.events.WithLabelValues(control.EventTaskStarted)), 2},
 		{"commit failures", testutil.ToFloat64(m.commitErrs), 0},
-		{"reports refused for a wrong secret", testutil.ToFloat64(m.refused.WithLabelValues(control.ReasonBadSecret)), 1},
+		{"reports refused for a wrong secret", testutil.ToFloat64(m.reportsRefused.WithLabelValues(control.ReasonBadSecret)), 1},
 	}
 	for _, c := range cases {
 		if c.got != c.want {
@@ -298,6 +299,7 @@ allot_endpoint_dead_letters_total{endpoint="llm"} 2
 func TestEveryMetricPassesTheLinter(t *testing.T) {
 	m := New()
 	m.Watch(fixedSnapshot{s: testSnapshot()})
+	m.WatchConnections(fixedConns{})
 	m.RequestStarted("GET /v1/jobs")
 	m.RequestDone("GET /v1/jobs", 200, time.Millisecond)
 	problems, err := testutil.GatherAndLint(m.Registry())
@@ -340,6 +342,7 @@ func exercised() *Metrics {
 	m.Commit([]store.Event{ev(control.EventTaskPreempted, model.ReasonPreempted)}, time.Millisecond, nil)
 	m.RequestStarted("GET /v1/jobs")
 	m.RequestDone("GET /v1/jobs", 200, time.Millisecond)
+	m.WatchConnections(fixedConns{})
 	return m
 }
 
@@ -412,5 +415,44 @@ func TestDashboardQueriesOnlyExportedMetrics(t *testing.T) {
 	}
 	if queries == 0 {
 		t.Error("the dashboard has no queries")
+	}
+}
+
+type fixedConns struct{ stats netlimit.Stats }
+
+func (f fixedConns) Stats() netlimit.Stats { return f.stats }
+func (f fixedConns) Limits() netlimit.Limits {
+	return netlimit.Limits{Max: 100, PerAddress: 10, Reserved: 8}
+}
+
+func TestConnectionsCountRefusalsAndShedsByLimitAndReadOpenPerPool(t *testing.T) {
+	m := New()
+	m.WatchConnections(fixedConns{stats: netlimit.Stats{General: 90, Reserved: 3}})
+	m.ConnectionRefused(netlimit.LimitTotal)
+	m.ConnectionRefused(netlimit.LimitTotal)
+	m.ConnectionRefused(netlimit.LimitReserved)
+	m.ConnectionShed(netlimit.LimitPerAddress)
+	want := `
+# HELP allot_connections_max Connections each pool may hold (server.limits: maxConnections less reservedConnections, and reservedConnections).
+# TYPE allot_connections_max gauge
+allot_connections_max{pool="general"} 92
+allot_connections_max{pool="reserved"} 8
+# HELP allot_connections_open Open client connections, by pool: general, or reserved (kept for /healthz, /readyz, /metrics and the worker protocol).
+# TYPE allot_connections_open gauge
+allot_connections_open{pool="general"} 90
+allot_connections_open{pool="reserved"} 3
+# HELP allot_connections_refused_total Connections (or requests on a reserved connection) answered 503 overloaded, by the limit that refused them: per_address, total, reserved.
+# TYPE allot_connections_refused_total counter
+allot_connections_refused_total{limit="per_address"} 0
+allot_connections_refused_total{limit="reserved"} 1
+allot_connections_refused_total{limit="total"} 2
+# HELP allot_connections_shed_total Idle keep-alive connections closed to make room for a new one, by the limit that was reached: per_address, total.
+# TYPE allot_connections_shed_total counter
+allot_connections_shed_total{limit="per_address"} 1
+allot_connections_shed_total{limit="total"} 0
+`
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "allot_connections_max", "allot_connections_open",
+		"allot_connections_refused_total", "allot_connections_shed_total"); err != nil {
+		t.Error(err)
 	}
 }

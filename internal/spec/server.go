@@ -37,6 +37,8 @@ type ServerSettings struct {
 	TLS TLSSettings `yaml:"tls,omitempty" json:"tls,omitempty"`
 	// Inputs limits what the server checks when a job declares inputs.
 	Inputs InputSettings `yaml:"inputs,omitempty" json:"inputs,omitempty"`
+	// Limits bound connections and the time a client may take (limits.go).
+	Limits LimitSettings `yaml:"limits,omitempty" json:"limits,omitempty"`
 }
 
 // InputSettings limit the inputs a job may declare. The server reads each
@@ -89,6 +91,7 @@ func (s ServerSettings) check() error {
 			c.add("server."+d.field, "must not be negative")
 		}
 	}
+	s.Limits.check(&c)
 	for i, a := range s.Inputs.Allow {
 		if _, err := ParseInputPrefix(a); err != nil {
 			c.add(fmt.Sprintf("server.inputs.allow[%d]", i), "%v", err)

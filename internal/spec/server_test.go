@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestServerConfigChecksItsSettingsNamingTheField(t *testing.T) {
@@ -23,6 +24,11 @@ func TestServerConfigChecksItsSettingsNamingTheField(t *testing.T) {
 		{"a NaN weight", "endpoints: [{name: e, type: serverless, variants: [{name: a, maxConcurrency: 1, weight: .nan}]}]\n", "endpoints[0].variants[0].weight"},
 		{"a fractional queue priority", "queues: [{name: q, priority: 1.5}]\n", "queues[0].priority"},
 		{"a NaN target percentage", "throttling: {capacityTargetPercentage: .nan}\n", "throttling.capacityTargetPercentage"},
+		{"a negative connection limit", "server:\n  limits:\n    maxConnectionsPerAddress: -1\n", "line 3: server.limits.maxConnectionsPerAddress"},
+		{"a negative body rate", "server:\n  limits:\n    minBodyRate: -5\n", "server.limits.minBodyRate"},
+		{"a reserve as large as the limit", "server:\n  limits:\n    maxConnections: 10\n    reservedConnections: 10\n", "server.limits.reservedConnections"},
+		{"an unknown limit", "server:\n  limits:\n    maxConns: 10\n", "server.limits.maxConns"},
+		{"a limit that is not a number", "server:\n  limits:\n    maxConnections: many\n", "server.limits.maxConnections"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -55,5 +61,11 @@ func TestExampleServerConfigLoads(t *testing.T) {
 	}
 	if len(ec.Queues) != 2 || len(cfg.Endpoints) != 2 || len(cfg.Server.Inputs.Allow) != 2 || !cfg.Placement.Elastic.Enabled {
 		t.Errorf("queues %d endpoints %d inputs %v elastic %v", len(ec.Queues), len(cfg.Endpoints), cfg.Server.Inputs.Allow, cfg.Placement.Elastic.Enabled)
+	}
+	want := LimitSettings{MaxConnections: 4000, ReservedConnections: 200, MaxConnectionsPerAddress: 400,
+		IdleTimeout: Duration(time.Minute), HeaderTimeout: Duration(10 * time.Second), BodyTimeout: Duration(30 * time.Second),
+		MinBodyRate: 4096, WriteTimeout: Duration(30 * time.Second)}
+	if cfg.Server.Limits != want {
+		t.Errorf("limits %+v, want %+v", cfg.Server.Limits, want)
 	}
 }

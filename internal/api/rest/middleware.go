@@ -51,6 +51,7 @@ var quietRoutes = map[string]bool{
 // who made it, then (after routing) which job or worker it concerns.
 type requestInfo struct {
 	id        string
+	route     string
 	log       *slog.Logger
 	principal auth.Principal
 	job       string
@@ -73,7 +74,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		if route == "" {
 			route = unmatchedRoute
 		}
-		info := &requestInfo{id: id, log: s.opt.Logger.With("request_id", id)}
+		info := &requestInfo{id: id, route: route, log: s.opt.Logger.With("request_id", id)}
 		sw := &statusWriter{ResponseWriter: w}
 		if s.opt.Requests != nil {
 			s.opt.Requests.RequestStarted(route)

@@ -43,6 +43,10 @@ type Options struct {
 	Metrics http.Handler
 	// Requests, when set, is told about every request (API metrics).
 	Requests RequestObserver
+	// Timeouts bound how long a client may take to send a body and to
+	// read an answer; zero fields take the defaults. The http.Server
+	// applies Idle and Header.
+	Timeouts Timeouts
 }
 
 // Server serves the API.
@@ -66,9 +70,10 @@ func New(ctrl *control.Controller, opt Options) *Server {
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
 	}
+	opt.Timeouts = opt.Timeouts.WithDefaults()
 	s := &Server{ctrl: ctrl, opt: opt, mux: http.NewServeMux()}
 	s.routes()
-	s.handler = s.observe(s.authenticate(s.identify(s.mux)))
+	s.handler = s.observe(s.admitReserved(s.deadlines(s.authenticate(s.identify(s.mux)))))
 	return s
 }
 
@@ -169,6 +174,11 @@ func (s *Server) body(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 		if errors.As(err, &mbe) {
 			writeError(w, http.StatusRequestEntityTooLarge, api.Error{Code: api.CodeTooLarge, Field: "body",
 				Message: fmt.Sprintf("the request body is larger than the limit of %d bytes", mbe.Limit)})
+			return nil, false
+		}
+		if errors.Is(err, errBodyTooSlow) {
+			w.Header().Set("Connection", "close")
+			writeError(w, http.StatusRequestTimeout, api.Error{Code: api.CodeTimeout, Field: "body", Message: err.Error()})
 			return nil, false
 		}
 		writeError(w, http.StatusBadRequest, api.Error{Code: api.CodeInvalid, Field: "body", Message: "reading the body: " + err.Error()})
@@ -349,7 +359,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		limit = 1000
 	}
 	f := store.EventFilter{AfterID: after, Job: q.Get("job"), Limit: int(limit)}
-	if q.Get("follow") == "" || q.Get("follow") == "0" || q.Get("follow") == "false" {
+	if !following(r) {
 		evs, err := s.ctrl.Store().Events(r.Context(), f)
 		if err != nil {
 			s.fail(w, err)
@@ -368,8 +378,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 // streamEvents serves server-sent events: every stored event after f.AfterID,
 // then new ones as they are committed, with keep-alive comments.
 func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, f store.EventFilter) {
-	flusher, ok := w.(http.Flusher)
-	if !ok {
+	if _, ok := w.(http.Flusher); !ok {
 		writeError(w, http.StatusInternalServerError, api.Error{Code: api.CodeInternal, Message: "streaming is not supported"})
 		return
 	}
@@ -378,10 +387,19 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, f store.Ev
 			f.AfterID = n
 		}
 	}
+	// Each batch gets the write timeout to reach the client: a stream may
+	// stay open for days, a client that stops reading may not hold it.
+	rc := http.NewResponseController(w)
+	send := func(write func()) bool {
+		_ = rc.SetWriteDeadline(time.Now().Add(s.opt.Timeouts.Write))
+		write()
+		return rc.Flush() == nil
+	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	flusher.Flush()
+	if !send(func() { w.WriteHeader(http.StatusOK) }) {
+		return
+	}
 	ping := time.NewTicker(15 * time.Second)
 	defer ping.Stop()
 	for {
@@ -390,12 +408,16 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, f store.Ev
 		if err != nil {
 			return
 		}
-		for _, e := range evs {
-			b, _ := json.Marshal(eventView(e))
-			fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.ID, e.Kind, b)
-			f.AfterID = e.ID
+		sent := send(func() {
+			for _, e := range evs {
+				b, _ := json.Marshal(eventView(e))
+				fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.ID, e.Kind, b)
+				f.AfterID = e.ID
+			}
+		})
+		if !sent {
+			return
 		}
-		flusher.Flush()
 		if len(evs) == f.Limit {
 			continue
 		}
@@ -406,8 +428,9 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, f store.Ev
 			return
 		case <-changed:
 		case <-ping.C:
-			fmt.Fprint(w, ": ping\n\n")
-			flusher.Flush()
+			if !send(func() { fmt.Fprint(w, ": ping\n\n") }) {
+				return
+			}
 		}
 		// A stream lives long after its one authentication: end it once
 		// its token is revoked or has expired.

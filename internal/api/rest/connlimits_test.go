@@ -1,0 +1,138 @@
+package rest
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/allot-sched/allot/internal/api"
+	"github.com/allot-sched/allot/internal/control"
+	"github.com/allot-sched/allot/internal/netlimit"
+	"github.com/allot-sched/allot/internal/spec"
+	"github.com/allot-sched/allot/internal/store/sqlite"
+)
+
+// newTimedServer runs the API with the given timeouts on a real
+// controller, over real connections (deadlines need them).
+func newTimedServer(t *testing.T, to Timeouts) *httptest.Server {
+	t.Helper()
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "allot.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ctrl, err := control.New(ctx, control.Config{Scheduling: spec.Scheduling{Queues: []spec.Queue{{Name: "batch"}}}}, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- ctrl.Run(ctx) }()
+	srv := httptest.NewServer(New(ctrl, Options{Timeouts: to}).Handler())
+	t.Cleanup(func() {
+		srv.Close()
+		cancel()
+		<-done
+		st.Close()
+	})
+	return srv
+}
+
+// sendPaced posts body to path in pieces of chunk bytes, one every gap,
+// and returns the answer's status and error code, and whether the server
+// closed the connection within a second of answering (the sender goes on).
+func sendPaced(t *testing.T, srv *httptest.Server, path, body string, chunk int, gap time.Duration) (int, api.Error, bool) {
+	t.Helper()
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: allot\r\nContent-Type: application/yaml\r\nContent-Length: %d\r\n\r\n", path, len(body))
+	go func() {
+		for i := 0; i < len(body); i += chunk {
+			time.Sleep(gap)
+			if _, err := io.WriteString(conn, body[i:min(i+chunk, len(body))]); err != nil {
+				return
+			}
+		}
+	}()
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("no answer: %v", err)
+	}
+	var eb api.ErrorBody
+	_ = json.NewDecoder(resp.Body).Decode(&eb)
+	resp.Body.Close()
+	_ = conn.SetReadDeadline(time.Now().Add(time.Second))
+	_, err = io.Copy(io.Discard, br)
+	ne, timedOut := err.(net.Error)
+	return resp.StatusCode, eb.Error, !(timedOut && ne.Timeout())
+}
+
+func TestRequestBodiesAreHeldToTheMinimumRateAndAnsweredAfterThem(t *testing.T) {
+	srv := newTimedServer(t, Timeouts{Body: 300 * time.Millisecond, MinBodyRate: 1000, Write: 200 * time.Millisecond})
+	job := "id: %s\nqueue: batch\ntasks: [{name: x, run: 'true'}]\n" + strings.Repeat("# padding to make a larger body\n", 40)
+	cases := []struct {
+		name     string
+		id       string
+		chunk    int
+		gap      time.Duration
+		status   int
+		code     string
+		slowest  time.Duration // the body takes at least this long
+		checkDur bool
+	}{
+		// 1.3 KB at 2.5 KB/s: longer than the grace, well above the rate.
+		{"a body at a decent pace outlives the grace", "paced", 100, 40 * time.Millisecond, 201, "", 400 * time.Millisecond, true},
+		// 10 bytes a second: cut once the grace and its few bytes' share are spent.
+		{"a trickled body is cut with 408", "trickled", 1, 100 * time.Millisecond, 408, api.CodeTimeout, 0, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			status, e, closed := sendPaced(t, srv, "/v1/jobs", fmt.Sprintf(job, tc.id), tc.chunk, tc.gap)
+			took := time.Since(start)
+			if status != tc.status || e.Code != tc.code {
+				t.Fatalf("after %s: %d %+v, want %d %q", took, status, e, tc.status, tc.code)
+			}
+			if tc.checkDur && took < tc.slowest {
+				t.Errorf("the body took %s: not longer than the grace, the case proves nothing", took)
+			}
+			if tc.code == api.CodeTimeout && (e.Field != "body" || took > 2*time.Second || !closed) {
+				t.Errorf("cut after %s, field %q, connection closed %v: want field body, within the grace and a little, and the connection closed",
+					took, e.Field, closed)
+			}
+		})
+	}
+}
+
+func TestLongPollOutlivesTheBodyAndWriteTimeouts(t *testing.T) {
+	srv := newTimedServer(t, Timeouts{Body: 200 * time.Millisecond, MinBodyRate: 1000, Write: 200 * time.Millisecond})
+	if status, _, raw := call(t, srv, "POST", "/v1/workers", "application/json", `{"name":"w","resources":{"cpu":"1","memory":"1Gi"},"slots":1}`); status != 200 {
+		t.Fatalf("register: %d %s", status, raw)
+	}
+	start := time.Now()
+	status, _, raw := call(t, srv, "POST", "/v1/workers/w/lease", "application/json", `{"wait":"700ms"}`)
+	if took := time.Since(start); status != 200 || took < 650*time.Millisecond {
+		t.Errorf("lease of 700ms with a body deadline of 200ms: %d after %s: %s", status, took, raw)
+	}
+}
+
+// The listener writes its refusals itself: they must carry the API's code.
+func TestTheListenersRefusalIsTheAPIsOverloadedError(t *testing.T) {
+	var eb api.ErrorBody
+	if err := json.Unmarshal(netlimit.OverloadedBody("full"), &eb); err != nil || eb.Error.Code != api.CodeOverloaded || eb.Error.Message != "full" {
+		t.Errorf("refusal body %s (%v): want code %q", netlimit.OverloadedBody("full"), err, api.CodeOverloaded)
+	}
+}
