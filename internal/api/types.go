@@ -36,7 +36,11 @@ const (
 	CodeUnauthorized = "unauthorized"
 	CodeForbidden    = "forbidden"
 	CodeUnavailable  = "unavailable"
-	CodeInternal     = "internal"
+	// CodeStoreUnavailable: the server cannot write its store (disk full,
+	// read-only or failing file system); the change was not applied, and
+	// the same request may be sent again later.
+	CodeStoreUnavailable = "store_unavailable"
+	CodeInternal         = "internal"
 )
 
 // Job is a job as the API shows it.
