@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -20,9 +19,9 @@ import (
 	"github.com/allot-sched/allot/internal/api/rest"
 	"github.com/allot-sched/allot/internal/auth"
 	"github.com/allot-sched/allot/internal/control"
+	"github.com/allot-sched/allot/internal/datadir"
 	"github.com/allot-sched/allot/internal/metrics"
 	"github.com/allot-sched/allot/internal/spec"
-	"github.com/allot-sched/allot/internal/store/sqlite"
 )
 
 // defaultListen is where the server listens and the client looks.
@@ -169,19 +168,28 @@ func startServerWith(ctx context.Context, cfg spec.ServerConfig, log *slog.Logge
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(cfg.Server.DataDir, 0o755); err != nil {
-		return nil, err
-	}
-	st, err := sqlite.Open(filepath.Join(cfg.Server.DataDir, "allot.db"))
+	dir, err := datadir.Open(cfg.Server.DataDir, log)
 	if err != nil {
 		return nil, err
 	}
+	st, err := dir.OpenStore()
+	if err != nil {
+		dir.Close()
+		return nil, err
+	}
+	// closeStore closes the store, then releases the directory: another
+	// server may take it only once this one wrote its last.
+	closeStore := func() error {
+		err := st.Close()
+		dir.Close()
+		return err
+	}
 	var authn *auth.Authenticator
 	if opt.auth {
-		file := filepath.Join(cfg.Server.DataDir, auth.AdminTokenFile)
+		file := dir.AdminToken()
 		tok, created, err := auth.Bootstrap(ctx, st, file, time.Now())
 		if err != nil {
-			st.Close()
+			closeStore()
 			return nil, err
 		}
 		if created {
@@ -194,12 +202,12 @@ func startServerWith(ctx context.Context, cfg spec.ServerConfig, log *slog.Logge
 		StopGrace: time.Duration(cfg.Server.StopGrace), HeartbeatTimeout: time.Duration(cfg.Server.HeartbeatTimeout), InputAllow: cfg.Server.Inputs.Allow,
 		Logger: log, Observer: mx}, st)
 	if err != nil {
-		st.Close()
+		closeStore()
 		return nil, err
 	}
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
-		st.Close()
+		closeStore()
 		return nil, err
 	}
 	mx.Watch(ctrl)
@@ -233,7 +241,7 @@ func startServerWith(ctx context.Context, cfg spec.ServerConfig, log *slog.Logge
 		if lerr := <-loopErr; err == nil {
 			err = lerr
 		}
-		if cerr := st.Close(); err == nil {
+		if cerr := closeStore(); err == nil {
 			err = cerr
 		}
 		if errors.Is(err, http.ErrServerClosed) {
