@@ -33,7 +33,8 @@ func lockDir(dir string) (*os.File, error) {
 		return nil, fmt.Errorf("data directory %s: lock %s: %w", dir, path, err)
 	}
 	pid := []byte(strconv.Itoa(os.Getpid()) + "\n")
-	if err := f.Truncate(0); err == nil {
+	err = f.Truncate(0)
+	if err == nil {
 		_, err = f.WriteAt(pid, 0)
 	}
 	if err != nil {
