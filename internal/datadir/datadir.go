@@ -66,6 +66,11 @@ func Open(path string, log *slog.Logger) (*Dir, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := writePID(lock); err != nil {
+		// The lock holds all the same; only the refusal another server
+		// gets cannot name this one (a full disk, say).
+		log.Warn("could not record this server's PID in the lock file", "path", lock.Name(), "err", err)
+	}
 	d := &Dir{path: path, lock: lock}
 	if err := d.prepare(log); err != nil {
 		d.Close()

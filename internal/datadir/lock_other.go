@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 )
 
 // lockDir only creates the lock file here: this system has no flock, so
@@ -16,4 +17,10 @@ func lockDir(dir string) (*os.File, error) {
 		return nil, fmt.Errorf("data directory %s: lock: %w", dir, err)
 	}
 	return f, nil
+}
+
+// writePID records this process's PID in the lock file.
+func writePID(f *os.File) error {
+	_, err := f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	return err
 }

@@ -12,10 +12,9 @@ import (
 	"syscall"
 )
 
-// lockDir takes an exclusive flock on the directory's lock file and writes
-// this process's PID into it. The kernel releases the lock when the process
-// ends, however it ends, so a server killed with SIGKILL leaves no stale
-// lock behind.
+// lockDir takes an exclusive flock on the directory's lock file. The kernel
+// releases the lock when the process ends, however it ends, so a server
+// killed with SIGKILL leaves no stale lock behind.
 func lockDir(dir string) (*os.File, error) {
 	path := filepath.Join(dir, LockFile)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, fileMode)
@@ -32,16 +31,18 @@ func lockDir(dir string) (*os.File, error) {
 		}
 		return nil, fmt.Errorf("data directory %s: lock %s: %w", dir, path, err)
 	}
-	pid := []byte(strconv.Itoa(os.Getpid()) + "\n")
-	err = f.Truncate(0)
-	if err == nil {
-		_, err = f.WriteAt(pid, 0)
-	}
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("data directory %s: writing the PID to %s: %w", dir, path, err)
-	}
 	return f, nil
+}
+
+// writePID records this process's PID in the lock file, for the refusal
+// another server gets. It overwrites in place and then cuts what is left,
+// so that on a full disk it reuses the block the file has.
+func writePID(f *os.File) error {
+	pid := []byte(strconv.Itoa(os.Getpid()) + "\n")
+	if _, err := f.WriteAt(pid, 0); err != nil {
+		return err
+	}
+	return f.Truncate(int64(len(pid)))
 }
 
 // holder reads the PID the lock's holder wrote; 0 when it wrote none yet.
