@@ -40,6 +40,11 @@ func newServerCmd() *cobra.Command {
 database under --data-dir, serves the REST API under /v1, and schedules tasks onto
 the workers that register with it (allot worker).
 
+One server uses a data directory at a time (it locks DATA_DIR/allot.lock); its files
+are readable by their owner only. While the disk is full, changes are refused with
+503 store_unavailable, reads and running tasks go on, and the server resumes by itself
+once there is room.
+
 Every API call but /healthz, /readyz and /openapi.json needs a bearer token. On
 its first start the server creates an admin token and writes its secret to
 DATA_DIR/admin.token (readable by its owner only); create the other tokens with
