@@ -198,7 +198,7 @@ func (c *Controller) Run(ctx context.Context) error {
 				close(r.done)
 			}
 			c.drain(ErrStopped)
-			if ctx.Err() != nil {
+			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 				// Stopped while a round was held: none of it was
 				// acknowledged, so nothing acknowledged is lost.
 				c.cfg.Logger.Warn("scheduling loop stopped while the store refused writes; the held round was not stored "+
