@@ -199,10 +199,10 @@ func (c *Controller) Run(ctx context.Context) error {
 			}
 			c.drain(ErrStopped)
 			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-				// Stopped while a round was held: none of it was
+				// Stopped before the round was stored (typically while
+				// the store refused writes): none of it was
 				// acknowledged, so nothing acknowledged is lost.
-				c.cfg.Logger.Warn("scheduling loop stopped while the store refused writes; the held round was not stored "+
-					"and none of it was acknowledged", "err", err)
+				c.cfg.Logger.Warn("scheduling loop stopped before its last round was stored; none of it was acknowledged", "err", err)
 				return nil
 			}
 			c.cfg.Logger.Error("scheduling loop stopped", "err", err)
