@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -20,10 +19,10 @@ import (
 	"github.com/allot-sched/allot/internal/api/rest"
 	"github.com/allot-sched/allot/internal/auth"
 	"github.com/allot-sched/allot/internal/control"
+	"github.com/allot-sched/allot/internal/datadir"
 	"github.com/allot-sched/allot/internal/metrics"
 	"github.com/allot-sched/allot/internal/netlimit"
 	"github.com/allot-sched/allot/internal/spec"
-	"github.com/allot-sched/allot/internal/store/sqlite"
 )
 
 // defaultListen is where the server listens and the client looks.
@@ -42,6 +41,11 @@ func newServerCmd() *cobra.Command {
 		Long: `server runs Allot's control plane. It keeps its state in an embedded SQLite
 database under --data-dir, serves the REST API under /v1, and schedules tasks onto
 the workers that register with it (allot worker).
+
+One server uses a data directory at a time (it locks DATA_DIR/allot.lock); its files
+are readable by their owner only. While the disk is full, changes are refused with
+503 store_unavailable, reads and running tasks go on, and the server resumes by itself
+once there is room.
 
 Every API call but /healthz, /readyz and /openapi.json needs a bearer token. On
 its first start the server creates an admin token and writes its secret to
@@ -180,38 +184,51 @@ func startServerWith(ctx context.Context, cfg spec.ServerConfig, log *slog.Logge
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(cfg.Server.DataDir, 0o755); err != nil {
-		return nil, err
-	}
-	st, err := sqlite.Open(filepath.Join(cfg.Server.DataDir, "allot.db"))
+	dir, err := datadir.Open(cfg.Server.DataDir, log)
 	if err != nil {
 		return nil, err
 	}
+	st, err := dir.OpenStore()
+	if err != nil {
+		dir.Close()
+		return nil, err
+	}
+	// closeStore closes the store, then releases the directory: another
+	// server may take it only once this one wrote its last.
+	closeStore := func() error {
+		err := st.Close()
+		dir.Close()
+		return err
+	}
+	mx := metrics.New()
 	var authn *auth.Authenticator
 	if opt.auth {
-		file := filepath.Join(cfg.Server.DataDir, auth.AdminTokenFile)
+		file := dir.AdminToken()
 		tok, created, err := auth.Bootstrap(ctx, st, file, time.Now())
 		if err != nil {
-			st.Close()
+			closeStore()
 			return nil, err
 		}
 		if created {
 			log.Info("created the first admin token; its secret is in the file (mode 0600)", "token", tok.ID, "file", file)
 		}
+		if err := reportUnreadableTokens(ctx, st, log, mx); err != nil {
+			closeStore()
+			return nil, err
+		}
 		authn = auth.NewAuthenticator(st, nil, 0)
 	}
 	lim, timeouts := serverLimits(cfg.Server.Limits, log)
-	mx := metrics.New()
 	ctrl, err := control.New(ctx, control.Config{Scheduling: cfg.Scheduling, CycleEvery: time.Duration(cfg.Server.CycleEvery),
 		StopGrace: time.Duration(cfg.Server.StopGrace), HeartbeatTimeout: time.Duration(cfg.Server.HeartbeatTimeout), InputAllow: cfg.Server.Inputs.Allow,
 		Logger: log, Observer: mx}, st)
 	if err != nil {
-		st.Close()
+		closeStore()
 		return nil, err
 	}
 	tcp, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
-		st.Close()
+		closeStore()
 		return nil, err
 	}
 	// The limits sit under TLS: they count and refuse TCP connections,
@@ -252,7 +269,7 @@ func startServerWith(ctx context.Context, cfg spec.ServerConfig, log *slog.Logge
 		if lerr := <-loopErr; err == nil {
 			err = lerr
 		}
-		if cerr := st.Close(); err == nil {
+		if cerr := closeStore(); err == nil {
 			err = cerr
 		}
 		if errors.Is(err, http.ErrServerClosed) {
@@ -304,5 +321,25 @@ func applyServerEnv(cfg *spec.ServerConfig, lookup func(string) (string, bool)) 
 	if err := cfg.Scheduling.ApplyEnv(lookup); err != nil {
 		return fmt.Errorf("environment:\n%w", err)
 	}
+	return nil
+}
+
+// reportUnreadableTokens logs and counts the stored tokens whose rows could
+// not be read back: they authorise nothing (package auth refuses them),
+// and an admin should revoke and replace them.
+func reportUnreadableTokens(ctx context.Context, st auth.TokenStore, log *slog.Logger, mx *metrics.Metrics) error {
+	toks, err := st.Tokens(ctx)
+	if err != nil {
+		return fmt.Errorf("listing tokens: %w", err)
+	}
+	n := 0
+	for _, t := range toks {
+		if t.Unreadable != "" {
+			log.Error("a stored token cannot be read back; it authorises nothing: revoke it and create another",
+				"token", t.ID, "name", t.Name, "err", t.Unreadable)
+			n++
+		}
+	}
+	mx.TokensUnreadable(n)
 	return nil
 }

@@ -36,13 +36,17 @@ const (
 	CodeUnauthorized = "unauthorized"
 	CodeForbidden    = "forbidden"
 	CodeUnavailable  = "unavailable"
-	CodeInternal     = "internal"
 	// CodeOverloaded (503, with Retry-After) is a request the server did
 	// not handle because it is at a connection limit: sending it again
 	// later is safe, whatever it is.
 	CodeOverloaded = "overloaded"
 	// CodeTimeout (408) is a request whose body arrived too slowly.
 	CodeTimeout = "timeout"
+	// CodeStoreUnavailable: the server cannot write its store (disk full,
+	// read-only or failing file system); the change was not applied, and
+	// the same request may be sent again later.
+	CodeStoreUnavailable = "store_unavailable"
+	CodeInternal         = "internal"
 )
 
 // Job is a job as the API shows it.

@@ -39,6 +39,10 @@ type Config struct {
 	InputAllow []string
 	// MaxBatch bounds how many requests one loop round takes.
 	MaxBatch int
+	// StoreRetryMax bounds the wait between two commits of a round the
+	// store refused (a full disk): the server resumes within about this
+	// long of there being room again.
+	StoreRetryMax time.Duration
 	// Clock reads the time; tests inject a fake.
 	Clock  func() time.Time
 	Logger *slog.Logger
@@ -58,6 +62,9 @@ func (c *Config) defaults() {
 	}
 	if c.MaxBatch <= 0 {
 		c.MaxBatch = 1024
+	}
+	if c.StoreRetryMax <= 0 {
+		c.StoreRetryMax = DefaultStoreRetryMax
 	}
 	if c.Clock == nil {
 		c.Clock = time.Now
@@ -98,18 +105,24 @@ type Controller struct {
 	recent map[string]*runtimeWindow
 	// nextHistory is when the policies' history is stored next.
 	nextHistory time.Time
+	// degradedLogged is when the log last said the store refuses writes.
+	degradedLogged time.Time
 
 	// Shared with API goroutines.
 	mu       sync.Mutex
 	boxes    map[string]*mailbox
 	notifyCh chan struct{} // closed and replaced after each commit with events
 	snap     *Snapshot     // the last published snapshot
+	health   StoreHealth   // whether the store takes writes (degraded.go)
 
 	pl *placementState // cache hints, elastic loop, density (placement.go)
 }
 
 type request struct {
-	fn   func(t *txn) (any, error)
+	fn func(t *txn) (any, error)
+	// read marks a request that changes nothing: it is answered even
+	// while a round is held because the store refuses writes.
+	read bool
 	val  any
 	err  error
 	done chan struct{}
@@ -145,9 +158,11 @@ func New(ctx context.Context, cfg Config, st store.Store) (*Controller, error) {
 	return c, nil
 }
 
-// Run runs the loop until ctx ends or a commit fails. A failed commit is
-// fatal: the engine has moved on and the store has not, so the server must
-// restart and rebuild from the store.
+// Run runs the loop until ctx ends or a commit fails for good. A commit the
+// store refuses for a cause outside it (a full disk) holds the round and is
+// retried until it is stored (degraded.go). A refusal no retry cures (an
+// invalid row, a fenced store) is fatal: the engine has moved on and the
+// store has not, so the server must restart and rebuild from the store.
 func (c *Controller) Run(ctx context.Context) error {
 	defer close(c.done)
 	defer c.saveHistoryAtStop() // however the loop ends, before done closes
@@ -183,6 +198,13 @@ func (c *Controller) Run(ctx context.Context) error {
 				close(r.done)
 			}
 			c.drain(ErrStopped)
+			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+				// Stopped before the round was stored (typically while
+				// the store refused writes): none of it was
+				// acknowledged, so nothing acknowledged is lost.
+				c.cfg.Logger.Warn("scheduling loop stopped before its last round was stored; none of it was acknowledged", "err", err)
+				return nil
+			}
 			c.cfg.Logger.Error("scheduling loop stopped", "err", err)
 			return err
 		}
@@ -219,7 +241,7 @@ func (c *Controller) round(ctx context.Context, batch []*request, ticked bool) e
 	c.noteDensity(t)
 	if !t.batch.Empty() {
 		start := time.Now()
-		if err := c.commit(ctx, t.batch); err != nil {
+		if err := c.commitUntilStored(ctx, t); err != nil {
 			return fmt.Errorf("commit: %w", err)
 		}
 		c.cfg.Logger.Debug("commit", "tasks", len(t.batch.Tasks), "events", len(t.batch.Events), "took", time.Since(start))
@@ -244,7 +266,17 @@ func (c *Controller) round(ctx context.Context, batch []*request, ticked bool) e
 
 // do runs fn on the loop and waits until its changes are committed.
 func (c *Controller) do(ctx context.Context, fn func(t *txn) (any, error)) (any, error) {
-	r := &request{fn: fn, done: make(chan struct{})}
+	return c.send(ctx, &request{fn: fn, done: make(chan struct{})})
+}
+
+// read runs fn, which changes nothing, on the loop: unlike a change, it is
+// answered while the store refuses writes.
+func (c *Controller) read(ctx context.Context, fn func(t *txn) (any, error)) (any, error) {
+	return c.send(ctx, &request{fn: fn, read: true, done: make(chan struct{})})
+}
+
+// send hands r to the loop and waits for its answer.
+func (c *Controller) send(ctx context.Context, r *request) (any, error) {
 	select {
 	case c.reqs <- r:
 	case <-c.done:

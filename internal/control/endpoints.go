@@ -391,7 +391,7 @@ func (c *Controller) withDeadLetter(ctx context.Context, v api.Job, j store.Job)
 
 // DeadLetters lists the dead-letter list, oldest first.
 func (c *Controller) DeadLetters(ctx context.Context) (api.DeadLetterList, error) {
-	v, err := c.do(ctx, func(*txn) (any, error) {
+	v, err := c.read(ctx, func(*txn) (any, error) {
 		ds := c.eng.DeadLetters()
 		out := api.DeadLetterList{DeadLetters: make([]api.DeadLetter, 0, len(ds))}
 		for _, d := range ds {

@@ -27,7 +27,7 @@ var ExplainWhatIf = engine.WhatIf{}
 // simulates it outside the loop, so a long simulation never delays
 // scheduling. An ended job is a conflict, an unknown one not found.
 func (c *Controller) Explain(ctx context.Context, id string) (api.Explanation, error) {
-	v, err := c.do(ctx, func(t *txn) (any, error) {
+	v, err := c.read(ctx, func(t *txn) (any, error) {
 		if _, ok := c.jobs[id]; !ok {
 			return nil, nil // not live: the store says why, off the loop
 		}

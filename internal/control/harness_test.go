@@ -14,6 +14,7 @@ import (
 	"github.com/allot-sched/allot/internal/spec"
 	"github.com/allot-sched/allot/internal/store"
 	"github.com/allot-sched/allot/internal/store/sqlite"
+	"github.com/allot-sched/allot/internal/store/storetest"
 )
 
 // fakeClock is the controller's clock in tests: time moves only when the
@@ -50,9 +51,16 @@ type plane struct {
 	cfg   Config // the test's own settings; open adds the clock, logger and tick
 	clock *fakeClock
 	st    *sqlite.Store
-	c     *Controller
-	stopC context.CancelFunc
-	done  chan error
+	// disk sits between the controller and st: disk.Fill makes the
+	// store's writes fail as on a full disk. startFull fills it before
+	// the controller is built (a restart on a full disk).
+	disk      *storetest.FullDisk
+	startFull bool
+	c         *Controller
+	stopC     context.CancelFunc
+	done      chan error
+	// runErr is what the last loop's Run returned.
+	runErr error
 	// secrets holds the secret of every attempt a lease handed out, as
 	// the agent keeps it; report sends it with reports that carry none.
 	secrets map[api.Attempt]string
@@ -82,13 +90,17 @@ func (p *plane) open() {
 	cfg.CycleEvery = 2 * time.Millisecond // ticks come often; the fake clock decides what is late
 	cfg.Clock = p.clock.Now
 	cfg.Logger = slog.New(slog.DiscardHandler)
-	c, err := New(context.Background(), cfg, st)
+	disk := storetest.NewFullDisk(st)
+	if p.startFull {
+		disk.Fill()
+	}
+	c, err := New(context.Background(), cfg, disk)
 	if err != nil {
 		st.Close()
 		p.t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	p.st, p.c, p.stopC, p.done = st, c, cancel, make(chan error, 1)
+	p.st, p.disk, p.c, p.stopC, p.done = st, disk, c, cancel, make(chan error, 1)
 	go func() { p.done <- c.Run(ctx) }()
 }
 
@@ -97,7 +109,7 @@ func (p *plane) stop() {
 		return
 	}
 	p.stopC()
-	<-p.done
+	p.runErr = <-p.done
 	p.st.Close()
 	p.c = nil
 }

@@ -306,7 +306,7 @@ func (c *Controller) missingOrEnded(ctx context.Context, id string) error {
 
 // Job returns a job with its tasks; a pending task carries its reason.
 func (c *Controller) Job(ctx context.Context, id string) (api.Job, error) {
-	v, err := c.do(ctx, func(t *txn) (any, error) {
+	v, err := c.read(ctx, func(t *txn) (any, error) {
 		if lj, ok := c.jobs[id]; ok {
 			return c.view(lj, true), nil
 		}

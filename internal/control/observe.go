@@ -21,9 +21,13 @@ type Observer interface {
 	Cycle(d *engine.Decisions, took time.Duration)
 	// Commit reports one store commit: the events it made durable (task
 	// starts, ends, requeues with their reasons), how long it took, and
-	// its error, which stops the loop. On error the events were not
-	// stored.
+	// its error. On error the events were not stored; the same batch may
+	// come again in a retry.
 	Commit(events []store.Event, took time.Duration, err error)
+	// StoreState reports that the store stopped taking writes, with the
+	// cause ("disk full"), or, with an empty cause, that it takes them
+	// again (degraded.go).
+	StoreState(cause string)
 }
 
 // timedCycle runs one engine cycle, timing it, and tells the observer and

@@ -232,6 +232,12 @@ func (c *Controller) HeartbeatCache(ctx context.Context, worker string, hb api.H
 		c.mu.Unlock()
 		return nil, nil
 	})
+	if errors.Is(err, store.ErrUnavailable) {
+		// The heartbeat counted (seen); the hints, not stored, come again
+		// with the next one. A full disk must not make a live worker's
+		// heartbeats fail.
+		return nil
+	}
 	return err
 }
 

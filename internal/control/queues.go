@@ -14,7 +14,7 @@ import (
 
 // Queues lists the queues with their current policy and task counts.
 func (c *Controller) Queues(ctx context.Context) ([]api.Queue, error) {
-	v, err := c.do(ctx, func(t *txn) (any, error) {
+	v, err := c.read(ctx, func(t *txn) (any, error) {
 		out := make([]api.Queue, 0, len(c.engCfg.Queues))
 		byName := make(map[string]int, len(c.engCfg.Queues))
 		for i, q := range c.engCfg.Queues {

@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -169,7 +170,13 @@ func (c *Controller) Lease(ctx context.Context, worker string, wait time.Duratio
 	if track {
 		if lost := c.unconfirmed(worker, *holds); len(lost) > 0 {
 			if err := c.requeueUndelivered(ctx, worker, lost); err != nil {
-				return api.Lease{}, err
+				if !errors.Is(err, store.ErrUnavailable) {
+					return api.Lease{}, err
+				}
+				// Nothing can be stored now: keep them awaiting
+				// confirmation, so the next lease request after the
+				// outage finds them again, and answer this one.
+				c.rehand(worker, lost)
 			}
 		}
 	}
@@ -221,6 +228,15 @@ func (c *Controller) unconfirmed(worker string, holds []api.Attempt) []api.Attem
 	}
 	box.handed = nil
 	return lost
+}
+
+// rehand puts attempts back on the list of those awaiting confirmation.
+func (c *Controller) rehand(worker string, attempts []api.Attempt) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if box, ok := c.boxes[worker]; ok {
+		box.handed = append(box.handed, attempts...)
+	}
 }
 
 // arrived takes reported attempts off the list of those awaiting
@@ -386,7 +402,7 @@ func (c *Controller) report(t *txn, worker string, r api.Report) {
 
 // Workers lists the registered workers with how many tasks each runs.
 func (c *Controller) Workers(ctx context.Context) ([]api.Worker, error) {
-	v, err := c.do(ctx, func(t *txn) (any, error) {
+	v, err := c.read(ctx, func(t *txn) (any, error) {
 		out := make([]api.Worker, 0, len(c.workers))
 		for _, lw := range c.workers {
 			out = append(out, c.workerView(lw))

@@ -45,6 +45,7 @@ type loop struct {
 	// quarantined counts stored rows set aside at a start
 	// (control.EventRowQuarantined), by kind.
 	quarantined *prometheus.CounterVec
+	degraded    prometheus.Gauge
 }
 
 func (l *loop) init(reg prometheus.Registerer) {
@@ -68,7 +69,10 @@ func (l *loop) init(reg prometheus.Registerer) {
 	l.submitted = f.counter("jobs_submitted_total", "Jobs accepted.")
 	l.jobsEnded = f.counterVec("jobs_ended_total", "Jobs that reached an end state, by state: succeeded, failed, cancelled.", "state")
 	l.commitTime = f.histogram("store_commit_duration_seconds", "Time one store commit (a loop round's group commit) took.", commitBuckets)
-	l.commitErrs = f.counter("store_commit_failures_total", "Store commits that failed; each stops the scheduling loop.")
+	l.commitErrs = f.counter("store_commit_failures_total",
+		"Store commits that failed. A failure the store may recover from (a full disk) holds the round and retries it: each retry that fails counts.")
+	l.degraded = f.gauge("store_degraded",
+		"1 while the store refuses writes (disk full, read-only or failing file system): changes are refused with 503 store_unavailable and /readyz is not ready; 0 otherwise.")
 	l.reportsRefused = f.counterVec("reports_refused_total",
 		"Worker reports refused without being applied, by reason code: secret_mismatch (the report lacked its attempt's secret: a forgery or a broken agent).", "reason")
 	l.quarantined = f.counterVec("store_rows_quarantined_total",
@@ -169,6 +173,15 @@ func (l *loop) TokensUnreadable(n int) {
 	l.quarantined.WithLabelValues(QuarantinedToken).Add(float64(n))
 }
 
+// StoreState sets the degraded gauge: 1 while the store refuses writes.
+func (l *loop) StoreState(cause string) {
+	if cause != "" {
+		l.degraded.Set(1)
+		return
+	}
+	l.degraded.Set(0)
+}
+
 func reasonOr(code, fallback string) string {
 	if code == "" {
 		return fallback
@@ -188,6 +201,10 @@ func (f factory) counter(name, help string) prometheus.Counter {
 
 func (f factory) counterVec(name, help string, labels ...string) *prometheus.CounterVec {
 	return f.auto.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help}, labels)
+}
+
+func (f factory) gauge(name, help string) prometheus.Gauge {
+	return f.auto.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help})
 }
 
 func (f factory) gaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {

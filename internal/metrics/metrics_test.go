@@ -92,6 +92,19 @@ func TestFailedCommitCountsTheFailureAndNoEvents(t *testing.T) {
 	}
 }
 
+func TestStoreStateSetsTheDegradedGauge(t *testing.T) {
+	m := New()
+	for _, tc := range []struct {
+		cause string
+		want  float64
+	}{{"disk full", 1}, {"I/O error", 1}, {"", 0}} {
+		m.StoreState(tc.cause)
+		if got := testutil.ToFloat64(m.degraded); got != tc.want {
+			t.Errorf("after StoreState(%q): allot_store_degraded = %v, want %v", tc.cause, got, tc.want)
+		}
+	}
+}
+
 func TestCycleCountsPlacementsPoolsReuseAndStickyDeferrals(t *testing.T) {
 	m := New()
 	d := &engine.Decisions{

@@ -28,7 +28,39 @@ var (
 	// ErrFenced means another server took over as leader: this one must
 	// stop writing.
 	ErrFenced = errors.New("fenced: another leader holds a newer epoch")
+	// ErrUnavailable means a write failed for a cause outside it: the disk
+	// is full, the file system is read-only or failing. Nothing of the
+	// write was applied, and the same write may succeed later. Errors that
+	// wrap it are usually an *UnavailableError, which names the cause.
+	ErrUnavailable = errors.New("store unavailable")
+	// ErrDamaged means the database file is damaged: its integrity check
+	// failed, or it is not a database at all. Only a backup (or a salvage
+	// of the file) brings it back.
+	ErrDamaged = errors.New("database damaged")
 )
+
+// UnavailableError is a write the store could not make, with its cause in a
+// few words for the operator ("disk full", "read-only file system", "I/O
+// error"). It wraps ErrUnavailable and the error that caused it.
+type UnavailableError struct {
+	Cause string
+	Err   error
+}
+
+func (e *UnavailableError) Error() string { return e.Cause + ": " + e.Err.Error() }
+
+// Unwrap lets errors.Is find ErrUnavailable and the underlying error.
+func (e *UnavailableError) Unwrap() []error { return []error{ErrUnavailable, e.Err} }
+
+// Cause returns the cause an error of the store names: the Cause of an
+// *UnavailableError in its chain, else its message.
+func Cause(err error) string {
+	var ue *UnavailableError
+	if errors.As(err, &ue) {
+		return ue.Cause
+	}
+	return err.Error()
+}
 
 // Job states that end a job. A job in any other state is unfinished: the
 // engine is rebuilt from those after a restart (Store.Unfinished).

@@ -123,11 +123,18 @@ func (s *Server) routes() {
 	s.mux.Handle(dashboardPattern, web.New(s.ctrl, web.Options{Auth: s.opt.Auth, Logger: s.opt.Logger}))
 }
 
+// ready answers /readyz: ready once the loop answers a round trip. While the
+// store refuses writes it is not ready, and says why.
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
+	if h := s.ctrl.StoreHealth(); h.Degraded {
+		storeUnavailable(w, fmt.Sprintf("not ready: the store refuses writes since %s: %s; changes are refused until it takes them again, reads go on",
+			h.Since.Format(time.RFC3339), h.Cause))
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	if err := s.ctrl.Ping(ctx); err != nil {
-		writeError(w, http.StatusServiceUnavailable, api.Error{Code: api.CodeUnavailable, Message: err.Error()})
+		s.fail(w, err)
 		return
 	}
 	writeJSON(w, 200, map[string]string{"status": "ready"})
@@ -164,6 +171,17 @@ func (s *Server) bodyLimit(r *http.Request) int64 {
 		return n
 	}
 	return s.opt.MaxBodyBytes
+}
+
+// storeRetryAfter is the Retry-After of a change refused because the store
+// refuses writes: the loop retries its held round at least this often.
+const storeRetryAfter = "5"
+
+// storeUnavailable answers 503 store_unavailable: nothing was applied, and
+// the same request may be sent again.
+func storeUnavailable(w http.ResponseWriter, msg string) {
+	w.Header().Set("Retry-After", storeRetryAfter)
+	writeError(w, http.StatusServiceUnavailable, api.Error{Code: api.CodeStoreUnavailable, Message: msg})
 }
 
 // body reads a request body within the size limit.
@@ -571,6 +589,9 @@ func (s *Server) fail(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusForbidden, api.Error{Code: api.CodeForbidden, Message: err.Error()})
 	case errors.Is(err, control.ErrInvalid):
 		writeError(w, http.StatusBadRequest, api.Error{Code: api.CodeInvalid, Message: err.Error()})
+	case errors.Is(err, store.ErrUnavailable):
+		s.opt.Logger.Debug("request refused: the store refuses writes", "err", err)
+		storeUnavailable(w, err.Error())
 	case errors.Is(err, control.ErrStopped), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		writeError(w, http.StatusServiceUnavailable, api.Error{Code: api.CodeUnavailable, Message: err.Error()})
 	default:

@@ -197,10 +197,10 @@ func (s *Store) KV(ctx context.Context, key string) ([]byte, error) {
 func (s *Store) read(ctx context.Context, fn func(*sql.Tx) error) error {
 	tx, err := s.readers.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return fmt.Errorf("begin: %w", err)
+		return fmt.Errorf("begin: %w", s.classify(err))
 	}
 	defer func() { _ = tx.Rollback() }()
-	return fn(tx)
+	return s.classify(fn(tx))
 }
 
 // querier is what *sql.DB and *sql.Tx share.

@@ -301,18 +301,20 @@ func (s *Store) writeKV(ctx context.Context, tx *sql.Tx, kv map[string][]byte) e
 
 // inTx runs fn in a write transaction on the one writer connection (BEGIN
 // IMMEDIATE, so the write lock is taken at the start) and commits; any error
-// rolls everything back.
+// rolls everything back. A full disk or a failing file system comes back as
+// a *store.UnavailableError (see classify): SQLite rolled the transaction
+// back, and the connection takes the same write again once there is room.
 func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("begin: %w", err)
+		return fmt.Errorf("begin: %w", s.classify(err))
 	}
 	if err := fn(tx); err != nil {
 		_ = tx.Rollback()
-		return err
+		return s.classify(err)
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
+		return fmt.Errorf("commit: %w", s.classify(err))
 	}
 	return nil
 }
