@@ -147,13 +147,23 @@ func (r runner) run(at *attempt) api.Report {
 			r.log.Warn("could not remove an attempt's directory", "dir", tmp, "err", err)
 		}
 	}()
+	// The task owns the directory, so it may rename it and leave a link in
+	// its place: the result is read through the directory made here, held
+	// open from before the task starts, never through its path.
+	dir, err := os.OpenRoot(tmp)
+	if err != nil {
+		rep.Error = fmt.Sprintf("could not open the attempt's directory: %v", err)
+		return rep
+	}
+	defer dir.Close()
 	// The directory is the task's (it writes its result there, and works
 	// there when it names no workdir), whoever it runs as.
 	if err := giveTo(tmp, user); err != nil {
 		rep.Error = fmt.Sprintf("could not give the attempt's directory to user %q: %v", user.Name, err)
 		return rep
 	}
-	resultPath := filepath.Join(tmp, "result.json")
+	const resultName = "result.json"
+	resultPath := filepath.Join(tmp, resultName)
 	cmd.Dir = r.dir(as, tmp)
 	cmd.Env = environ(as, resultPath, user)
 	if at.batchHead != "" {
@@ -231,7 +241,7 @@ func (r runner) run(at *attempt) api.Report {
 	if werr != nil && !errors.As(werr, &exitErr) {
 		problems = append(problems, fmt.Sprintf("waiting for the process: %v", werr))
 	}
-	result, err := readResult(resultPath)
+	result, err := readResult(dir, resultName)
 	if err != nil {
 		problems = append(problems, err.Error())
 	}
@@ -304,11 +314,15 @@ func environ(as api.Assignment, resultPath string, user *taskUser) []string {
 // an empty one) is no result; anything else must be one JSON object of at
 // most MaxResultBytes.
 //
-// The file is the task's: a link or anything but a regular file is
-// refused, so a task running as another user cannot have the agent read
-// what it may not (or wait on a pipe forever).
-func readResult(path string) (json.RawMessage, error) {
-	f, err := os.OpenFile(path, openResultFlags, 0)
+// The file is the task's: it is read inside the attempt's directory dir,
+// and a link leading out of it or anything but a regular file is refused,
+// so a task running as another user cannot have the agent read what it may
+// not (or wait on a pipe forever).
+func readResult(dir *os.Root, name string) (json.RawMessage, error) {
+	if fi, err := dir.Lstat(name); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		return nil, errors.New("invalid result: the result file is a symbolic link")
+	}
+	f, err := dir.OpenFile(name, openResultFlags, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

@@ -253,11 +253,17 @@ func TestTerminateBeforeStartRunsNothing(t *testing.T) {
 }
 
 func TestReadResultKeepsTheObjectCompact(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "r.json")
+	d := t.TempDir()
+	dir, err := os.OpenRoot(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	p := filepath.Join(d, "r.json")
 	if err := os.WriteFile(p, []byte("\n { \"a\" : [1, 2] }\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got, err := readResult(p)
+	got, err := readResult(dir, "r.json")
 	if err != nil || string(got) != `{"a":[1,2]}` {
 		t.Errorf("readResult = %s, %v", got, err)
 	}
@@ -267,7 +273,7 @@ func TestReadResultKeepsTheObjectCompact(t *testing.T) {
 	if err := os.WriteFile(p, []byte("null"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := readResult(p); err == nil {
+	if _, err := readResult(dir, "r.json"); err == nil {
 		t.Error("null accepted as an object")
 	}
 }

@@ -176,6 +176,43 @@ func TestAResultFileThatIsALinkOrAPipeIsRefused(t *testing.T) {
 	}
 }
 
+// A task owns its attempt's directory, so it may rename it and leave a
+// link in its place; the agent must still read the result from the
+// directory it made, not from wherever the link leads.
+func TestAResultDirectorySwappedForALinkIsNotFollowed(t *testing.T) {
+	requireRoot(t)
+	secretDir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(secretDir, "result.json"), []byte(`{"secret": "of root"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A parent every user may write in, without the sticky bit (whose
+	// link protection some kernels turn off): the task can rename its
+	// directory there.
+	parent, err := os.MkdirTemp("", "allot-swap-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(parent) })
+	if err := os.Chmod(parent, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", parent)
+	p, err := newUserPolicy("nobody", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := testRunner(DefaultOutputTailBytes)
+	r.users = p
+	run := `d=$(dirname "$ALLOT_RESULT_FILE"); echo '{"own": true}' > "$ALLOT_RESULT_FILE"; mv "$d" "$d.moved" && ln -s ` + secretDir + ` "$d"`
+	rep := r.run(newAttempt(api.Assignment{Attempt: api.Attempt{Job: "j", Task: "t", Attempt: 1}, Run: run}))
+	if strings.Contains(string(rep.Result), "secret") {
+		t.Errorf("result %s: the agent followed the link that replaced the attempt's directory", rep.Result)
+	}
+	if string(rep.Result) != `{"own":true}` {
+		t.Errorf("result %s (error %q), want the task's own result from the directory it was given", rep.Result, rep.Error)
+	}
+}
+
 func mustLookup(t *testing.T, name string) *taskUser {
 	t.Helper()
 	u, err := lookupUser(name)

@@ -326,11 +326,22 @@ func (c *Conn) leaveListLocked() {
 
 // Read reads from the connection; the first bytes of a request make an
 // idle connection busy, so that it is not shed.
+//
+// In the reserve, only a whole request does (ConnState's StateActive, once
+// its headers are read): probes and workers send theirs at once, so a
+// reserved connection that sent part of one is counted as silent from
+// then, and may be shed after the grace, so that slow clients cannot hold
+// the reserve for the header timeout.
 func (c *Conn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
 	if n > 0 && c.waiting.Load() {
 		c.l.mu.Lock()
-		c.leaveListLocked()
+		switch {
+		case c.pool != Reserve:
+			c.leaveListLocked()
+		case c.in == &c.l.idle[Reserve]:
+			c.l.silent[Reserve].pushBack(c, time.Now())
+		}
 		c.l.mu.Unlock()
 	}
 	return n, err

@@ -434,3 +434,40 @@ func TestAConnectionShedForTheTotalLimitByItsOwnAddressKeepsTheCount(t *testing.
 	// address, never admitted.
 	wantOverloaded(t, h.dial(), LimitPerAddress)
 }
+
+// A probe or a worker sends its whole request at once. A connection in
+// the reserve that has sent part of a request and nothing more for the
+// grace (a slowloris client) must not keep the reserve from them: it may
+// be shed like a silent one. In the general pool it stays (the per-address
+// limit bounds those).
+func TestAReservedConnectionStuckInItsHeadersMayBeShed(t *testing.T) {
+	h := newHarness(t, Limits{Max: 2, PerAddress: 10, Reserved: 1}, nil)
+	h.busy()
+	slow := h.dial() // in the reserve
+	if _, err := io.WriteString(slow, "GET /pool HTTP/1.1\r\nHost: x\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("the slow connection", func() bool { return h.open() == 2 })
+	time.Sleep(2 * testGrace)
+	probe := h.dial()
+	h.waitFor("a connection shed", func() bool { return h.obs.get(h.obs.shed, LimitTotal) == 1 })
+	if !closed(slow) {
+		t.Error("the reserved connection stuck in its headers was not shed")
+	}
+	if resp, body := h.get(probe, "/pool"); resp.StatusCode != 200 || body != "reserve" {
+		t.Errorf("the probe: %s %q, want 200 from the reserve", resp.Status, body)
+	}
+}
+
+// A reserved connection that sent its whole request is busy, however long
+// its handler takes (a worker's lease long poll): it is never shed.
+func TestAReservedConnectionWithItsRequestInIsNotShed(t *testing.T) {
+	h := newHarness(t, Limits{Max: 2, PerAddress: 10, Reserved: 1}, nil)
+	h.busy()
+	held := h.busy() // in the reserve, its request in the handler
+	time.Sleep(2 * testGrace)
+	wantOverloaded(t, h.dial(), LimitTotal)
+	if closed(held) {
+		t.Error("a reserved connection whose request is being handled was shed")
+	}
+}

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/auth"
 	"github.com/allot-sched/allot/internal/control"
+	"github.com/allot-sched/allot/internal/netlimit"
 	"github.com/allot-sched/allot/internal/spec"
 	"github.com/allot-sched/allot/internal/store"
 )
@@ -43,6 +45,12 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		}
 		p, err := s.opt.Auth.Authenticate(r.Context(), r.Header.Get("Authorization"))
 		if err != nil {
+			if netlimit.Reserved(r.Context()) {
+				// As for a refusal in the reserve (admitReserved): the slot
+				// is not held for a body nobody will read.
+				w.Header().Set("Connection", "close")
+				_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+			}
 			s.unauthenticated(w, err)
 			return
 		}

@@ -84,11 +84,14 @@ const leaseRoute = "POST /v1/workers/{name}/lease"
 
 // admitReserved refuses, on a reserved connection, the routes the reserve
 // is not kept for: 503 overloaded with Retry-After, and the connection
-// closes so that its slot returns to the reserve.
+// closes so that its slot returns to the reserve. It closes at once: the
+// request's body is not waited for (net/http would otherwise read what is
+// left of a small one, for as long as the client takes to send it).
 func (s *Server) admitReserved(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if netlimit.Reserved(r.Context()) && !reserveRoutes[routeOf(r)] {
 			netlimit.RefuseReserved(r.Context())
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 			w.Header().Set("Retry-After", netlimit.RetryAfterHeader())
 			w.Header().Set("Connection", "close")
 			writeError(w, http.StatusServiceUnavailable, api.Error{Code: api.CodeOverloaded,

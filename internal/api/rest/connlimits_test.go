@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/allot-sched/allot/internal/api"
+	"github.com/allot-sched/allot/internal/auth"
 	"github.com/allot-sched/allot/internal/control"
 	"github.com/allot-sched/allot/internal/netlimit"
 	"github.com/allot-sched/allot/internal/spec"
@@ -134,5 +135,72 @@ func TestTheListenersRefusalIsTheAPIsOverloadedError(t *testing.T) {
 	var eb api.ErrorBody
 	if err := json.Unmarshal(netlimit.OverloadedBody("full"), &eb); err != nil || eb.Error.Code != api.CodeOverloaded || eb.Error.Message != "full" {
 		t.Errorf("refusal body %s (%v): want code %q", netlimit.OverloadedBody("full"), err, api.CodeOverloaded)
+	}
+}
+
+// A request refused on a reserved connection (a route the reserve is not
+// for, or no token) is answered without reading its body, and the
+// connection closes at once, whether or not the client sends the body: a
+// client that never does must not keep the slot the reserve holds for
+// probes and workers.
+func TestARefusalInTheReserveDoesNotWaitForTheBody(t *testing.T) {
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "allot.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ctrl, err := control.New(ctx, control.Config{Scheduling: spec.Scheduling{Queues: []spec.Queue{{Name: "batch"}}}}, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- ctrl.Run(ctx) }()
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := netlimit.Wrap(inner, netlimit.Limits{Max: 4, Reserved: 4}, netlimit.Options{}) // every connection is reserved
+	opt := Options{Auth: auth.NewAuthenticator(st, nil, 0), Timeouts: Timeouts{Body: 30 * time.Second}}
+	hs := &http.Server{Handler: New(ctrl, opt).Handler(), ConnState: ln.ConnState, ConnContext: netlimit.ConnContext}
+	go func() { _ = hs.Serve(ln) }()
+	t.Cleanup(func() {
+		_ = hs.Close()
+		cancel()
+		<-done
+		st.Close()
+	})
+
+	for _, tc := range []struct {
+		name, path string
+		status     int
+	}{
+		{"a route the reserve is not kept for", "/v1/jobs", 503},
+		{"a worker route without a token", "/v1/workers/w/reports", 401},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", inner.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+			fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: allot\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{", tc.path)
+			br := bufio.NewReader(conn)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("no answer: %v", err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.status {
+				t.Fatalf("%s on a reserved connection: %s, want %d", tc.path, resp.Status, tc.status)
+			}
+			start := time.Now()
+			_ = conn.SetReadDeadline(start.Add(2 * time.Second))
+			_, err = io.Copy(io.Discard, br)
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				t.Errorf("the refused connection was still open %s after its answer: it waits for a body it will not use",
+					time.Since(start).Round(time.Millisecond))
+			}
+		})
 	}
 }
