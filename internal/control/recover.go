@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/allot-sched/allot/internal/api"
@@ -54,6 +57,9 @@ func (c *Controller) recover(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := c.checkQueuesOf(jobs); err != nil {
+		return err
+	}
 	for _, j := range jobs {
 		err := c.recoverJob(ra, j, tasks[j.ID], now)
 		var sf storeFailure
@@ -68,6 +74,36 @@ func (c *Controller) recover(ctx context.Context) error {
 		return err
 	}
 	return q.commit(ctx)
+}
+
+// checkQueuesOf refuses a start whose configuration lacks the queue of a
+// stored, unfinished job. Such a job is readable, and its queue was only
+// left out of this start's configuration (a forgotten --config, a renamed
+// queue): quarantining it would fail acknowledged work for good, so the
+// operator is told which queues to put back instead. To retire a queue,
+// cancel its jobs first.
+func (c *Controller) checkQueuesOf(jobs []store.Job) error {
+	known := make(map[string]bool, len(c.engCfg.Queues))
+	for _, q := range c.engCfg.Queues {
+		known[q.Name] = true
+	}
+	missing := map[string]int{}
+	for _, j := range jobs {
+		if j.Queue != "" && !known[j.Queue] {
+			missing[j.Queue]++
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	names := slices.Sorted(maps.Keys(missing))
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("%q (%d unfinished jobs)", n, missing[n])
+	}
+	return fmt.Errorf("the store has unfinished jobs in queues this configuration does not define: %s; "+
+		"start with the configuration that defines them (--config), or, to retire a queue, cancel its jobs first",
+		strings.Join(parts, ", "))
 }
 
 // recoverPolicies applies the policies changed at run time; one that

@@ -1,13 +1,17 @@
 package control
 
 import (
+	"context"
 	"encoding/json"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/model"
 	"github.com/allot-sched/allot/internal/spec"
+	"github.com/allot-sched/allot/internal/store/sqlite"
 )
 
 func TestRestartKeepsStopsAndRequeuesWhatAReturningWorkerRuns(t *testing.T) {
@@ -142,5 +146,36 @@ func TestReturningWorkerComesBackInTheStateAnOperatorSet(t *testing.T) {
 	time.Sleep(20 * time.Millisecond)
 	if l := p.lease("w1"); len(l.Assignments) != 0 {
 		t.Errorf("a draining worker got %+v", l.Assignments)
+	}
+}
+
+// A start whose configuration lacks the queue of stored, unfinished jobs
+// (a forgotten --config, a renamed queue) refuses to start, naming the
+// queue, instead of failing those jobs for good: the jobs are still there,
+// unchanged, when the server starts with the queue again.
+func TestStartWithoutTheQueueOfStoredJobsIsRefusedAndLosesNothing(t *testing.T) {
+	p := newPlane(t)
+	p.submit(spec.Job{ID: "j1", Queue: "batch", Tasks: []spec.Task{{Name: "t", Run: "true"}}})
+	p.stop()
+
+	withQueue := p.cfg
+	p.cfg = Config{Scheduling: spec.Scheduling{Queues: []spec.Queue{{Name: "other"}}}, HeartbeatTimeout: 30 * time.Second}
+	st, err := sqlite.Open(p.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := p.cfg
+	cfg.Clock, cfg.Logger = p.clock.Now, slog.New(slog.DiscardHandler)
+	_, err = New(context.Background(), cfg, st)
+	st.Close()
+	if err == nil || !strings.Contains(err.Error(), `"batch"`) {
+		t.Fatalf("New without the queue = %v, want a refusal naming queue \"batch\"", err)
+	}
+
+	p.cfg = withQueue
+	p.open()
+	j, err := p.c.Job(p.ctx(), "j1")
+	if err != nil || j.State != "pending" {
+		t.Fatalf("job after a start with the queue again: %+v, %v; want it pending as it was", j, err)
 	}
 }
