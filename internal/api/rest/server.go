@@ -383,9 +383,10 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			s.fail(w, err)
 			return
 		}
+		scope := s.eventScope(r)
 		out := make([]api.Event, 0, len(evs))
 		for _, e := range evs {
-			out = append(out, eventView(e))
+			out = append(out, scope.view(r.Context(), e))
 		}
 		writeJSON(w, 200, out)
 		return
@@ -420,6 +421,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, f store.Ev
 	}
 	ping := time.NewTicker(15 * time.Second)
 	defer ping.Stop()
+	scope := s.eventScope(r)
 	for {
 		changed := s.ctrl.Changed()
 		evs, err := s.ctrl.Store().Events(r.Context(), f)
@@ -428,7 +430,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, f store.Ev
 		}
 		sent := send(func() {
 			for _, e := range evs {
-				b, _ := json.Marshal(eventView(e))
+				b, _ := json.Marshal(scope.view(r.Context(), e))
 				fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.ID, e.Kind, b)
 				f.AfterID = e.ID
 			}
@@ -456,6 +458,47 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, f store.Ev
 			return
 		}
 	}
+}
+
+// eventScope is how one reader of the event log sees events: whole for an
+// admin; for a submitter, the message of an event about a job it may not
+// see is withheld, since it may quote that job's spec (an input that could
+// not be read, a command that would not start). Kinds, times, IDs, reason
+// codes and data stay fleet-wide (docs/security.md).
+type eventScope struct {
+	p     auth.Principal
+	jobs  func(ctx context.Context, id string) (store.Job, []store.Task, error)
+	sees  map[string]bool // by job ID, for this request or stream
+	whole bool
+}
+
+// maxEventScopeJobs bounds what a long event stream remembers of the jobs
+// it has checked; past it, the memory starts again.
+const maxEventScopeJobs = 4096
+
+func (s *Server) eventScope(r *http.Request) *eventScope {
+	p := principal(r)
+	return &eventScope{p: p, jobs: s.ctrl.Store().Job, sees: map[string]bool{}, whole: p.Role == auth.Admin}
+}
+
+func (sc *eventScope) view(ctx context.Context, e store.Event) api.Event {
+	v := eventView(e)
+	if sc.whole || e.Job == "" || v.Message == "" {
+		return v
+	}
+	sees, ok := sc.sees[e.Job]
+	if !ok {
+		j, _, err := sc.jobs(ctx, e.Job)
+		sees = err == nil && sc.p.Sees(j.Queue, j.Share)
+		if len(sc.sees) >= maxEventScopeJobs {
+			clear(sc.sees)
+		}
+		sc.sees[e.Job] = sees
+	}
+	if !sees {
+		v.Message = ""
+	}
+	return v
 }
 
 func eventView(e store.Event) api.Event {
