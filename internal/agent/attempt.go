@@ -241,7 +241,7 @@ func (r runner) run(at *attempt) api.Report {
 	if werr != nil && !errors.As(werr, &exitErr) {
 		problems = append(problems, fmt.Sprintf("waiting for the process: %v", werr))
 	}
-	result, err := readResult(dir, resultName)
+	result, err := readResult(dir, resultName, user)
 	if err != nil {
 		problems = append(problems, err.Error())
 	}
@@ -317,8 +317,9 @@ func environ(as api.Assignment, resultPath string, user *taskUser) []string {
 // The file is the task's: it is read inside the attempt's directory dir,
 // and a link leading out of it or anything but a regular file is refused,
 // so a task running as another user cannot have the agent read what it may
-// not (or wait on a pipe forever).
-func readResult(dir *os.Root, name string) (json.RawMessage, error) {
+// not (or wait on a pipe forever); with owner set (the task's user), a
+// file that is not that user's own (a hard link to another's) is refused.
+func readResult(dir *os.Root, name string, owner *taskUser) (json.RawMessage, error) {
 	if fi, err := dir.Lstat(name); err == nil && fi.Mode()&os.ModeSymlink != 0 {
 		return nil, errors.New("invalid result: the result file is a symbolic link")
 	}
@@ -330,8 +331,12 @@ func readResult(dir *os.Root, name string) (json.RawMessage, error) {
 		return nil, fmt.Errorf("invalid result: %w", err)
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
 		return nil, errors.New("invalid result: the result file is not a regular file")
+	}
+	if !ownedBy(fi, owner) {
+		return nil, fmt.Errorf("invalid result: the result file is not owned by the task's user %q", owner.Name)
 	}
 	b, err := io.ReadAll(io.LimitReader(f, MaxResultBytes+1))
 	if err != nil {

@@ -263,7 +263,7 @@ func TestReadResultKeepsTheObjectCompact(t *testing.T) {
 	if err := os.WriteFile(p, []byte("\n { \"a\" : [1, 2] }\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got, err := readResult(dir, "r.json")
+	got, err := readResult(dir, "r.json", nil)
 	if err != nil || string(got) != `{"a":[1,2]}` {
 		t.Errorf("readResult = %s, %v", got, err)
 	}
@@ -273,7 +273,7 @@ func TestReadResultKeepsTheObjectCompact(t *testing.T) {
 	if err := os.WriteFile(p, []byte("null"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := readResult(dir, "r.json"); err == nil {
+	if _, err := readResult(dir, "r.json", nil); err == nil {
 		t.Error("null accepted as an object")
 	}
 }

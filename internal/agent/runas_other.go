@@ -18,4 +18,6 @@ func newUserPolicy(runAs string, allow []string) (*userPolicy, error) {
 
 func giveTo(string, *taskUser) error { return nil }
 
+func ownedBy(os.FileInfo, *taskUser) bool { return true }
+
 const openResultFlags = os.O_RDONLY

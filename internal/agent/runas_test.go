@@ -221,3 +221,35 @@ func mustLookup(t *testing.T, name string) *taskUser {
 	}
 	return u
 }
+
+// Where the kernel lets any user hard-link a file it cannot read
+// (fs.protected_hardlinks = 0), a task could leave a hard link to a
+// root-only file as its result: a result file that is not its user's own is
+// refused.
+func TestAResultFileNotOwnedByTheTasksUserIsRefused(t *testing.T) {
+	requireRoot(t)
+	d := t.TempDir()
+	secret := filepath.Join(t.TempDir(), "root-only.json")
+	if err := os.WriteFile(secret, []byte(`{"secret": "of root"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(secret, filepath.Join(d, "result.json")); err != nil {
+		t.Skipf("cannot hard-link here: %v", err)
+	}
+	dir, err := os.OpenRoot(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	nobody, err := lookupUser("nobody")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := readResult(dir, "result.json", nobody)
+	if len(got) != 0 || err == nil || !strings.Contains(err.Error(), "invalid result") {
+		t.Errorf("readResult = %s, %v; want the root-owned file refused", got, err)
+	}
+	if got, err := readResult(dir, "result.json", nil); err != nil || len(got) == 0 {
+		t.Errorf("readResult as the agent's own user = %s, %v; want the result", got, err)
+	}
+}

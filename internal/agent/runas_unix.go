@@ -54,6 +54,15 @@ func giveTo(path string, u *taskUser) error {
 	return os.Lchown(path, int(u.UID), int(u.GID))
 }
 
+// ownedBy reports whether fi is u's own file. A result file that is not
+// the task's user's is refused: where the kernel lets a user hard-link a
+// file it cannot read (fs.protected_hardlinks = 0), a task could otherwise
+// leave a link to a root-only file as its result.
+func ownedBy(fi os.FileInfo, u *taskUser) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return u == nil || ok && st.Uid == u.UID
+}
+
 // openResultFlags open a task's result file without following a link and
 // without waiting on a pipe: a task running as another user must not make
 // the agent read what it may not, or hang it.
