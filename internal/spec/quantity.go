@@ -43,6 +43,9 @@ func ParseCPU(s string) (CPU, error) {
 		}
 		return 0, fmt.Errorf("%q is not a CPU quantity (like 2, 0.5 or 500m)%s", s, why)
 	}
+	if !plainDecimal(strings.TrimSuffix(s, "m")) {
+		return bad("")
+	}
 	var milli float64
 	if strings.HasSuffix(s, "m") {
 		n, err := strconv.ParseInt(strings.TrimSuffix(s, "m"), 10, 64)
@@ -69,6 +72,31 @@ func ParseCPU(s string) (CPU, error) {
 		return bad(fmt.Sprintf("more than the maximum of %d cores", MaxCPU/1000))
 	}
 	return CPU(math.Round(milli)), nil
+}
+
+// plainDecimal reports whether s is a plain decimal number: digits with
+// an optional fraction and exponent (2, 0.5, .5, 1e3). strconv alone also
+// takes signs, hexadecimal, digit separators and the words for infinity
+// and not-a-number, none of which a quantity means.
+func plainDecimal(s string) bool {
+	mant, exp, hasExp := strings.Cut(strings.ToLower(s), "e")
+	if hasExp {
+		exp = strings.TrimPrefix(strings.TrimPrefix(exp, "-"), "+")
+		if !allDigits(exp) || exp == "" {
+			return false
+		}
+	}
+	whole, frac, _ := strings.Cut(mant, ".")
+	return (whole != "" || frac != "") && allDigits(whole) && allDigits(frac)
+}
+
+func allDigits(s string) bool {
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // UnmarshalYAML implements yaml.Unmarshaler.
@@ -126,6 +154,9 @@ func ParseMemory(s string) (Memory, error) {
 			num, unit = strings.TrimSuffix(s, u.suffix), u.bytes
 			break
 		}
+	}
+	if !plainDecimal(num) {
+		return bad("")
 	}
 	f, err := strconv.ParseFloat(num, 64)
 	if err != nil && !errors.Is(err, strconv.ErrRange) {
