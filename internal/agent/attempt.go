@@ -137,7 +137,7 @@ func (r runner) run(at *attempt) api.Report {
 		rep.Error = err.Error()
 		return rep
 	}
-	tmp, err := os.MkdirTemp("", "allot-attempt-*")
+	tmp, err := os.MkdirTemp("", attemptDirPrefix+"*")
 	if err != nil {
 		rep.Error = fmt.Sprintf("could not create the attempt's directory: %v", err)
 		return rep
@@ -200,7 +200,7 @@ func (r runner) run(at *attempt) api.Report {
 	}
 	at.proc = cmd.Process
 	at.mu.Unlock()
-	if err := r.groups.add(cmd.Process.Pid, as.Attempt); err != nil {
+	if err := r.groups.add(cmd.Process.Pid, as.Attempt, tmp); err != nil {
 		r.log.Warn("could not record the task's process group: what it leaves would survive a crash of the agent",
 			append(attemptAttrs(as.Attempt), "err", err)...)
 	}

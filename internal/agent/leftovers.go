@@ -27,7 +27,14 @@ type groupEntry struct {
 	Job     string `json:"job"`
 	Task    string `json:"task"`
 	Attempt int    `json:"attempt"`
+	// Dir is the attempt's directory, removed when a restarted agent
+	// cleans up after a crash.
+	Dir string `json:"dir,omitempty"`
 }
+
+// attemptDirPrefix starts the name of every attempt's directory; a
+// restarted agent removes only recorded directories named so.
+const attemptDirPrefix = "allot-attempt-"
 
 // groupsState is the content of groupsFile.
 type groupsState struct {

@@ -108,9 +108,23 @@ func (s *stateDir) killLeftovers() ([]groupEntry, error) {
 			return killed, err
 		}
 	}
+	removeAttemptDirs(recorded.Groups)
 	s.groups.mu.Lock()
 	defer s.groups.mu.Unlock()
 	return killed, s.groups.saveLocked()
+}
+
+// removeAttemptDirs removes the attempt directories of recorded groups:
+// their tasks are gone, and so is whoever would have read their results.
+// Only absolute paths whose last element is an attempt directory's name
+// are touched, so a damaged record cannot point the agent elsewhere.
+func removeAttemptDirs(groups []groupEntry) {
+	for _, g := range groups {
+		if g.Dir == "" || !filepath.IsAbs(g.Dir) || !strings.HasPrefix(filepath.Base(g.Dir), attemptDirPrefix) {
+			continue
+		}
+		_ = os.RemoveAll(g.Dir)
+	}
 }
 
 // stillOurs reports whether a recorded group still has processes of the
@@ -169,8 +183,9 @@ type taskGroups struct {
 	byPGID map[int]groupEntry
 }
 
-// add records the group led by pid, a task of attempt a that just started.
-func (g *taskGroups) add(pid int, a api.Attempt) error {
+// add records the group led by pid, a task of attempt a that just started
+// in the directory dir.
+func (g *taskGroups) add(pid int, a api.Attempt, dir string) error {
 	if g == nil {
 		return nil
 	}
@@ -180,7 +195,7 @@ func (g *taskGroups) add(pid int, a api.Attempt) error {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.byPGID[pid] = groupEntry{PGID: pid, Start: p.start, Job: a.Job, Task: a.Task, Attempt: a.Attempt}
+	g.byPGID[pid] = groupEntry{PGID: pid, Start: p.start, Job: a.Job, Task: a.Task, Attempt: a.Attempt, Dir: dir}
 	return g.saveLocked()
 }
 

@@ -25,7 +25,7 @@ func orphanGroup(t *testing.T, groups *taskGroups) (pgid, child int) {
 	if err := leader.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if err := groups.add(leader.Process.Pid, api.Attempt{Job: "j", Task: "t", Attempt: 1}); err != nil {
+	if err := groups.add(leader.Process.Pid, api.Attempt{Job: "j", Task: "t", Attempt: 1}, ""); err != nil {
 		t.Fatal(err)
 	}
 	child = readPID(t, pidFile)
@@ -60,7 +60,7 @@ func TestARestartedAgentKillsWhatItsPreviousLifeLeftRunning(t *testing.T) {
 	// A group recorded with the start time of another process: its ID was
 	// reused after the task's group ended. It must be left alone.
 	other := bystander(t)
-	if err := first.groups.add(other.Process.Pid, api.Attempt{Job: "j", Task: "u", Attempt: 1}); err != nil {
+	if err := first.groups.add(other.Process.Pid, api.Attempt{Job: "j", Task: "u", Attempt: 1}, ""); err != nil {
 		t.Fatal(err)
 	}
 	first.groups.mu.Lock()
@@ -196,4 +196,48 @@ func readGroupsFile(t *testing.T, dir string) groupsState {
 		t.Fatal(err)
 	}
 	return st
+}
+
+// The attempt directories a crashed agent left (working directories and
+// result files of tasks, possibly large or private) are removed when it
+// starts again; a recorded path that is not an attempt directory is not.
+func TestARestartedAgentRemovesTheAttemptDirectoriesItsPreviousLifeLeft(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	first, err := openStateDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	left, err := os.MkdirTemp("", attemptDirPrefix+"*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(left) })
+	if err := os.WriteFile(filepath.Join(left, "result.json"), []byte(`{"a":1}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	notOurs := t.TempDir()
+	task := bystander(t)
+	if err := first.groups.add(task.Process.Pid, api.Attempt{Job: "j", Task: "t", Attempt: 1}, left); err != nil {
+		t.Fatal(err)
+	}
+	other := bystander(t)
+	if err := first.groups.add(other.Process.Pid, api.Attempt{Job: "j", Task: "u", Attempt: 1}, notOurs); err != nil {
+		t.Fatal(err)
+	}
+	first.close()
+
+	again, err := openStateDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.close()
+	if _, err := again.killLeftovers(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(left); !os.IsNotExist(err) {
+		t.Errorf("the attempt directory %s is still there after the restart (%v)", left, err)
+	}
+	if _, err := os.Stat(notOurs); err != nil {
+		t.Errorf("a recorded path that is not an attempt directory was removed: %v", err)
+	}
 }
