@@ -565,7 +565,7 @@ func levelHelp(q *queue, j *job, ahead []*group) []Help {
 		// Level 0 is suspended, and so is a level of weight 0 under the
 		// Usage algorithm: the first level above both runs.
 		for l := 1; l < cfg.Levels; l++ {
-			if cfg.Algorithm != policy.AlgorithmUsage || cfg.Weights[l] > 0 {
+			if cfg.Algorithm != priority.AlgorithmUsage || cfg.Weights[l] > 0 {
 				return []Help{{Kind: "suspended", Message: fmt.Sprintf(
 					"priority %d is suspended under the priority policy: priority %d or more lets the job run", j.spec.Priority, l)}}
 			}
