@@ -107,7 +107,7 @@ func (e *Engine) Explain(id string) (Explanation, bool) {
 	groups, more := e.readyGroups(j)
 	for i := range groups {
 		g := &groups[i]
-		x.Help = append(x.Help, e.placementHelp(j, g)...)
+		x.Help = append(x.Help, e.placementHelp(j, g, x.Allocation)...)
 		if i == 0 {
 			ready = *g
 		}

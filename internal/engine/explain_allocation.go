@@ -7,15 +7,13 @@ import (
 	"strings"
 
 	"github.com/allot-sched/allot/internal/engine/policy"
-	"github.com/allot-sched/allot/internal/engine/policy/fairshare"
-	"github.com/allot-sched/allot/internal/engine/policy/priority"
 	"github.com/allot-sched/allot/internal/model"
 )
 
 // AllocationExplain is where the job's group stands under its queue's
-// policy: the group's running slots against its target, its usage and
-// entitlement where the policy keeps them, its rank in the order the policy
-// serves groups, and the job's rank inside its group.
+// policy: the group's running slots against its target, the policy's own
+// figures (policy.Explainer), its rank in the order the policy serves
+// groups, and the job's rank inside its group.
 type AllocationExplain struct {
 	Queue  string `json:"queue"`
 	Policy string `json:"policy"`
@@ -29,12 +27,11 @@ type AllocationExplain struct {
 	// Target is the policy's target slot count for the group in the last
 	// cycle, -1 when it sets none.
 	Target int `json:"target"`
-	// Usage, WeightFactor and Entitled (a fraction of the pool) are the
-	// fairshare policy's figures; RunningFraction is Running / Slots.
-	Usage           float64 `json:"usage,omitempty"`
-	WeightFactor    float64 `json:"weightFactor,omitempty"`
-	Entitled        float64 `json:"entitled,omitempty"`
-	RunningFraction float64 `json:"runningFraction,omitempty"`
+	// Figures are the policy's own figures about the group (fairshare:
+	// usage, weightFactor, runningFraction, entitled), and Summary says
+	// them in one sentence; both are empty for a policy that keeps none.
+	Figures []policy.Figure `json:"figures,omitempty"`
+	Summary string          `json:"summary,omitempty"`
 	// Priority is the job's priority (the level, for the priority policy).
 	Priority int `json:"priority"`
 	// GroupRank is the group's place (1 = next) among the queue's groups
@@ -52,17 +49,32 @@ type AllocationExplain struct {
 	// Reason is the group's reason of the last cycle: the policy's, or a
 	// full pool.
 	Reason model.Reason `json:"reason,omitzero"`
-	// rankHelp is the priority that would lift a suspension or rank the
-	// group first, where the policy orders groups by level (rankGroup).
-	rankHelp []Help
+	// byPriority says the group serves its jobs by priority, so a higher
+	// priority moves the job up inside it.
+	byPriority bool
+	// policy is what the policy said about the group (policy.Explainer).
+	policy policy.GroupExplanation
+}
+
+// Figure returns the value of the policy's figure name, 0 when the policy
+// shows no such figure.
+func (a *AllocationExplain) Figure(name string) float64 {
+	for _, f := range a.Figures {
+		if f.Name == name {
+			return f.Value
+		}
+	}
+	return 0
 }
 
 // GroupAhead is a group served before the job's.
 type GroupAhead struct {
-	Group   string  `json:"group"`
-	Running int     `json:"running"`
-	Waiting int     `json:"waiting"`
-	Usage   float64 `json:"usage,omitempty"`
+	Group   string `json:"group"`
+	Running int    `json:"running"`
+	Waiting int    `json:"waiting"`
+	// Figure is the group's value of the figure the policy ranks groups
+	// by, where it ranks by one (fairshare: usage).
+	Figure *policy.Figure `json:"figure,omitempty"`
 	// Priority and Urgent are the group's (its oldest job's).
 	Priority int  `json:"priority"`
 	Urgent   bool `json:"urgent,omitempty"`
@@ -85,9 +97,7 @@ func (e *Engine) explainAllocation(j *job) *AllocationExplain {
 	slots, free := e.fleet.PoolSlots(q.pool)
 	a := &AllocationExplain{Queue: q.name, Policy: q.pol.Name(), Group: g.key, Slots: slots, Free: free,
 		Running: len(g.running), Waiting: g.waiting, Target: g.target, Priority: j.spec.Priority, JobRank: 1}
-	if slots > 0 {
-		a.RunningFraction = float64(a.Running) / float64(slots)
-	}
+	a.byPriority = q.jobOrder == policy.ByPriorityThenAge
 	if g.reasonCycle == e.cycle && e.cycle > 0 {
 		a.Reason = g.reason
 	}
@@ -113,30 +123,27 @@ func (e *Engine) explainAllocation(j *job) *AllocationExplain {
 }
 
 // rankGroup places the job's group among the queue's groups with waiting
-// tasks in the order the policy serves them: fairshare by weighted usage
-// (lowest first, share name on ties), the others by their own service order
-// of the last cycle (policy.Ranker). fifo has one group, so no rank.
+// tasks in the order the policy serves them: by one of its figures at now
+// (policy.FigureRanker: fairshare by weighted usage), or by its own service
+// order of the last cycle (policy.Ranker); fifo has one group, so no rank.
+// Then it asks the policy to explain the group (policy.Explainer).
 func (e *Engine) rankGroup(a *AllocationExplain, j *job) {
 	q := j.q
 	var order []*group
-	usage := map[string]float64{}
+	var figure func(g *group) *policy.Figure
 	switch p := q.pol.(type) {
-	case *fairshare.Policy:
-		for _, s := range p.Status(e.now) {
-			usage[s.Share] = s.Usage
-			if s.Share == j.g.key {
-				a.Usage, a.WeightFactor, a.Entitled = s.Usage, s.WeightFactor, s.EntitledFraction
-			}
-		}
+	case policy.FigureRanker:
+		name, unit, values, by := p.RankFigures(e.now)
 		for _, g := range q.groups {
 			if g.waiting > 0 {
 				order = append(order, g)
 			}
 		}
 		slices.SortFunc(order, func(x, y *group) int {
-			return cmp.Or(cmp.Compare(usage[x.key], usage[y.key]), strings.Compare(x.key, y.key))
+			return cmp.Or(cmp.Compare(values[x.key], values[y.key]), strings.Compare(x.key, y.key))
 		})
-		a.RankBy = "lowest weighted usage first, share name on ties"
+		figure = func(g *group) *policy.Figure { return &policy.Figure{Name: name, Value: values[g.key], Unit: unit} }
+		a.RankBy = by
 	case policy.Ranker:
 		keys, by := p.ServiceOrder()
 		for _, k := range keys {
@@ -145,72 +152,60 @@ func (e *Engine) rankGroup(a *AllocationExplain, j *job) {
 			}
 		}
 		a.RankBy = by
-	default:
-		return
 	}
-	var ahead []*group
+	var ahead []policy.GroupState
 	for i, g := range order {
 		if g == j.g {
-			a.GroupRank, ahead = i+1, order[:i]
+			a.GroupRank = i + 1
 			break
 		}
+		st := groupState(g)
+		ahead = append(ahead, st)
 		if len(a.GroupsAhead) < maxAhead {
-			ga := GroupAhead{Group: g.key, Running: len(g.running), Waiting: g.waiting, Usage: usage[g.key]}
-			if o := g.oldest(); o != nil {
-				ga.Priority, ga.Urgent = o.spec.Priority, o.spec.Urgent
+			ga := GroupAhead{Group: g.key, Running: st.Running, Waiting: st.Waiting, Priority: st.Priority, Urgent: st.Urgent}
+			if figure != nil {
+				ga.Figure = figure(g)
 			}
 			a.GroupsAhead = append(a.GroupsAhead, ga)
 		}
 	}
-	a.rankHelp = levelHelp(q, j, ahead)
+	if a.GroupRank == 0 {
+		ahead = nil
+	}
+	ex, ok := q.pol.(policy.Explainer)
+	if !ok {
+		return
+	}
+	qy := policy.ExplainQuery{Now: e.now, Queue: q.name, Slots: a.Slots, Group: groupState(j.g),
+		Priority: j.spec.Priority, Urgent: j.spec.Urgent, Ahead: ahead}
+	if j.g.reasonCycle > 0 {
+		qy.Reason = j.g.reason
+	}
+	a.policy = ex.ExplainGroup(qy)
+	a.Figures, a.Summary = a.policy.Figures, a.policy.Summary
 }
 
-// levelHelp says which priority would put j's group ahead of the groups
-// before it, when that is certain: only the priority policy with serial
-// priority serves groups by level (after urgent jobs, which no priority
-// beats). Elsewhere a priority moves a weight, or nothing, so Explain
-// promises nothing.
-func levelHelp(q *queue, j *job, ahead []*group) []Help {
-	p, ok := q.pol.(*priority.Priority)
-	if !ok || j.spec.Urgent {
-		return nil
+// groupState is g as a policy's explanation sees it.
+func groupState(g *group) policy.GroupState {
+	st := policy.GroupState{Key: g.key, Running: len(g.running), Waiting: g.waiting}
+	if o := g.oldest(); o != nil {
+		st.Priority, st.Urgent = o.spec.Priority, o.spec.Urgent
 	}
-	cfg := p.Config()
-	if j.g.reasonCycle > 0 && j.g.reason.Code == model.ReasonSuspended {
-		// Level 0 is suspended, and so is a level of weight 0 under the
-		// Usage algorithm: the first level above both runs.
-		for l := 1; l < cfg.Levels; l++ {
-			if cfg.Algorithm != priority.AlgorithmUsage || cfg.Weights[l] > 0 {
-				return []Help{{Kind: "suspended", Message: fmt.Sprintf(
-					"priority %d is suspended under the priority policy: priority %d or more lets the job run", j.spec.Priority, l)}}
-			}
-		}
-		return nil
-	}
-	if len(ahead) == 0 || !cfg.SerialPriority {
-		return nil
-	}
-	top := 0
-	for _, g := range ahead {
-		o := g.oldest()
-		if o == nil {
-			continue
-		}
-		if o.spec.Urgent {
-			return nil
-		}
-		top = max(top, min(o.spec.Priority, cfg.Levels-1))
-	}
-	if top+1 > cfg.Levels-1 {
-		return nil
-	}
-	return []Help{{Kind: "priority", Message: fmt.Sprintf(
-		"%d job(s) of queue %s are served before this one (serial priority: higher levels first); priority %d would put it first",
-		len(ahead), q.name, top+1)}}
+	return st
 }
 
-// allocationHelp says what the policy's figures suggest: shares above
-// their entitlement, a priority to beat, a suspended job.
+// helps converts a policy's help into the explanation's.
+func helps(hs []policy.Help) []Help {
+	var out []Help
+	for _, h := range hs {
+		out = append(out, Help{Kind: h.Kind, Message: h.Message})
+	}
+	return out
+}
+
+// allocationHelp says what the policy's figures suggest (policy.Explainer:
+// a share above its entitlement, a priority that lifts a suspension), and a
+// priority to beat inside the group.
 func allocationHelp(a *AllocationExplain, ready PendingExplain) []Help {
 	var out []Help
 	code := a.Reason.Code
@@ -222,18 +217,8 @@ func allocationHelp(a *AllocationExplain, ready PendingExplain) []Help {
 		model.ReasonAssignedWorkerBusy, model.ReasonAffinityWait:
 		return nil // the policy is not what holds the job back
 	}
-	if a.Policy == fairshare.Name && a.Slots > 0 {
-		if a.RunningFraction < a.Entitled {
-			out = append(out, Help{Kind: "below_entitlement", Message: fmt.Sprintf(
-				"share %s runs %s of the pool, below its entitlement of %s: it is served before shares above theirs as their tasks end",
-				a.Group, pctOf(a.RunningFraction), pctOf(a.Entitled))})
-		} else if a.Entitled > 0 {
-			out = append(out, Help{Kind: "share_above_entitlement", Message: fmt.Sprintf(
-				"share %s (this job's) is at or above its entitlement (%s vs %s): other shares are served first",
-				a.Group, pctOf(a.RunningFraction), pctOf(a.Entitled))})
-		}
-	}
-	if a.JobRank > 1 && len(a.JobsAhead) > 0 && a.Policy != "classload" {
+	out = append(out, helps(a.policy.Help)...)
+	if a.JobRank > 1 && len(a.JobsAhead) > 0 && a.byPriority {
 		top := a.JobsAhead[0].Priority
 		if top >= a.Priority {
 			out = append(out, Help{Kind: "priority", Message: fmt.Sprintf(
@@ -241,31 +226,15 @@ func allocationHelp(a *AllocationExplain, ready PendingExplain) []Help {
 				a.JobRank-1, a.Group, top)})
 		}
 	}
-	out = append(out, a.rankHelp...)
+	out = append(out, helps(a.policy.RankHelp)...)
 	return out
 }
 
-// shareHelp says which other shares run above their entitlement: they are
-// why a fairshare pool is full.
-func (e *Engine) shareHelp(j *job) []Help {
-	p, ok := j.q.pol.(*fairshare.Policy)
-	if !ok {
+// fullPoolHelp is what the policy says frees slots of a full pool: other
+// shares above their entitlement, for fairshare.
+func fullPoolHelp(a *AllocationExplain) []Help {
+	if a == nil {
 		return nil
 	}
-	slots, _ := e.fleet.PoolSlots(j.q.pool)
-	if slots == 0 {
-		return nil
-	}
-	var out []Help
-	for _, s := range p.Status(e.now) {
-		if s.Share == j.g.key || s.EntitledFraction == 0 {
-			continue
-		}
-		if run := float64(s.Running) / float64(slots); run > s.EntitledFraction+1e-9 {
-			out = append(out, Help{Kind: "share_above_entitlement", Message: fmt.Sprintf(
-				"share %s is above its entitlement (%.0f%% vs %.0f%%): its tasks are not stopped, but as they end the slots go to shares below theirs",
-				s.Share, 100*run, 100*s.EntitledFraction)})
-		}
-	}
-	return out
+	return helps(a.policy.FullPoolHelp)
 }

@@ -595,8 +595,9 @@ func pctOf(f float64) string   { return fmt.Sprintf("%.0f%%", 100*f) }
 // worker fits, a selector that shuts out workers that would fit, and a
 // drained or disabled worker that would. Tasks pinned to one worker are
 // told about that worker only; tasks in an affinity wait are told until
-// when they pass over the free workers.
-func (e *Engine) placementHelp(j *job, g *PendingExplain) []Help {
+// when they pass over the free workers. A full pool is told what the
+// policy says frees slots (from a, the job's allocation).
+func (e *Engine) placementHelp(j *job, g *PendingExplain, a *AllocationExplain) []Help {
 	p := g.Placement
 	if p == nil {
 		return nil
@@ -610,7 +611,7 @@ func (e *Engine) placementHelp(j *job, g *PendingExplain) []Help {
 	}
 	if p.FitNow > 0 {
 		if g.Reason.Code == model.ReasonNoFreeSlot {
-			out = append(out, e.shareHelp(j)...)
+			out = append(out, fullPoolHelp(a)...)
 		}
 		return out
 	}
@@ -643,7 +644,7 @@ func (e *Engine) placementHelp(j *job, g *PendingExplain) []Help {
 			len(offState), strings.Join(offState[:min(3, len(offState))], ", "))})
 	}
 	if g.Reason.Code == model.ReasonNoFreeSlot {
-		out = append(out, e.shareHelp(j)...)
+		out = append(out, fullPoolHelp(a)...)
 	}
 	return out
 }
