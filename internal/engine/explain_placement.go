@@ -588,7 +588,6 @@ func workerLacks(j *job, s *place.Shape, keys []string, w *place.Worker, pn pin,
 func gpus(n int64) string      { return fmt.Sprintf("%d GPU", n) }
 func mb(n int64) string        { return fmt.Sprintf("%d MB", n) }
 func milliCPUs(m int64) string { return fmt.Sprintf("%g CPU", float64(m)/1000) }
-func pctOf(f float64) string   { return fmt.Sprintf("%.0f%%", 100*f) }
 
 // placementHelp computes counterfactuals for one group of ready tasks when
 // no worker takes them now: the largest smaller request that a free ready
