@@ -136,9 +136,8 @@ func writeExplanation(w io.Writer, x api.Explanation) error {
 		}
 		p.line("  queue %s, policy %s, group %s: %d running, %d waiting, target %s; pool %d slots, %d free",
 			a.Queue, a.Policy, a.Group, a.Running, a.Waiting, target, a.Slots, a.Free)
-		if a.Policy == "fairshare" {
-			p.line("  usage %.4g (weight factor %g); runs %.0f%% of the pool, entitled to %.0f%%",
-				a.Usage, a.WeightFactor, 100*a.RunningFraction, 100*a.Entitled)
+		if a.Summary != "" {
+			p.line("  %s", a.Summary)
 		}
 		if a.GroupRank > 0 {
 			var ahead []string
@@ -147,8 +146,8 @@ func writeExplanation(w io.Writer, x api.Explanation) error {
 				if g.Urgent {
 					s += ", urgent"
 				}
-				if a.Policy == "fairshare" {
-					s += fmt.Sprintf(", usage %.4g", g.Usage)
+				if f := g.Figure; f != nil {
+					s += fmt.Sprintf(", %s %.4g", f.Name, f.Value)
 				}
 				ahead = append(ahead, s+")")
 			}

@@ -11,7 +11,9 @@ import (
 
 	"github.com/allot-sched/allot/internal/engine"
 	"github.com/allot-sched/allot/internal/engine/policy"
+	"github.com/allot-sched/allot/internal/engine/policy/classload"
 	"github.com/allot-sched/allot/internal/engine/policy/fairshare"
+	"github.com/allot-sched/allot/internal/engine/policy/priority"
 	"github.com/allot-sched/allot/internal/model"
 	"github.com/allot-sched/allot/internal/spec"
 	"github.com/allot-sched/allot/internal/store"
@@ -23,7 +25,7 @@ import (
 func TestPolicyHistorySurvivesARestart(t *testing.T) {
 	const tau = 3600.0
 	sched := spec.Scheduling{Queues: []spec.Queue{{Name: "batch", Policy: policy.Config{Kind: "fairshare",
-		FairShare: &policy.FairShareConfig{ShareDecaySeconds: int(tau)}}}}}
+		Settings: &fairshare.Config{ShareDecaySeconds: int(tau)}}}}}
 	p := newPlaneWith(t, sched)
 	p.register("w1", 1)
 	p.submit(spec.Job{ID: "j", Share: "a", Tasks: []spec.Task{{Name: "t", Run: "true"}}})
@@ -70,7 +72,7 @@ func (p *plane) shareUsage(share string) float64 {
 // lists it, and its history comes back with it.
 func TestAPolicySetAtRunTimeIsTheQueuesAfterARestart(t *testing.T) {
 	p := newPlaneWith(t, spec.Scheduling{Queues: []spec.Queue{{Name: "batch"}}}) // fifo in the file
-	fs := policy.Config{Kind: "fairshare", FairShare: &policy.FairShareConfig{ShareDecaySeconds: 3600}}
+	fs := policy.Config{Kind: "fairshare", Settings: &fairshare.Config{ShareDecaySeconds: 3600}}
 	if _, err := p.c.SetPolicy(p.ctx(), "batch", fs); err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +103,7 @@ func TestAPolicySetAtRunTimeIsTheQueuesAfterARestart(t *testing.T) {
 // queue switched from priority (usage per job) to fairshare (usage per
 // share) across a restart must not take job IDs for shares.
 func TestHistoryOfAnotherPolicyKindIsNotRestored(t *testing.T) {
-	prio := spec.Scheduling{Queues: []spec.Queue{{Name: "batch", Policy: policy.Config{Kind: "priority", Priority: &policy.PriorityConfig{}}}}}
+	prio := spec.Scheduling{Queues: []spec.Queue{{Name: "batch", Policy: policy.Config{Kind: "priority", Settings: &priority.Config{}}}}}
 	p := newPlaneWith(t, prio)
 	p.register("w1", 1)
 	p.submit(spec.Job{ID: "j", Priority: 5, Tasks: []spec.Task{{Name: "t", Run: "true"}}})
@@ -122,7 +124,7 @@ func TestHistoryOfAnotherPolicyKindIsNotRestored(t *testing.T) {
 		t.Fatalf("priority history %+v, want usage of job j to store", h)
 	}
 	restartWith(p, spec.Scheduling{Queues: []spec.Queue{{Name: "batch", Policy: policy.Config{Kind: "fairshare",
-		FairShare: &policy.FairShareConfig{ShareDecaySeconds: 3600}}}}})
+		Settings: &fairshare.Config{ShareDecaySeconds: 3600}}}}})
 	p.register("w1", 1)
 	if u := p.shareUsage("j"); u != 0 {
 		t.Errorf("fairshare lists job j as a share with usage %.1f, want the priority history left out", u)
@@ -146,7 +148,7 @@ func TestTheRebalanceClockDoesNotRunWhileTheServerIsDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	sched := spec.Scheduling{Queues: []spec.Queue{{Name: "build", Policy: policy.Config{Kind: "classload",
-		ClassLoad: &policy.ClassLoadConfig{Classes: []policy.LoadClass{{Name: "a", Percent: 50}, {Name: "b", Percent: 50}},
+		Settings: &classload.Config{Classes: []classload.LoadClass{{Name: "a", Percent: 50}, {Name: "b", Percent: 50}},
 			RebalanceThreshold: 10, RebalanceMinimumDuration: 5 * time.Minute}}}}}
 	now := stopped.Add(time.Hour)
 	c, err := New(context.Background(), Config{Scheduling: sched, Clock: func() time.Time { return now },

@@ -188,7 +188,7 @@ func TestExplainSections(t *testing.T) {
 		}, nil, nil},
 		{"another share above its entitlement", "fairshare", "job-b", func(t *testing.T, x engine.Explanation, est engine.Estimate) {
 			a := x.Allocation
-			if a == nil || a.Policy != "fairshare" || a.Group != "b" || a.Running != 4 || a.Target != 5 || a.Entitled != 0.5 || a.GroupRank != 1 {
+			if a == nil || a.Policy != "fairshare" || a.Group != "b" || a.Running != 4 || a.Target != 5 || a.Figure("entitled") != 0.5 || a.GroupRank != 1 {
 				t.Fatalf("allocation = %+v, want share b running 4 of target 5, entitled to 50%%, first in order", a)
 			}
 			hasHelp(t, x, "share_above_entitlement", "share a is above its entitlement (60% vs 50%)")
@@ -199,7 +199,7 @@ func TestExplainSections(t *testing.T) {
 		}, nil, nil},
 		{"own share above its entitlement ranks behind", "fairshare", "job-a", func(t *testing.T, x engine.Explanation, est engine.Estimate) {
 			a := x.Allocation
-			if a.GroupRank != 2 || len(a.GroupsAhead) != 1 || a.GroupsAhead[0].Group != "b" || a.Usage <= a.GroupsAhead[0].Usage {
+			if a.GroupRank != 2 || len(a.GroupsAhead) != 1 || a.GroupsAhead[0].Group != "b" || a.Figure("usage") <= a.GroupsAhead[0].Figure.Value {
 				t.Errorf("allocation = %+v, want share a second, behind b's lower usage", a)
 			}
 			hasHelp(t, x, "share_above_entitlement", "share a (this job's) is at or above its entitlement (60% vs 50%)")

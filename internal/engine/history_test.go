@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/allot-sched/allot/internal/engine/policy"
+	"github.com/allot-sched/allot/internal/engine/policy/fairshare"
+	"github.com/allot-sched/allot/internal/engine/policy/priority"
 )
 
 // What a policy remembers comes out of History in the form SetHistory takes
@@ -15,8 +17,8 @@ func TestPolicyHistoryRoundTrips(t *testing.T) {
 		name string
 		pol  policy.Config
 	}{
-		{"fairshare", policy.Config{Kind: "fairshare", FairShare: &policy.FairShareConfig{ShareDecaySeconds: 3600}}},
-		{"priority", policy.Config{Kind: "priority", Priority: &policy.PriorityConfig{}}},
+		{"fairshare", policy.Config{Kind: "fairshare", Settings: &fairshare.Config{ShareDecaySeconds: 3600}}},
+		{"priority", policy.Config{Kind: "priority", Settings: &priority.Config{}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

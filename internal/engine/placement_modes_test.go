@@ -10,6 +10,7 @@ import (
 
 	"github.com/allot-sched/allot/internal/engine/place"
 	"github.com/allot-sched/allot/internal/engine/policy"
+	"github.com/allot-sched/allot/internal/engine/policy/priority"
 	"github.com/allot-sched/allot/internal/model"
 )
 
@@ -331,7 +332,7 @@ func TestMergingNeedsOneStageAndModel(t *testing.T) {
 }
 
 func TestPreemptingABatchHeadStopsItsMembers(t *testing.T) {
-	q := QueueConfig{Name: "default", Policy: policy.Config{Kind: "priority", Priority: &policy.PriorityConfig{PreemptablePercent: 100}}}
+	q := QueueConfig{Name: "default", Policy: policy.Config{Kind: "priority", Settings: &priority.Config{PreemptablePercent: 100}}}
 	e := engineWith(t, Config{Queues: []QueueConfig{q}}, newWorker("w1").add())
 	mustApply(t, e, batchJob("batch", 3, "m").prio(5).submit())
 	if d := e.Cycle(t0); len(d.Starts) != 3 {

@@ -333,7 +333,7 @@ func TestRunningAtStartCompletesAfterItsRemainingTime(t *testing.T) {
 type preemptPolicy struct{}
 
 func init() {
-	policy.Register("test-preempt", func(policy.Config) (policy.Policy, error) { return preemptPolicy{}, nil })
+	policy.Register(policy.Kind{Name: "test-preempt", New: func(policy.Settings) (policy.Policy, error) { return preemptPolicy{}, nil }})
 }
 
 func (preemptPolicy) Name() string                   { return "test-preempt" }

@@ -70,7 +70,14 @@ var (
 	yamlUnmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
 	jsonUnmarshalerType = reflect.TypeFor[json.Unmarshaler]()
 	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+	shaperType          = reflect.TypeFor[shaper]()
 )
+
+// shaper is a type that decodes through another type built at run time
+// (policy.Config reads each policy's block into the config type its
+// package registers): Shape returns a pointer to a value of that type,
+// whose shape the checker walks instead.
+type shaper interface{ Shape() any }
 
 func (c *shapeChecker) add(n *yaml.Node, path, format string, args ...any) {
 	c.errs = append(c.errs, &FieldError{Path: path, Line: n.Line, Msg: fmt.Sprintf(format, args...)})
@@ -85,6 +92,9 @@ func (c *shapeChecker) value(n *yaml.Node, t reflect.Type, path string, r intRan
 	}
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
+	}
+	if reflect.PointerTo(t).Implements(shaperType) {
+		t = reflect.TypeOf(reflect.New(t).Interface().(shaper).Shape()).Elem()
 	}
 	if c.decodesItself(n, t, path) {
 		return

@@ -20,6 +20,8 @@ import (
 	"github.com/allot-sched/allot/internal/auth"
 	"github.com/allot-sched/allot/internal/control"
 	"github.com/allot-sched/allot/internal/engine/policy"
+	"github.com/allot-sched/allot/internal/engine/policy/classload"
+	"github.com/allot-sched/allot/internal/engine/policy/fairshare"
 	"github.com/allot-sched/allot/internal/spec"
 	"github.com/allot-sched/allot/internal/store/sqlite"
 )
@@ -46,16 +48,16 @@ func schedulingConfig() spec.Scheduling {
 	return spec.Scheduling{
 		Throttling: spec.Throttling{CapacityTargetPercentage: &target},
 		Queues: []spec.Queue{
-			{Name: "build", Priority: 10, Policy: policy.Config{Kind: "classload", ClassLoad: &policy.ClassLoadConfig{
-				Classes:      []policy.LoadClass{{Name: "team-a", Percent: 60}, {Name: "team-b", Percent: 40}},
-				RequestorMap: []policy.RequestorRule{{Class: "team-a", Pattern: "^team-a$"}, {Class: "team-b", Pattern: "^team-b$"}},
+			{Name: "build", Priority: 10, Policy: policy.Config{Kind: "classload", Settings: &classload.Config{
+				Classes:      []classload.LoadClass{{Name: "team-a", Percent: 60}, {Name: "team-b", Percent: 40}},
+				RequestorMap: []classload.RequestorRule{{Class: "team-a", Pattern: "^team-a$"}, {Class: "team-b", Pattern: "^team-b$"}},
 			}}},
 			{Name: "batch"},
 			// grid and fair stay empty in the scenario; the tests of big
 			// systems and odd names fill them (every job is a group of
 			// grid, every share one of fair).
 			{Name: "grid", Policy: policy.Config{Kind: "priority"}},
-			{Name: "fair", Policy: policy.Config{Kind: "fairshare", FairShare: &policy.FairShareConfig{}}},
+			{Name: "fair", Policy: policy.Config{Kind: "fairshare", Settings: &fairshare.Config{}}},
 		},
 		Endpoints: []spec.Endpoint{{Name: "detector", Type: "instance-backed", InstanceConcurrency: two, Variants: []spec.Variant{
 			{Name: "current", Weight: &current, Instances: 2},

@@ -7,15 +7,17 @@ import (
 
 	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/engine/policy"
+	"github.com/allot-sched/allot/internal/engine/policy/fairshare"
+	"github.com/allot-sched/allot/internal/engine/policy/sla"
 	"github.com/allot-sched/allot/internal/spec"
 )
 
 func policyQueues() spec.Scheduling {
 	return spec.Scheduling{Queues: []spec.Queue{
 		{Name: "grid", Policy: policy.Config{Kind: "priority"}},
-		{Name: "sla", Policy: policy.Config{Kind: "sla", SLA: &policy.SLAConfig{Groups: []policy.SLAGroup{{Name: "gold", Value: 2}, {Name: "bronze", Value: 1}}}}},
-		{Name: "fair", Policy: policy.Config{Kind: "fairshare", FairShare: &policy.FairShareConfig{
-			Shares: []policy.ShareWeight{{Share: "green", WeightFactor: policy.FairShareWeight(0.5)}, {Share: "blue"}}}}},
+		{Name: "sla", Policy: policy.Config{Kind: "sla", Settings: &sla.Config{Groups: []sla.Group{{Name: "gold", Value: 2}, {Name: "bronze", Value: 1}}}}},
+		{Name: "fair", Policy: policy.Config{Kind: "fairshare", Settings: &fairshare.Config{
+			Shares: []fairshare.ShareWeight{{Share: "green", WeightFactor: fairshare.Weight(0.5)}, {Share: "blue"}}}}},
 	}}
 }
 

@@ -6,7 +6,8 @@ import (
 	"github.com/allot-sched/allot/internal/model"
 )
 
-func init() { Register("fifo", func(Config) (Policy, error) { return FIFO{}, nil }) }
+// FIFOKind registers the fifo policy, the default; it has no settings.
+var FIFOKind = Kind{Name: "fifo", New: func(Settings) (Policy, error) { return FIFO{}, nil }}
 
 // FIFO serves a queue's jobs in submission order, higher job priority first.
 // All jobs of the queue form one group, so a job waits for every job ahead of

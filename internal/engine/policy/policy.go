@@ -5,8 +5,6 @@
 package policy
 
 import (
-	"fmt"
-	"sort"
 	"time"
 
 	"github.com/allot-sched/allot/internal/model"
@@ -132,48 +130,6 @@ type Allocator interface {
 	Why(group int) (r model.Reason, ok bool)
 }
 
-// Factory makes a policy from its configuration block.
-type Factory func(cfg Config) (Policy, error)
-
-// Config is the `policy:` block of a queue. Kind picks the policy; each
-// policy reads its own block and ignores the others.
-type Config struct {
-	Kind      string           `yaml:"kind" json:"kind"`
-	FairShare *FairShareConfig `yaml:"fairshare,omitempty" json:"fairshare,omitempty"`
-	ClassLoad *ClassLoadConfig `yaml:"classload,omitempty" json:"classload,omitempty"`
-	Priority  *PriorityConfig  `yaml:"priority,omitempty" json:"priority,omitempty"`
-	SLA       *SLAConfig       `yaml:"sla,omitempty" json:"sla,omitempty"`
-}
-
-var registry = map[string]Factory{}
-
-// Register makes a policy available by name. Policy packages call it from
-// init, so the set of policies is fixed at build time.
-func Register(name string, f Factory) { registry[name] = f }
-
-// New builds the policy cfg names.
-func New(cfg Config) (Policy, error) {
-	kind := cfg.Kind
-	if kind == "" {
-		kind = "fifo"
-	}
-	f, ok := registry[kind]
-	if !ok {
-		return nil, fmt.Errorf("kind: unknown policy %q (known: %v)", cfg.Kind, Names())
-	}
-	return f(cfg)
-}
-
-// Names lists the registered policies, sorted.
-func Names() []string {
-	out := make([]string, 0, len(registry))
-	for n := range registry {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // History is what a policy's decisions depend on from before the engine
 // started: a plan scenario states it, and the server restores it from its
 // store.
@@ -224,17 +180,4 @@ type Ranker interface {
 // weight, entitlement). The answer is JSON-serialisable.
 type Reporter interface {
 	Report(now time.Time) any
-}
-
-// CheckJob checks a job against the policy settings of cfg: a priority
-// outside the configured levels, or an SLA group the sla policy does not
-// define, is refused at submission.
-func CheckJob(cfg Config, j *model.Job) error {
-	switch cfg.Kind {
-	case "priority":
-		return cfg.Priority.CheckJob(j)
-	case "sla":
-		return cfg.SLA.CheckJob(j)
-	}
-	return nil
 }

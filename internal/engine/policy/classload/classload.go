@@ -12,20 +12,25 @@ import (
 // Name is the policy's name in configuration.
 const Name = "classload"
 
-func init() {
-	policy.Register(Name, func(cfg policy.Config) (policy.Policy, error) {
-		if cfg.ClassLoad == nil {
+// Kind registers the classload policy; its block is Config, which the
+// policy cannot run without.
+var Kind = policy.Kind{
+	Name:     Name,
+	Settings: (*Config)(nil),
+	New: func(s policy.Settings) (policy.Policy, error) {
+		cfg := s.(*Config)
+		if cfg == nil {
 			return nil, fmt.Errorf("classload: required when kind is %q", Name)
 		}
-		return New(*cfg.ClassLoad)
-	})
+		return New(*cfg)
+	},
 }
 
 // Policy is the classload policy of one queue. It keeps, between cycles,
 // only the rebalance clock: since when the spread has been above the
 // threshold.
 type Policy struct {
-	classes   []policy.LoadClass
+	classes   []LoadClass
 	index     map[string]int // class name → index in classes
 	rules     []rule
 	unmatched int // class of requestors no rule matches
@@ -47,12 +52,12 @@ type rule struct {
 }
 
 // New validates cfg and builds the policy.
-func New(cfg policy.ClassLoadConfig) (*Policy, error) {
+func New(cfg Config) (*Policy, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	p := &Policy{
-		classes:   append([]policy.LoadClass(nil), cfg.Classes...),
+		classes:   append([]LoadClass(nil), cfg.Classes...),
 		index:     make(map[string]int, len(cfg.Classes)),
 		threshold: cfg.RebalanceThreshold,
 		minimum:   cfg.RebalanceMinimumDuration,

@@ -13,45 +13,45 @@ import (
 )
 
 // validConfig is the seed's five classes with one requestor rule each.
-func validConfig() policy.ClassLoadConfig {
-	return policy.ClassLoadConfig{
-		Classes: []policy.LoadClass{{Name: "c0", Percent: 30}, {Name: "c1", Percent: 25}, {Name: "c2", Percent: 20},
+func validConfig() Config {
+	return Config{
+		Classes: []LoadClass{{Name: "c0", Percent: 30}, {Name: "c1", Percent: 25}, {Name: "c2", Percent: 20},
 			{Name: "c3", Percent: 15}, {Name: "c4", Percent: 10}},
-		RequestorMap: []policy.RequestorRule{{Class: "c0", Pattern: "^c0-"}, {Class: "c1", Pattern: "^c1-"}},
+		RequestorMap: []RequestorRule{{Class: "c0", Pattern: "^c0-"}, {Class: "c1", Pattern: "^c1-"}},
 	}
 }
 
 func TestValidate(t *testing.T) {
 	tests := []struct {
 		name   string
-		change func(c *policy.ClassLoadConfig)
+		change func(c *Config)
 		want   string // error prefix; "" for valid
 	}{
-		{"the seed's configuration is valid", func(*policy.ClassLoadConfig) {}, ""},
-		{"percentages need not sum to 100", func(c *policy.ClassLoadConfig) { c.Classes[0].Percent = 90 }, ""},
-		{"a 0% class is valid", func(c *policy.ClassLoadConfig) { c.Classes[4].Percent = 0 }, ""},
-		{"no classes", func(c *policy.ClassLoadConfig) { c.Classes = nil; c.RequestorMap = nil },
+		{"the seed's configuration is valid", func(*Config) {}, ""},
+		{"percentages need not sum to 100", func(c *Config) { c.Classes[0].Percent = 90 }, ""},
+		{"a 0% class is valid", func(c *Config) { c.Classes[4].Percent = 0 }, ""},
+		{"no classes", func(c *Config) { c.Classes = nil; c.RequestorMap = nil },
 			"classload.classes: at least one class"},
-		{"percent above 100", func(c *policy.ClassLoadConfig) { c.Classes[1].Percent = 101 },
+		{"percent above 100", func(c *Config) { c.Classes[1].Percent = 101 },
 			"classload.classes[1].percent: must be between 0 and 100"},
-		{"negative percent", func(c *policy.ClassLoadConfig) { c.Classes[2].Percent = -5 },
+		{"negative percent", func(c *Config) { c.Classes[2].Percent = -5 },
 			"classload.classes[2].percent: must be between 0 and 100"},
-		{"every percent 0", func(c *policy.ClassLoadConfig) {
+		{"every percent 0", func(c *Config) {
 			for i := range c.Classes {
 				c.Classes[i].Percent = 0
 			}
 		}, "classload.classes: every percent is 0"},
-		{"empty class name", func(c *policy.ClassLoadConfig) { c.Classes[3].Name = " " },
+		{"empty class name", func(c *Config) { c.Classes[3].Name = " " },
 			"classload.classes[3].name: required"},
-		{"duplicate class name", func(c *policy.ClassLoadConfig) { c.Classes[4].Name = "c1" },
+		{"duplicate class name", func(c *Config) { c.Classes[4].Name = "c1" },
 			`classload.classes[4].name: class "c1" is already defined at classes[1]`},
-		{"pattern that does not compile", func(c *policy.ClassLoadConfig) { c.RequestorMap[0].Pattern = "a(b" },
+		{"pattern that does not compile", func(c *Config) { c.RequestorMap[0].Pattern = "a(b" },
 			"classload.requestorMap[0].pattern: does not compile: "},
-		{"rule naming an unknown class", func(c *policy.ClassLoadConfig) { c.RequestorMap[1].Class = "gold" },
+		{"rule naming an unknown class", func(c *Config) { c.RequestorMap[1].Class = "gold" },
 			`classload.requestorMap[1].class: unknown class "gold"`},
-		{"negative threshold", func(c *policy.ClassLoadConfig) { c.RebalanceThreshold = -1 },
+		{"negative threshold", func(c *Config) { c.RebalanceThreshold = -1 },
 			"classload.rebalanceThreshold: must not be negative"},
-		{"negative minimum duration", func(c *policy.ClassLoadConfig) { c.RebalanceMinimumDuration = -time.Second },
+		{"negative minimum duration", func(c *Config) { c.RebalanceMinimumDuration = -time.Second },
 			"classload.rebalanceMinimumDuration: must not be negative"},
 	}
 	for _, tc := range tests {
@@ -75,12 +75,12 @@ func TestFactory(t *testing.T) {
 	}
 	bad := validConfig()
 	bad.Classes[0].Percent = 200
-	if _, err := policy.New(policy.Config{Kind: Name, ClassLoad: &bad}); err == nil ||
+	if _, err := policy.New(policy.Config{Kind: Name, Settings: &bad}); err == nil ||
 		!strings.HasPrefix(err.Error(), "classload.classes[0].percent:") {
 		t.Errorf("invalid block: err = %v, want the field path", err)
 	}
 	good := validConfig()
-	p, err := policy.New(policy.Config{Kind: Name, ClassLoad: &good})
+	p, err := policy.New(policy.Config{Kind: Name, Settings: &good})
 	if err != nil || p.Name() != Name {
 		t.Fatalf("New = %v, %v", p, err)
 	}
@@ -103,13 +103,13 @@ rebalanceMinimumDuration: 5m
 `
 
 func TestConfigDecoding(t *testing.T) {
-	var fromYAML policy.ClassLoadConfig
+	var fromYAML Config
 	if err := yaml.Unmarshal([]byte(configYAML), &fromYAML); err != nil {
 		t.Fatal(err)
 	}
 	if fromYAML.RebalanceMinimumDuration != 5*time.Minute || fromYAML.RebalanceThreshold != 20 ||
-		len(fromYAML.Classes) != 2 || fromYAML.Classes[1] != (policy.LoadClass{Name: "silver", Percent: 40}) ||
-		fromYAML.RequestorMap[0] != (policy.RequestorRule{Class: "gold", Pattern: "^prod-"}) {
+		len(fromYAML.Classes) != 2 || fromYAML.Classes[1] != (LoadClass{Name: "silver", Percent: 40}) ||
+		fromYAML.RequestorMap[0] != (RequestorRule{Class: "gold", Pattern: "^prod-"}) {
 		t.Fatalf("YAML decoded to %+v", fromYAML)
 	}
 
@@ -120,7 +120,7 @@ func TestConfigDecoding(t *testing.T) {
 	if !strings.Contains(string(b), `"rebalanceMinimumDuration":"5m0s"`) || !strings.Contains(string(b), `"requestorMap"`) {
 		t.Fatalf("JSON = %s, want the duration as a string and lowerCamel keys", b)
 	}
-	var fromJSON policy.ClassLoadConfig
+	var fromJSON Config
 	if err := json.Unmarshal(b, &fromJSON); err != nil {
 		t.Fatal(err)
 	}
@@ -132,8 +132,8 @@ func TestConfigDecoding(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"kind":"classload","classload":{"classes":[{"name":"a","percent":100}],"rebalanceMinimumDuration":"90s"}}`), &cfg); err != nil {
 		t.Fatal(err)
 	}
-	if cfg.ClassLoad == nil || cfg.ClassLoad.RebalanceMinimumDuration != 90*time.Second {
-		t.Fatalf("policy block decoded to %+v", cfg.ClassLoad)
+	if c, _ := cfg.Settings.(*Config); c == nil || c.RebalanceMinimumDuration != 90*time.Second {
+		t.Fatalf("policy block decoded to %+v", cfg.Settings)
 	}
 
 	for bad, want := range map[string]string{
@@ -141,7 +141,7 @@ func TestConfigDecoding(t *testing.T) {
 		`{"rebalanceMinimumDuration":"5 minutes"}`: "classload.rebalanceMinimumDuration:",
 		`{"rebalanceTreshold":20}`:                 `classload: json: unknown field "rebalanceTreshold"`,
 	} {
-		var c policy.ClassLoadConfig
+		var c Config
 		if err := json.Unmarshal([]byte(bad), &c); err == nil || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("%s: err = %v, want an error starting %q", bad, err, want)
 		}
@@ -149,9 +149,9 @@ func TestConfigDecoding(t *testing.T) {
 }
 
 func TestGroupOf(t *testing.T) {
-	cfg := policy.ClassLoadConfig{
-		Classes: []policy.LoadClass{{Name: "prod", Percent: 50}, {Name: "batch", Percent: 25}, {Name: "adhoc", Percent: 25}},
-		RequestorMap: []policy.RequestorRule{
+	cfg := Config{
+		Classes: []LoadClass{{Name: "prod", Percent: 50}, {Name: "batch", Percent: 25}, {Name: "adhoc", Percent: 25}},
+		RequestorMap: []RequestorRule{
 			{Class: "prod", Pattern: "^svc-"},
 			{Class: "batch", Pattern: "^svc-nightly"}, // shadowed by the rule above
 			{Class: "batch", Pattern: "etl"},
@@ -215,7 +215,7 @@ func TestRebalanceClock(t *testing.T) {
 }
 
 func TestAllocatorHandsOutCountsRoundRobin(t *testing.T) {
-	p, err := New(policy.ClassLoadConfig{Classes: []policy.LoadClass{
+	p, err := New(Config{Classes: []LoadClass{
 		{Name: "a", Percent: 50}, {Name: "b", Percent: 30}, {Name: "c", Percent: 20}}})
 	if err != nil {
 		t.Fatal(err)
@@ -250,7 +250,7 @@ func TestAllocatorHandsOutCountsRoundRobin(t *testing.T) {
 }
 
 func TestAllocatorExhaustedClassLeavesTheTurn(t *testing.T) {
-	p, err := New(policy.ClassLoadConfig{Classes: []policy.LoadClass{{Name: "a", Percent: 50}, {Name: "b", Percent: 50}}})
+	p, err := New(Config{Classes: []LoadClass{{Name: "a", Percent: 50}, {Name: "b", Percent: 50}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/allot-sched/allot/internal/engine"
 	"github.com/allot-sched/allot/internal/engine/policy"
+	"github.com/allot-sched/allot/internal/engine/policy/classload"
 	"github.com/allot-sched/allot/internal/model"
 )
 
@@ -23,11 +24,11 @@ type class struct {
 }
 
 // configFor maps requestor "<class>-..." to each class.
-func configFor(cs []class) policy.ClassLoadConfig {
-	var cfg policy.ClassLoadConfig
+func configFor(cs []class) classload.Config {
+	var cfg classload.Config
 	for _, c := range cs {
-		cfg.Classes = append(cfg.Classes, policy.LoadClass{Name: c.name, Percent: c.pct})
-		cfg.RequestorMap = append(cfg.RequestorMap, policy.RequestorRule{Class: c.name, Pattern: "^" + c.name + "-"})
+		cfg.Classes = append(cfg.Classes, classload.LoadClass{Name: c.name, Percent: c.pct})
+		cfg.RequestorMap = append(cfg.RequestorMap, classload.RequestorRule{Class: c.name, Pattern: "^" + c.name + "-"})
 	}
 	return cfg
 }
@@ -41,10 +42,10 @@ func mustApply(t testing.TB, e *engine.Engine, ev engine.Event) {
 
 // newEngine builds an engine with one classload queue over n one-slot
 // workers.
-func newEngine(t testing.TB, n int, cfg policy.ClassLoadConfig) *engine.Engine {
+func newEngine(t testing.TB, n int, cfg classload.Config) *engine.Engine {
 	t.Helper()
 	e, err := engine.New(engine.Config{Queues: []engine.QueueConfig{{Name: "q",
-		Policy: policy.Config{Kind: "classload", ClassLoad: &cfg}}}})
+		Policy: policy.Config{Kind: "classload", Settings: &cfg}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +196,7 @@ func TestEngineSeedExamples(t *testing.T) {
 // class: jobs with the fewest running tasks go first, the longest task of a
 // job first.
 func TestEngineRoundRobinAcrossJobs(t *testing.T) {
-	cfg := policy.ClassLoadConfig{Classes: []policy.LoadClass{{Name: "a", Percent: 100}}}
+	cfg := classload.Config{Classes: []classload.LoadClass{{Name: "a", Percent: 100}}}
 	e := newEngine(t, 10, cfg)
 	for k, run := range []int{4, 0} {
 		j := model.Job{ID: fmt.Sprintf("a-job%d", k), Queue: "q", Requestor: "anyone", Submitted: t0}
@@ -233,7 +234,7 @@ func TestEngineSetPolicyFollowsNewTargets(t *testing.T) {
 	}
 
 	cs[0].pct, cs[1].pct = 80, 20
-	mustApply(t, e, engine.SetPolicy{Queue: "q", Policy: policy.Config{Kind: "classload", ClassLoad: ptr(configFor(cs))}, At: t0.Add(time.Minute)})
+	mustApply(t, e, engine.SetPolicy{Queue: "q", Policy: policy.Config{Kind: "classload", Settings: ptr(configFor(cs))}, At: t0.Add(time.Minute)})
 	for _, s := range d.Starts {
 		mustApply(t, e, engine.FinishTask{Job: s.Job, Task: s.Task, Outcome: model.Succeeded, At: t0.Add(2 * time.Minute)})
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/allot-sched/allot/internal/engine"
 	"github.com/allot-sched/allot/internal/engine/policy"
+	"github.com/allot-sched/allot/internal/engine/policy/fairshare"
 	"github.com/allot-sched/allot/internal/model"
 )
 
@@ -86,10 +87,10 @@ type driver struct {
 	onRound func(r round)
 }
 
-func newDriver(t fatalT, cfg *policy.FairShareConfig, slots int) *driver {
+func newDriver(t fatalT, cfg *fairshare.Config, slots int) *driver {
 	t.Helper()
 	e, err := engine.New(engine.Config{Queues: []engine.QueueConfig{{Name: queue,
-		Policy: policy.Config{Kind: "fairshare", FairShare: cfg}}}})
+		Policy: policy.Config{Kind: "fairshare", Settings: cfg}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

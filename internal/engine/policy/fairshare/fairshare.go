@@ -7,8 +7,7 @@
 // reservation holds back part of the pool for shares that have no jobs yet,
 // so their first jobs start at once.
 //
-// The package registers itself as "fairshare"; the engine links it with a
-// blank import.
+// The engine registers Kind in its list of policies.
 package fairshare
 
 import (
@@ -22,10 +21,12 @@ import (
 	"github.com/allot-sched/allot/internal/model"
 )
 
-func init() {
-	policy.Register(Name, func(cfg policy.Config) (policy.Policy, error) {
-		return New(cfg.FairShare)
-	})
+// Kind registers the fairshare policy; its block is Config, all defaults
+// when absent.
+var Kind = policy.Kind{
+	Name:     Name,
+	Settings: (*Config)(nil),
+	New:      func(s policy.Settings) (policy.Policy, error) { return New(s.(*Config)) },
 }
 
 // Name is the policy's name in configuration.
@@ -39,7 +40,7 @@ const DefaultShare = "default"
 // count and decayed usage between cycles, fed by the engine's Account calls.
 // Like every policy it belongs to the engine's goroutine.
 type Policy struct {
-	cfg     policy.FairShareConfig
+	cfg     Config
 	weights map[string]float64
 	named   []string // shares named in the policy, in config order
 	tau     float64  // decay time constant in seconds; 0 = current usage only
@@ -68,14 +69,14 @@ var (
 
 // New builds the policy from its configuration block; nil means all
 // defaults. Errors name the offending field (fairshare.shares[1].weightFactor).
-func New(cfg *policy.FairShareConfig) (*Policy, error) {
+func New(cfg *Config) (*Policy, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	p := &Policy{weights: map[string]float64{}, shares: map[string]*share{}}
 	if cfg != nil {
 		p.cfg = *cfg
-		p.cfg.Shares = append([]policy.ShareWeight(nil), cfg.Shares...)
+		p.cfg.Shares = append([]ShareWeight(nil), cfg.Shares...)
 	}
 	p.cfg.ReservationModel = p.cfg.Model()
 	for _, s := range p.cfg.Shares {
@@ -308,7 +309,7 @@ func (p *Policy) reserve(slots int, active []string) reservation {
 		}
 	}
 	switch p.cfg.ReservationModel {
-	case policy.ReservationExponential:
+	case ReservationExponential:
 		r.fraction = math.Pow(float64(R)/100, float64(len(active)))
 		r.held = int(math.Ceil(float64(slots)*r.fraction - 1e-9))
 	default:
@@ -523,7 +524,7 @@ func (a *allocator) Why(int) (model.Reason, bool) {
 		who = strings.Join(r.idle, ", ")
 	}
 	var rule string
-	if a.p.cfg.ReservationModel == policy.ReservationExponential {
+	if a.p.cfg.ReservationModel == ReservationExponential {
 		rule = fmt.Sprintf("computeReservation %d%% with %d active shares holds back (%d/100)^%d = %.4g%%",
 			a.p.cfg.ComputeReservation, r.active, a.p.cfg.ComputeReservation, r.active, 100*r.fraction)
 	} else {

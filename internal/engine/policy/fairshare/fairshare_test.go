@@ -13,9 +13,9 @@ import (
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func w(v float64) *float64 { return policy.FairShareWeight(v) }
+func w(v float64) *float64 { return Weight(v) }
 
-func mustNew(t *testing.T, cfg *policy.FairShareConfig) *Policy {
+func mustNew(t *testing.T, cfg *Config) *Policy {
 	t.Helper()
 	p, err := New(cfg)
 	if err != nil {
@@ -25,37 +25,37 @@ func mustNew(t *testing.T, cfg *policy.FairShareConfig) *Policy {
 }
 
 func TestValidateNamesTheField(t *testing.T) {
-	two := func(second policy.ShareWeight) []policy.ShareWeight {
-		return []policy.ShareWeight{{Share: "green", WeightFactor: w(1)}, second}
+	two := func(second ShareWeight) []ShareWeight {
+		return []ShareWeight{{Share: "green", WeightFactor: w(1)}, second}
 	}
 	cases := []struct {
 		name string
-		cfg  *policy.FairShareConfig
+		cfg  *Config
 		want string // "" = valid
 	}{
 		{"nil config means defaults", nil, ""},
-		{"zero config is valid", &policy.FairShareConfig{}, ""},
-		{"omitted weight factor is 1", &policy.FairShareConfig{Shares: two(policy.ShareWeight{Share: "blue"})}, ""},
-		{"smallest weight factor", &policy.FairShareConfig{Shares: two(policy.ShareWeight{Share: "blue", WeightFactor: w(0.0001)})}, ""},
-		{"largest weight factor", &policy.FairShareConfig{Shares: two(policy.ShareWeight{Share: "blue", WeightFactor: w(999.9999)})}, ""},
-		{"zero weight factor", &policy.FairShareConfig{Shares: two(policy.ShareWeight{Share: "blue", WeightFactor: w(0)})},
+		{"zero config is valid", &Config{}, ""},
+		{"omitted weight factor is 1", &Config{Shares: two(ShareWeight{Share: "blue"})}, ""},
+		{"smallest weight factor", &Config{Shares: two(ShareWeight{Share: "blue", WeightFactor: w(0.0001)})}, ""},
+		{"largest weight factor", &Config{Shares: two(ShareWeight{Share: "blue", WeightFactor: w(999.9999)})}, ""},
+		{"zero weight factor", &Config{Shares: two(ShareWeight{Share: "blue", WeightFactor: w(0)})},
 			"fairshare.shares[1].weightFactor: must be between 0.0001 and 999.9999"},
-		{"weight factor too large", &policy.FairShareConfig{Shares: two(policy.ShareWeight{Share: "blue", WeightFactor: w(1000)})},
+		{"weight factor too large", &Config{Shares: two(ShareWeight{Share: "blue", WeightFactor: w(1000)})},
 			"fairshare.shares[1].weightFactor: must be between 0.0001 and 999.9999"},
-		{"negative weight factor", &policy.FairShareConfig{Shares: two(policy.ShareWeight{Share: "blue", WeightFactor: w(-1)})},
+		{"negative weight factor", &Config{Shares: two(ShareWeight{Share: "blue", WeightFactor: w(-1)})},
 			"fairshare.shares[1].weightFactor: must be between 0.0001 and 999.9999"},
-		{"NaN weight factor", &policy.FairShareConfig{Shares: two(policy.ShareWeight{Share: "blue", WeightFactor: w(math.NaN())})},
+		{"NaN weight factor", &Config{Shares: two(ShareWeight{Share: "blue", WeightFactor: w(math.NaN())})},
 			"fairshare.shares[1].weightFactor: must be between 0.0001 and 999.9999"},
-		{"empty share name", &policy.FairShareConfig{Shares: two(policy.ShareWeight{})}, "fairshare.shares[1].share: required"},
-		{"duplicate share", &policy.FairShareConfig{Shares: two(policy.ShareWeight{Share: "green"})},
+		{"empty share name", &Config{Shares: two(ShareWeight{})}, "fairshare.shares[1].share: required"},
+		{"duplicate share", &Config{Shares: two(ShareWeight{Share: "green"})},
 			`fairshare.shares[1].share: share "green" is already named at shares[0]`},
-		{"negative decay", &policy.FairShareConfig{ShareDecaySeconds: -1}, "fairshare.shareDecaySeconds: must not be negative"},
-		{"reservation 99 is the maximum", &policy.FairShareConfig{ComputeReservation: 99}, ""},
-		{"reservation 100", &policy.FairShareConfig{ComputeReservation: 100}, "fairshare.computeReservation: must be between 0 and 99"},
-		{"negative reservation", &policy.FairShareConfig{ComputeReservation: -5}, "fairshare.computeReservation: must be between 0 and 99"},
-		{"exponential model", &policy.FairShareConfig{ReservationModel: policy.ReservationExponential}, ""},
-		{"even model", &policy.FairShareConfig{ReservationModel: policy.ReservationEven}, ""},
-		{"unknown model", &policy.FairShareConfig{ReservationModel: "linear"}, `fairshare.reservationModel: unknown model "linear"`},
+		{"negative decay", &Config{ShareDecaySeconds: -1}, "fairshare.shareDecaySeconds: must not be negative"},
+		{"reservation 99 is the maximum", &Config{ComputeReservation: 99}, ""},
+		{"reservation 100", &Config{ComputeReservation: 100}, "fairshare.computeReservation: must be between 0 and 99"},
+		{"negative reservation", &Config{ComputeReservation: -5}, "fairshare.computeReservation: must be between 0 and 99"},
+		{"exponential model", &Config{ReservationModel: ReservationExponential}, ""},
+		{"even model", &Config{ReservationModel: ReservationEven}, ""},
+		{"unknown model", &Config{ReservationModel: "linear"}, `fairshare.reservationModel: unknown model "linear"`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -67,7 +67,7 @@ func TestValidateNamesTheField(t *testing.T) {
 				t.Fatalf("Validate() = %v, want %q", err, c.want)
 			}
 			// The registry reports the same error under the policy block.
-			_, err = policy.New(policy.Config{Kind: Name, FairShare: c.cfg})
+			_, err = policy.New(policy.Config{Kind: Name, Settings: c.cfg})
 			if c.want != "" && (err == nil || !strings.HasPrefix(err.Error(), c.want)) {
 				t.Fatalf("policy.New() = %v, want prefix %q", err, c.want)
 			}
@@ -96,7 +96,7 @@ func TestGroupOfUsesShareOrDefault(t *testing.T) {
 // changes nothing.
 func TestDecayIntegratesAccountCallsExactly(t *testing.T) {
 	const tau = 600.0
-	cfg := &policy.FairShareConfig{ShareDecaySeconds: int(tau)}
+	cfg := &Config{ShareDecaySeconds: int(tau)}
 	one, many := mustNew(t, cfg), mustNew(t, cfg)
 	// Both run 3 tasks from t0 to t0+900s, then 1 task until t0+1500s.
 	one.Account("a", 3, t0)
@@ -137,7 +137,7 @@ func TestHistoryIsIgnoredWithoutDecay(t *testing.T) {
 }
 
 func TestHistoryAtZeroTimeCountsFromFirstEvent(t *testing.T) {
-	p := mustNew(t, &policy.FairShareConfig{ShareDecaySeconds: 600})
+	p := mustNew(t, &Config{ShareDecaySeconds: 600})
 	p.SetHistory(policy.History{Usage: map[string]float64{"red": 6000}}, time.Time{})
 	// The first event stamps the history without decaying it over the
 	// years since time zero.
@@ -148,39 +148,39 @@ func TestHistoryAtZeroTimeCountsFromFirstEvent(t *testing.T) {
 }
 
 func TestReserve(t *testing.T) {
-	named := func(n int) []policy.ShareWeight {
-		out := []policy.ShareWeight{}
+	named := func(n int) []ShareWeight {
+		out := []ShareWeight{}
 		for _, s := range []string{"blue", "green", "red"}[:n] {
-			out = append(out, policy.ShareWeight{Share: s})
+			out = append(out, ShareWeight{Share: s})
 		}
 		return out
 	}
 	cases := []struct {
 		name    string
-		cfg     policy.FairShareConfig
+		cfg     Config
 		slots   int
 		active  []string
 		wantCap int
 	}{
 		// The blog's figure 5: R=50 over two shares, only green active:
 		// green may use 25% + 50% = 75% of the pool.
-		{"50% two shares one active", policy.FairShareConfig{Shares: named(2), ComputeReservation: 50}, 8, []string{"green"}, 8 * 75 / 100},
-		{"50% two shares both active", policy.FairShareConfig{Shares: named(2), ComputeReservation: 50}, 8, []string{"blue", "green"}, 8},
+		{"50% two shares one active", Config{Shares: named(2), ComputeReservation: 50}, 8, []string{"green"}, 8 * 75 / 100},
+		{"50% two shares both active", Config{Shares: named(2), ComputeReservation: 50}, 8, []string{"blue", "green"}, 8},
 		// Figure 6: R=75 over three shares, one active: 50%.
-		{"75% three shares one active", policy.FairShareConfig{Shares: named(3), ComputeReservation: 75}, 12, []string{"green"}, 12 * 50 / 100},
-		{"75% three shares two active", policy.FairShareConfig{Shares: named(3), ComputeReservation: 75}, 12, []string{"blue", "green"}, 12 * 75 / 100},
+		{"75% three shares one active", Config{Shares: named(3), ComputeReservation: 75}, 12, []string{"green"}, 12 * 50 / 100},
+		{"75% three shares two active", Config{Shares: named(3), ComputeReservation: 75}, 12, []string{"blue", "green"}, 12 * 75 / 100},
 		// Figure 7: R=99 over two shares: an even split.
-		{"99% two shares one active", policy.FairShareConfig{Shares: named(2), ComputeReservation: 99}, 100, []string{"green"}, 100 / 2},
-		{"99% two shares odd pool rounds the held slots up", policy.FairShareConfig{Shares: named(2), ComputeReservation: 99}, 9, []string{"green"}, 4},
-		{"unnamed active share leaves all named shares reserved", policy.FairShareConfig{Shares: named(2), ComputeReservation: 50}, 8, []string{"default"}, 8 * 50 / 100},
-		{"no reservation", policy.FairShareConfig{Shares: named(2)}, 8, []string{"green"}, 8},
-		{"no named shares reserve nothing in the even model", policy.FairShareConfig{ComputeReservation: 50}, 8, []string{"green"}, 8},
-		{"a small pool keeps one slot for the active shares", policy.FairShareConfig{Shares: named(2), ComputeReservation: 99}, 1, []string{"green"}, 1},
+		{"99% two shares one active", Config{Shares: named(2), ComputeReservation: 99}, 100, []string{"green"}, 100 / 2},
+		{"99% two shares odd pool rounds the held slots up", Config{Shares: named(2), ComputeReservation: 99}, 9, []string{"green"}, 4},
+		{"unnamed active share leaves all named shares reserved", Config{Shares: named(2), ComputeReservation: 50}, 8, []string{"default"}, 8 * 50 / 100},
+		{"no reservation", Config{Shares: named(2)}, 8, []string{"green"}, 8},
+		{"no named shares reserve nothing in the even model", Config{ComputeReservation: 50}, 8, []string{"green"}, 8},
+		{"a small pool keeps one slot for the active shares", Config{Shares: named(2), ComputeReservation: 99}, 1, []string{"green"}, 1},
 		// AWS documentation: (R/100)^active.
-		{"exponential 50% one active", policy.FairShareConfig{ComputeReservation: 50, ReservationModel: policy.ReservationExponential}, 8, []string{"green"}, 8 - 8/2},
-		{"exponential 50% two active", policy.FairShareConfig{ComputeReservation: 50, ReservationModel: policy.ReservationExponential}, 8, []string{"blue", "green"}, 8 - 8/4},
-		{"exponential 50% three active", policy.FairShareConfig{ComputeReservation: 50, ReservationModel: policy.ReservationExponential}, 8, []string{"a", "b", "c"}, 7},
-		{"exponential 25% two active rounds held slots up", policy.FairShareConfig{ComputeReservation: 25, ReservationModel: policy.ReservationExponential}, 100, []string{"a", "b"}, 100 - 7},
+		{"exponential 50% one active", Config{ComputeReservation: 50, ReservationModel: ReservationExponential}, 8, []string{"green"}, 8 - 8/2},
+		{"exponential 50% two active", Config{ComputeReservation: 50, ReservationModel: ReservationExponential}, 8, []string{"blue", "green"}, 8 - 8/4},
+		{"exponential 50% three active", Config{ComputeReservation: 50, ReservationModel: ReservationExponential}, 8, []string{"a", "b", "c"}, 7},
+		{"exponential 25% two active rounds held slots up", Config{ComputeReservation: 25, ReservationModel: ReservationExponential}, 100, []string{"a", "b"}, 100 - 7},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -230,7 +230,7 @@ func drain(v *policy.View, plan policy.Plan) []string {
 func TestAllocatorServesLowestWeightedUsage(t *testing.T) {
 	cases := []struct {
 		name    string
-		cfg     *policy.FairShareConfig
+		cfg     *Config
 		slots   int
 		groups  []policy.Group
 		history map[string]float64
@@ -238,18 +238,18 @@ func TestAllocatorServesLowestWeightedUsage(t *testing.T) {
 	}{
 		{"equal weights alternate, ties by share name", nil, 6,
 			[]policy.Group{{Key: "a", Waiting: 10}, {Key: "b", Waiting: 10}}, nil, "a b a b a b"},
-		{"factor 0.5 gets twice the slots of 1", &policy.FairShareConfig{Shares: []policy.ShareWeight{{Share: "a", WeightFactor: w(0.5)}}}, 9,
+		{"factor 0.5 gets twice the slots of 1", &Config{Shares: []ShareWeight{{Share: "a", WeightFactor: w(0.5)}}}, 9,
 			[]policy.Group{{Key: "a", Waiting: 10}, {Key: "b", Waiting: 10}}, nil, "a b a a b a a b a"},
 		{"running tasks count as usage", nil, 6,
 			[]policy.Group{{Key: "a", Running: 2, Waiting: 10}, {Key: "b", Waiting: 10}}, nil, "b b a b"},
 		{"a share that cannot use more leaves the slots to others", nil, 5,
 			[]policy.Group{{Key: "a", Waiting: 1}, {Key: "b", Waiting: 10}}, nil, "a b b b b"},
-		{"decayed history counts as average slots over the window", &policy.FairShareConfig{ShareDecaySeconds: 600}, 6,
+		{"decayed history counts as average slots over the window", &Config{ShareDecaySeconds: 600}, 6,
 			[]policy.Group{{Key: "a", Waiting: 10}, {Key: "b", Waiting: 10}}, map[string]float64{"a": 3 * 600}, "b b b a b a"},
 		{"history is ignored without decay", nil, 4,
 			[]policy.Group{{Key: "a", Waiting: 10}, {Key: "b", Waiting: 10}}, map[string]float64{"a": 3 * 600}, "a b a b"},
-		{"the reservation caps the active share", &policy.FairShareConfig{ComputeReservation: 50,
-			Shares: []policy.ShareWeight{{Share: "blue"}, {Share: "green"}}}, 8,
+		{"the reservation caps the active share", &Config{ComputeReservation: 50,
+			Shares: []ShareWeight{{Share: "blue"}, {Share: "green"}}}, 8,
 			[]policy.Group{{Key: "green", Running: 2, Waiting: 10}}, nil, "green green green green"},
 	}
 	for _, c := range cases {
@@ -286,17 +286,17 @@ func TestExhaustedShareIsNotServedAgain(t *testing.T) {
 func TestTargetsSplitTheCapByInverseWeight(t *testing.T) {
 	cases := []struct {
 		name   string
-		cfg    *policy.FairShareConfig
+		cfg    *Config
 		slots  int
 		groups []string
 		want   []int
 	}{
 		{"equal weights, remainder to the first name", nil, 10, []string{"a", "b", "c"}, []int{4, 3, 3}},
-		{"0.5 against 1", &policy.FairShareConfig{Shares: []policy.ShareWeight{{Share: "a", WeightFactor: w(0.5)}}}, 9, []string{"a", "b"}, []int{6, 3}},
-		{"remainder to the lower weight factor", &policy.FairShareConfig{Shares: []policy.ShareWeight{{Share: "b", WeightFactor: w(0.5)}, {Share: "c", WeightFactor: w(0.5)}}},
+		{"0.5 against 1", &Config{Shares: []ShareWeight{{Share: "a", WeightFactor: w(0.5)}}}, 9, []string{"a", "b"}, []int{6, 3}},
+		{"remainder to the lower weight factor", &Config{Shares: []ShareWeight{{Share: "b", WeightFactor: w(0.5)}, {Share: "c", WeightFactor: w(0.5)}}},
 			// exact: a 2, b 4, c 4 of 10; with 11: 2.2, 4.4, 4.4 → 2, 5, 4
 			11, []string{"a", "b", "c"}, []int{2, 5, 4}},
-		{"after the reservation", &policy.FairShareConfig{ComputeReservation: 50, Shares: []policy.ShareWeight{{Share: "blue"}, {Share: "green"}}},
+		{"after the reservation", &Config{ComputeReservation: 50, Shares: []ShareWeight{{Share: "blue"}, {Share: "green"}}},
 			8, []string{"green"}, []int{6}},
 	}
 	for _, c := range cases {
@@ -324,7 +324,7 @@ func TestTargetsSplitTheCapByInverseWeight(t *testing.T) {
 }
 
 func TestWhyNamesTheReservedShares(t *testing.T) {
-	p := mustNew(t, &policy.FairShareConfig{ComputeReservation: 50, Shares: []policy.ShareWeight{{Share: "blue"}, {Share: "green"}}})
+	p := mustNew(t, &Config{ComputeReservation: 50, Shares: []ShareWeight{{Share: "blue"}, {Share: "green"}}})
 	v := view(8, policy.Group{Key: "green", Running: 6, Waiting: 4})
 	plan := p.Allocate(v)
 	if _, ok := plan.Alloc.Next(); ok {
@@ -348,8 +348,8 @@ func TestWhyNamesTheReservedShares(t *testing.T) {
 }
 
 func TestStatusReportsUsageAndEntitlement(t *testing.T) {
-	p := mustNew(t, &policy.FairShareConfig{ShareDecaySeconds: 600, ComputeReservation: 50,
-		Shares: []policy.ShareWeight{{Share: "blue", WeightFactor: w(0.5)}, {Share: "green"}, {Share: "red"}}})
+	p := mustNew(t, &Config{ShareDecaySeconds: 600, ComputeReservation: 50,
+		Shares: []ShareWeight{{Share: "blue", WeightFactor: w(0.5)}, {Share: "green"}, {Share: "red"}}})
 	p.SetHistory(policy.History{Usage: map[string]float64{"red": 1200}}, t0)
 	v := view(8, policy.Group{Key: "blue", Waiting: 5}, policy.Group{Key: "green", Waiting: 5})
 	// The engine accounts each start.
@@ -389,8 +389,8 @@ func TestStatusReportsUsageAndEntitlement(t *testing.T) {
 // BenchmarkAllocate hands out 10,000 free slots among 1,000 shares: a heap
 // pop and fix per slot.
 func BenchmarkAllocate(b *testing.B) {
-	p, err := New(&policy.FairShareConfig{ShareDecaySeconds: 600, ComputeReservation: 10,
-		Shares: []policy.ShareWeight{{Share: "s0000", WeightFactor: w(0.5)}, {Share: "idle"}}})
+	p, err := New(&Config{ShareDecaySeconds: 600, ComputeReservation: 10,
+		Shares: []ShareWeight{{Share: "s0000", WeightFactor: w(0.5)}, {Share: "idle"}}})
 	if err != nil {
 		b.Fatal(err)
 	}

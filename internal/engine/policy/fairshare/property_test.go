@@ -6,7 +6,7 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/allot-sched/allot/internal/engine/policy"
+	"github.com/allot-sched/allot/internal/engine/policy/fairshare"
 	"github.com/allot-sched/allot/internal/model"
 )
 
@@ -19,20 +19,20 @@ func TestPropertyFairShareNeverOverbooksOrStarves(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		nShares := rapid.IntRange(1, 4).Draw(rt, "shares")
 		names := []string{"s0", "s1", "s2", "s3"}[:nShares]
-		cfg := &policy.FairShareConfig{
+		cfg := &fairshare.Config{
 			ShareDecaySeconds:  rapid.SampledFrom([]int{0, 0, 60, 600}).Draw(rt, "decay"),
 			ComputeReservation: rapid.SampledFrom([]int{0, 0, 25, 50, 75, 99}).Draw(rt, "reservation"),
-			ReservationModel:   rapid.SampledFrom([]string{policy.ReservationEven, policy.ReservationExponential}).Draw(rt, "model"),
+			ReservationModel:   rapid.SampledFrom([]string{fairshare.ReservationEven, fairshare.ReservationExponential}).Draw(rt, "model"),
 		}
 		for _, n := range names {
 			if rapid.Bool().Draw(rt, "named "+n) {
 				w := rapid.SampledFrom([]float64{0.25, 0.5, 1, 2, 3}).Draw(rt, "weight "+n)
-				cfg.Shares = append(cfg.Shares, policy.ShareWeight{Share: n, WeightFactor: wf(w)})
+				cfg.Shares = append(cfg.Shares, fairshare.ShareWeight{Share: n, WeightFactor: wf(w)})
 			}
 		}
 		// A named share that never submits keeps the reservation held.
 		if rapid.Bool().Draw(rt, "idle named share") {
-			cfg.Shares = append(cfg.Shares, policy.ShareWeight{Share: "idle"})
+			cfg.Shares = append(cfg.Shares, fairshare.ShareWeight{Share: "idle"})
 		}
 		slots := rapid.IntRange(1, 12).Draw(rt, "slots")
 		d := newDriver(rt, cfg, slots)
@@ -89,7 +89,7 @@ func TestPropertyFairShareNeverOverbooksOrStarves(t *testing.T) {
 			}
 			// Even model: a named share without jobs keeps at least one slot
 			// (pools of two slots or more) against new starts.
-			if cfg.Model() == policy.ReservationEven && cfg.ComputeReservation > 0 && slots >= 2 && starts > 0 {
+			if cfg.Model() == fairshare.ReservationEven && cfg.ComputeReservation > 0 && slots >= 2 && starts > 0 {
 				for s := range named {
 					if r.before[s] == 0 && r.waiting[s] == 0 && busy > slots-1 {
 						rt.Fatalf("at %v: named share %s has no jobs, yet the active shares took all %d slots", r.at, s, slots)

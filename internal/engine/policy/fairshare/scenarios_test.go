@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/allot-sched/allot/internal/engine/policy"
+	"github.com/allot-sched/allot/internal/engine/policy/fairshare"
 	"github.com/allot-sched/allot/internal/model"
 )
 
@@ -16,7 +16,7 @@ const (
 	minute = time.Minute
 )
 
-func wf(v float64) *float64 { return policy.FairShareWeight(v) }
+func wf(v float64) *float64 { return fairshare.Weight(v) }
 
 // Figure 2 of the blog: two shares with the default weight factor share the
 // pool evenly over time, whatever their tasks' durations, and a share that
@@ -48,7 +48,7 @@ func TestEqualWeightsSplitEvenlyOverTime(t *testing.T) {
 
 // A weight factor of 0.5 gets twice the capacity of 1.0.
 func TestHalfWeightFactorGetsTwiceTheCapacity(t *testing.T) {
-	cfg := &policy.FairShareConfig{Shares: []policy.ShareWeight{{Share: "a", WeightFactor: wf(0.5)}, {Share: "b", WeightFactor: wf(1)}}}
+	cfg := &fairshare.Config{Shares: []fairshare.ShareWeight{{Share: "a", WeightFactor: wf(0.5)}, {Share: "b", WeightFactor: wf(1)}}}
 	d := newDriver(t, cfg, 9)
 	d.submit(0, "a", 0, 500, 45*sec)
 	d.submit(0, "b", 0, 500, 75*sec)
@@ -103,7 +103,7 @@ func TestPriorityJumpsTheQueueWithinAShareOnly(t *testing.T) {
 }
 
 func TestReservation50WithTwoShares(t *testing.T) {
-	cfg := &policy.FairShareConfig{ComputeReservation: 50, Shares: []policy.ShareWeight{{Share: "blue"}, {Share: "green"}}}
+	cfg := &fairshare.Config{ComputeReservation: 50, Shares: []fairshare.ShareWeight{{Share: "blue"}, {Share: "green"}}}
 	d := newDriver(t, cfg, 8)
 	green := d.submit(0, "green", 0, 40, 60*sec)
 	d.submit(90*sec, "blue", 0, 20, 60*sec)
@@ -129,8 +129,8 @@ func TestReservation50WithTwoShares(t *testing.T) {
 }
 
 func TestReservation75WithThreeShares(t *testing.T) {
-	cfg := &policy.FairShareConfig{ComputeReservation: 75,
-		Shares: []policy.ShareWeight{{Share: "blue"}, {Share: "green"}, {Share: "red"}}}
+	cfg := &fairshare.Config{ComputeReservation: 75,
+		Shares: []fairshare.ShareWeight{{Share: "blue"}, {Share: "green"}, {Share: "red"}}}
 	d := newDriver(t, cfg, 12)
 	d.submit(0, "green", 0, 100, 10*minute)
 	d.submit(60*sec, "blue", 0, 100, 10*minute)
@@ -151,7 +151,7 @@ func TestReservation75WithThreeShares(t *testing.T) {
 }
 
 func TestReservation99SplitsTwoSharesEvenly(t *testing.T) {
-	cfg := &policy.FairShareConfig{ComputeReservation: 99, Shares: []policy.ShareWeight{{Share: "blue"}, {Share: "green"}}}
+	cfg := &fairshare.Config{ComputeReservation: 99, Shares: []fairshare.ShareWeight{{Share: "blue"}, {Share: "green"}}}
 	d := newDriver(t, cfg, 10)
 	d.submit(0, "green", 0, 100, 10*minute)
 	d.submit(60*sec, "blue", 0, 100, 10*minute)
@@ -167,7 +167,7 @@ func TestReservation99SplitsTwoSharesEvenly(t *testing.T) {
 
 // The AWS documentation's model: (R/100)^active held back.
 func TestExponentialReservation(t *testing.T) {
-	cfg := &policy.FairShareConfig{ComputeReservation: 50, ReservationModel: policy.ReservationExponential}
+	cfg := &fairshare.Config{ComputeReservation: 50, ReservationModel: fairshare.ReservationExponential}
 	d := newDriver(t, cfg, 8)
 	d.submit(0, "green", 0, 100, 10*minute)
 	d.submit(60*sec, "blue", 0, 100, 10*minute)
@@ -184,7 +184,7 @@ func TestExponentialReservation(t *testing.T) {
 // its usage has decayed; with shareDecaySeconds 0 the history is ignored.
 func TestDecayedHistoryHoldsBackAHeavyShare(t *testing.T) {
 	run := func(decay int) *driver {
-		d := newDriver(t, &policy.FairShareConfig{ShareDecaySeconds: decay}, 10)
+		d := newDriver(t, &fairshare.Config{ShareDecaySeconds: decay}, 10)
 		// red ran 10 slots for a whole 600 s window before t0.
 		d.history(map[string]float64{"red": 6000})
 		d.submit(0, "red", 0, 2000, 60*sec)
@@ -226,7 +226,7 @@ func TestDecayedHistoryHoldsBackAHeavyShare(t *testing.T) {
 // another share arrives, for about one decay window.
 func TestDecayRemembersRecentUsage(t *testing.T) {
 	run := func(decay int) (newcomer float64) {
-		d := newDriver(t, &policy.FairShareConfig{ShareDecaySeconds: decay}, 10)
+		d := newDriver(t, &fairshare.Config{ShareDecaySeconds: decay}, 10)
 		d.submit(0, "a", 0, 2000, 60*sec)
 		d.submit(20*minute, "b", 0, 2000, 60*sec)
 		d.run(40 * minute)
@@ -260,8 +260,8 @@ func TestJobsWithoutShareShareTheDefaultGroup(t *testing.T) {
 
 func TestSameInputSameDecisions(t *testing.T) {
 	run := func() string {
-		cfg := &policy.FairShareConfig{ShareDecaySeconds: 300, ComputeReservation: 40,
-			Shares: []policy.ShareWeight{{Share: "a", WeightFactor: wf(0.3)}, {Share: "b"}, {Share: "c", WeightFactor: wf(2)}}}
+		cfg := &fairshare.Config{ShareDecaySeconds: 300, ComputeReservation: 40,
+			Shares: []fairshare.ShareWeight{{Share: "a", WeightFactor: wf(0.3)}, {Share: "b"}, {Share: "c", WeightFactor: wf(2)}}}
 		d := newDriver(t, cfg, 7)
 		d.submit(0, "a", 1, 20, 70*sec)
 		d.submit(15*sec, "b", 0, 30, 40*sec)

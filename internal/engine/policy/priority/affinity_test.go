@@ -7,6 +7,8 @@ import (
 
 	"github.com/allot-sched/allot/internal/engine"
 	"github.com/allot-sched/allot/internal/engine/policy"
+	"github.com/allot-sched/allot/internal/engine/policy/priority"
+	"github.com/allot-sched/allot/internal/engine/policy/sla"
 	"github.com/allot-sched/allot/internal/model"
 )
 
@@ -15,7 +17,7 @@ import (
 // seed's Engine A) has affinity to X and first-fit alone would not pick
 // it. X's other tasks (t1, t2, …) need t0, so they become ready together
 // when t0 ends. The grid is returned with t0 just finished.
-func affinityGrid(t *testing.T, workers, followers int, cfg policy.PriorityConfig) *grid {
+func affinityGrid(t *testing.T, workers, followers int, cfg priority.Config) *grid {
 	t.Helper()
 	g := newGrid(t, workers, priorityCfg(cfg))
 	g.submit(newJob("f", 1).prio(5))
@@ -47,16 +49,16 @@ func TestIntrinsicAffinityPrefersWorkerThatRanTheJob(t *testing.T) {
 	off := false
 	for _, tc := range []struct {
 		name       string
-		cfg        policy.PriorityConfig
+		cfg        priority.Config
 		t1, t2     string // workers of X's next two tasks
 		t1Affinity bool
 	}{
 		// A (w0001) ran X and is idle with B (w0000): A gets X's task; A is
 		// then busy, so B gets the other.
-		{"usage", policy.PriorityConfig{}, "w0001", "w0000", true},
+		{"usage", priority.Config{}, "w0001", "w0000", true},
 		// Not used with the Time algorithm: first-fit picks w0000.
-		{"time", policy.PriorityConfig{Algorithm: policy.AlgorithmTime}, "w0000", "w0001", false},
-		{"switched off", policy.PriorityConfig{Affinity: &off}, "w0000", "w0001", false},
+		{"time", priority.Config{Algorithm: priority.AlgorithmTime}, "w0000", "w0001", false},
+		{"switched off", priority.Config{Affinity: &off}, "w0000", "w0001", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := affinityGrid(t, 2, 2, tc.cfg)
@@ -76,7 +78,7 @@ func TestIntrinsicAffinityPrefersWorkerThatRanTheJob(t *testing.T) {
 
 func TestAffinityWait(t *testing.T) {
 	const wait = time.Minute
-	cfg := policy.PriorityConfig{AffinityWait: wait}
+	cfg := priority.Config{AffinityWait: wait}
 	t.Run("passes over a free worker without affinity until the wait ends", func(t *testing.T) {
 		// Workers w0000 (f), w0001 (ran X), w0002 (free, never ran X).
 		g := affinityGrid(t, 3, 2, cfg)
@@ -126,16 +128,16 @@ func TestAffinityWait(t *testing.T) {
 func TestAffinityConfig(t *testing.T) {
 	off := false
 	for _, tc := range []struct {
-		cfg  *policy.PriorityConfig
+		cfg  *priority.Config
 		on   bool
 		wait time.Duration
 		err  string
 	}{
 		{nil, true, 0, ""},
-		{&policy.PriorityConfig{AffinityWait: time.Minute}, true, time.Minute, ""},
-		{&policy.PriorityConfig{Affinity: &off, AffinityWait: time.Minute}, false, 0, ""},
-		{&policy.PriorityConfig{Algorithm: policy.AlgorithmTime}, false, 0, ""},
-		{&policy.PriorityConfig{AffinityWait: -time.Second}, false, 0, "priority.affinityWait: must not be negative (got -1s)"},
+		{&priority.Config{AffinityWait: time.Minute}, true, time.Minute, ""},
+		{&priority.Config{Affinity: &off, AffinityWait: time.Minute}, false, 0, ""},
+		{&priority.Config{Algorithm: priority.AlgorithmTime}, false, 0, ""},
+		{&priority.Config{AffinityWait: -time.Second}, false, 0, "priority.affinityWait: must not be negative (got -1s)"},
 	} {
 		err := tc.cfg.Validate()
 		if tc.err != "" {
@@ -147,7 +149,7 @@ func TestAffinityConfig(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := policy.New(policy.Config{Kind: "priority", Priority: tc.cfg})
+		p, err := policy.New(policy.Config{Kind: "priority", Settings: tc.cfg})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,7 +158,7 @@ func TestAffinityConfig(t *testing.T) {
 			t.Fatalf("%+v: affinity %v %s, want %v %s", tc.cfg, on, wait, tc.on, tc.wait)
 		}
 	}
-	sla, err := policy.New(slaCfg(policy.SLAConfig{Groups: []policy.SLAGroup{{Name: "a", Value: 1}}}))
+	sla, err := policy.New(slaCfg(sla.Config{Groups: []sla.Group{{Name: "a", Value: 1}}}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/allot-sched/allot/internal/engine/policy"
+	"github.com/allot-sched/allot/internal/engine/policy/priority"
+	"github.com/allot-sched/allot/internal/engine/policy/sla"
 )
 
 // BenchmarkCycle measures one scheduling round on 10,000 slots shared by
@@ -13,9 +14,9 @@ import (
 func BenchmarkCycle(b *testing.B) {
 	for _, kind := range []string{"priority", "sla"} {
 		b.Run(kind, func(b *testing.B) {
-			cfg := priorityCfg(policy.PriorityConfig{})
+			cfg := priorityCfg(priority.Config{})
 			if kind == "sla" {
-				cfg = slaCfg(policy.SLAConfig{Groups: groups("a", 0.2, "b", 0.3, "c", 0.5)})
+				cfg = slaCfg(sla.Config{Groups: groups("a", 0.2, "b", 0.3, "c", 0.5)})
 			}
 			g := newGrid(b, 10000, cfg)
 			for i := 0; i < 500; i++ {

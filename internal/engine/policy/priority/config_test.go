@@ -9,6 +9,8 @@ import (
 
 	"github.com/allot-sched/allot/internal/engine"
 	"github.com/allot-sched/allot/internal/engine/policy"
+	"github.com/allot-sched/allot/internal/engine/policy/priority"
+	"github.com/allot-sched/allot/internal/engine/policy/sla"
 	"github.com/allot-sched/allot/internal/model"
 )
 
@@ -20,33 +22,33 @@ func TestPriorityConfigValidate(t *testing.T) {
 	}
 	cases := []struct {
 		name    string
-		cfg     *policy.PriorityConfig
+		cfg     *priority.Config
 		wantErr string // "" for valid; else the error's exact text
 	}{
 		{"nil is the defaults", nil, ""},
-		{"empty is the defaults", &policy.PriorityConfig{}, ""},
-		{"custom weights", &policy.PriorityConfig{Levels: 3, Weights: []float64{0, 1, 5}}, ""},
-		{"too few weights", &policy.PriorityConfig{Weights: []float64{0, 1, 2, 3, 4}},
+		{"empty is the defaults", &priority.Config{}, ""},
+		{"custom weights", &priority.Config{Levels: 3, Weights: []float64{0, 1, 5}}, ""},
+		{"too few weights", &priority.Config{Weights: []float64{0, 1, 2, 3, 4}},
 			"priority.weights: has 5 entries, want 10 (one per level)"},
-		{"negative weight", &policy.PriorityConfig{Weights: ten(3, -1)}, "priority.weights[3]: must not be negative"},
-		{"NaN weight", &policy.PriorityConfig{Weights: ten(4, math.NaN())}, "priority.weights[4]: must be a finite number"},
-		{"level 0 weight", &policy.PriorityConfig{Weights: ten(0, 1)},
+		{"negative weight", &priority.Config{Weights: ten(3, -1)}, "priority.weights[3]: must not be negative"},
+		{"NaN weight", &priority.Config{Weights: ten(4, math.NaN())}, "priority.weights[4]: must be a finite number"},
+		{"level 0 weight", &priority.Config{Weights: ten(0, 1)},
 			"priority.weights[0]: level 0 is suspended, so its weight must be 0 (got 1)"},
-		{"all zero", &policy.PriorityConfig{Levels: 2, Weights: []float64{0, 0}},
+		{"all zero", &priority.Config{Levels: 2, Weights: []float64{0, 0}},
 			"priority.weights: every weight is 0, so every job would be suspended"},
-		{"one level", &policy.PriorityConfig{Levels: 1},
+		{"one level", &priority.Config{Levels: 1},
 			"priority.levels: 1 is too few; want at least 2 (level 0 is suspended)"},
-		{"too many levels", &policy.PriorityConfig{Levels: 5000}, "priority.levels: 5000 is too many; want at most 1000"},
-		{"unknown algorithm", &policy.PriorityConfig{Algorithm: "fair"},
+		{"too many levels", &priority.Config{Levels: 5000}, "priority.levels: 5000 is too many; want at most 1000"},
+		{"unknown algorithm", &priority.Config{Algorithm: "fair"},
 			`priority.algorithm: unknown algorithm "fair" (want "usage" or "time")`},
-		{"aggregation with time", &policy.PriorityConfig{Algorithm: "time", Aggregation: true},
+		{"aggregation with time", &priority.Config{Algorithm: "time", Aggregation: true},
 			`priority.aggregation: applies to the "usage" algorithm only, not "time"`},
-		{"negative window", &policy.PriorityConfig{UsageWindow: -time.Second}, "priority.usageWindow: must not be negative (got -1s)"},
-		{"huge window", &policy.PriorityConfig{UsageWindow: 48 * time.Hour},
+		{"negative window", &priority.Config{UsageWindow: -time.Second}, "priority.usageWindow: must not be negative (got -1s)"},
+		{"huge window", &priority.Config{UsageWindow: 48 * time.Hour},
 			"priority.usageWindow: 48h0m0s is longer than the maximum 24h0m0s"},
-		{"negative delay", &policy.PriorityConfig{PreemptDelay: -time.Second}, "priority.preemptDelay: must not be negative (got -1s)"},
-		{"percent above 100", &policy.PriorityConfig{PreemptablePercent: 101}, "priority.preemptablePercent: must be 0-100 (got 101)"},
-		{"negative threshold", &policy.PriorityConfig{PreemptThreshold: -time.Minute},
+		{"negative delay", &priority.Config{PreemptDelay: -time.Second}, "priority.preemptDelay: must not be negative (got -1s)"},
+		{"percent above 100", &priority.Config{PreemptablePercent: 101}, "priority.preemptablePercent: must be 0-100 (got 101)"},
+		{"negative threshold", &priority.Config{PreemptThreshold: -time.Minute},
 			"priority.preemptThreshold: must not be negative (got -1m0s)"},
 	}
 	for _, tc := range cases {
@@ -60,19 +62,19 @@ func TestPriorityConfigValidate(t *testing.T) {
 }
 
 func TestPriorityConfigDefaults(t *testing.T) {
-	got := (*policy.PriorityConfig)(nil).WithDefaults()
+	got := (*priority.Config)(nil).WithDefaults()
 	if got.Levels != 10 || fmt.Sprint(got.Weights) != "[0 1 2 3 4 5 6 7 8 9]" || got.Algorithm != "usage" ||
 		got.UsageWindow != 10*time.Minute || got.PreemptThreshold != 30*time.Minute || got.PreemptablePercent != 0 {
 		t.Errorf("defaults = %+v", got)
 	}
-	if got := (&policy.PriorityConfig{Levels: 4}).WithDefaults(); fmt.Sprint(got.Weights) != "[0 1 2 3]" {
+	if got := (&priority.Config{Levels: 4}).WithDefaults(); fmt.Sprint(got.Weights) != "[0 1 2 3]" {
 		t.Errorf("linear weights for 4 levels = %v", got.Weights)
 	}
 }
 
 func TestPriorityCheckJob(t *testing.T) {
 	cases := []struct {
-		cfg     *policy.PriorityConfig
+		cfg     *priority.Config
 		prio    int
 		wantErr string
 	}{
@@ -80,7 +82,7 @@ func TestPriorityCheckJob(t *testing.T) {
 		{nil, 0, ""},
 		{nil, 12, "priority: 12 is outside levels 0-9"},
 		{nil, -1, "priority: -1 is outside levels 0-9"},
-		{&policy.PriorityConfig{Levels: 20}, 12, ""},
+		{&priority.Config{Levels: 20}, 12, ""},
 	}
 	for _, tc := range cases {
 		err := tc.cfg.CheckJob(&model.Job{ID: "j", Priority: tc.prio})
@@ -93,23 +95,23 @@ func TestPriorityCheckJob(t *testing.T) {
 func TestSLAConfigValidate(t *testing.T) {
 	cases := []struct {
 		name    string
-		cfg     *policy.SLAConfig
+		cfg     *sla.Config
 		wantErr string
 	}{
-		{"counts", &policy.SLAConfig{Groups: groups("a", 10.0, "b", 12.0, "c", 20.0)}, ""},
-		{"fractions", &policy.SLAConfig{Groups: groups("a", .25, "b", .5, "c", .1)}, ""},
+		{"counts", &sla.Config{Groups: groups("a", 10.0, "b", 12.0, "c", 20.0)}, ""},
+		{"fractions", &sla.Config{Groups: groups("a", .25, "b", .5, "c", .1)}, ""},
 		{"nil", nil, "sla.groups: at least one group is required"},
-		{"no groups", &policy.SLAConfig{}, "sla.groups: at least one group is required"},
-		{"mixed", &policy.SLAConfig{Groups: groups("a", 10.0, "b", 12.0, "c", .5)},
+		{"no groups", &sla.Config{}, "sla.groups: at least one group is required"},
+		{"mixed", &sla.Config{Groups: groups("a", 10.0, "b", 12.0, "c", .5)},
 			`sla.groups: mixes slot counts and fractions (groups[0] "a" is 10 slots, groups[2] "c" the fraction 0.5)`},
-		{"fraction above 1", &policy.SLAConfig{Groups: groups("a", .2, "b", .3, "c", 1.5)},
+		{"fraction above 1", &sla.Config{Groups: groups("a", .2, "b", .3, "c", 1.5)},
 			"sla.groups[2].value: a fraction must be between 0 and 1 (exclusive), and a slot count a whole number (got 1.5)"},
-		{"zero", &policy.SLAConfig{Groups: groups("a", 0.0)}, "sla.groups[0].value: must be positive (got 0)"},
-		{"negative", &policy.SLAConfig{Groups: groups("a", 3.0, "b", -2.0)}, "sla.groups[1].value: must be positive (got -2)"},
-		{"no name", &policy.SLAConfig{Groups: groups("", 3.0)}, "sla.groups[0].name: required"},
-		{"duplicate", &policy.SLAConfig{Groups: groups("a", 3.0, "a", 2.0)},
+		{"zero", &sla.Config{Groups: groups("a", 0.0)}, "sla.groups[0].value: must be positive (got 0)"},
+		{"negative", &sla.Config{Groups: groups("a", 3.0, "b", -2.0)}, "sla.groups[1].value: must be positive (got -2)"},
+		{"no name", &sla.Config{Groups: groups("", 3.0)}, "sla.groups[0].name: required"},
+		{"duplicate", &sla.Config{Groups: groups("a", 3.0, "a", 2.0)},
 			`sla.groups[1].name: group "a" is already defined by groups[0]`},
-		{"negative window", &policy.SLAConfig{Groups: groups("a", 3.0), UsageWindow: -time.Minute},
+		{"negative window", &sla.Config{Groups: groups("a", 3.0), UsageWindow: -time.Minute},
 			"sla.usageWindow: must not be negative (got -1m0s)"},
 	}
 	for _, tc := range cases {
@@ -130,7 +132,7 @@ func TestFactoryRejectsBadConfig(t *testing.T) {
 		want string
 	}{
 		{policy.Config{Kind: "sla"}, "queues[0].policy.sla.groups: at least one group is required"},
-		{priorityCfg(policy.PriorityConfig{PreemptablePercent: -5}), "queues[0].policy.priority.preemptablePercent: must be 0-100 (got -5)"},
+		{priorityCfg(priority.Config{PreemptablePercent: -5}), "queues[0].policy.priority.preemptablePercent: must be 0-100 (got -5)"},
 	}
 	for _, tc := range cases {
 		_, err := engine.New(engine.Config{Queues: []engine.QueueConfig{{Name: "q", Policy: tc.cfg}}})

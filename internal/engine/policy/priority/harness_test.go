@@ -7,6 +7,8 @@ import (
 
 	"github.com/allot-sched/allot/internal/engine"
 	"github.com/allot-sched/allot/internal/engine/policy"
+	"github.com/allot-sched/allot/internal/engine/policy/priority"
+	"github.com/allot-sched/allot/internal/engine/policy/sla"
 	"github.com/allot-sched/allot/internal/model"
 )
 
@@ -45,12 +47,12 @@ func newGrid(t tb, slots int, cfg policy.Config) *grid {
 	return g
 }
 
-func priorityCfg(c policy.PriorityConfig) policy.Config {
-	return policy.Config{Kind: "priority", Priority: &c}
+func priorityCfg(c priority.Config) policy.Config {
+	return policy.Config{Kind: "priority", Settings: &c}
 }
 
-func slaCfg(c policy.SLAConfig) policy.Config {
-	return policy.Config{Kind: "sla", SLA: &c}
+func slaCfg(c sla.Config) policy.Config {
+	return policy.Config{Kind: "sla", Settings: &c}
 }
 
 func (g *grid) apply(ev engine.Event) {

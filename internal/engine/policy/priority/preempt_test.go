@@ -5,14 +5,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/allot-sched/allot/internal/engine/policy"
+	"github.com/allot-sched/allot/internal/engine/policy/priority"
 	"github.com/allot-sched/allot/internal/model"
 )
 
 // TestUrgentTakesFreeSlotsFirst: free slots go to the first urgent job,
 // then to other urgent jobs, then to everyone else — without preemption.
 func TestUrgentTakesFreeSlotsFirst(t *testing.T) {
-	g := newGrid(t, 10, priorityCfg(policy.PriorityConfig{}))
+	g := newGrid(t, 10, priorityCfg(priority.Config{}))
 	g.submit(newJob("normal", 20).prio(9))
 	g.now = g.now.Add(time.Second)
 	g.submit(newJob("u1", 4).urgent())
@@ -53,7 +53,7 @@ func TestUrgentPreemption(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			g := newGrid(t, 100, priorityCfg(policy.PriorityConfig{PreemptablePercent: tc.percent, PreemptDelay: tc.delay}))
+			g := newGrid(t, 100, priorityCfg(priority.Config{PreemptablePercent: tc.percent, PreemptDelay: tc.delay}))
 			if tc.urgentTasks == 0 {
 				tc.urgentTasks = 100
 			}
@@ -89,7 +89,7 @@ func TestUrgentPreemption(t *testing.T) {
 // (score 2) goes before a priority-1 task running for 31 minutes (score
 // 2.03); urgent tasks are never victims.
 func TestPreemptVictimScore(t *testing.T) {
-	g := newGrid(t, 4, priorityCfg(policy.PriorityConfig{PreemptablePercent: 100, PreemptThreshold: 30 * time.Minute}))
+	g := newGrid(t, 4, priorityCfg(priority.Config{PreemptablePercent: 100, PreemptThreshold: 30 * time.Minute}))
 	start := t0.Add(-31 * time.Minute)
 	g.submit(newJob("p1", 1).prio(1).at(start), newJob("p2", 1).prio(2).at(start),
 		newJob("u1", 2).urgent().at(start), newJob("u2", 5).urgent().at(start))
@@ -110,7 +110,7 @@ func TestPreemptVictimScore(t *testing.T) {
 	}
 
 	// With one victim allowed, only the priority-2 task goes.
-	g = newGrid(t, 4, priorityCfg(policy.PriorityConfig{PreemptablePercent: 75, PreemptThreshold: 30 * time.Minute}))
+	g = newGrid(t, 4, priorityCfg(priority.Config{PreemptablePercent: 75, PreemptThreshold: 30 * time.Minute}))
 	g.submit(newJob("p1", 1).prio(1).at(start), newJob("p2", 1).prio(2).at(start),
 		newJob("u1", 2).urgent().at(start), newJob("u2", 5).urgent().at(start))
 	g.restore("p1", 1, start)
@@ -126,7 +126,7 @@ func TestPreemptVictimScore(t *testing.T) {
 // TestUrgentNeverVictim: an urgent job's tasks are never preempted, even
 // when their score (priority 0, just started) is the lowest on the grid.
 func TestUrgentNeverVictim(t *testing.T) {
-	g := newGrid(t, 4, priorityCfg(policy.PriorityConfig{PreemptablePercent: 100}))
+	g := newGrid(t, 4, priorityCfg(priority.Config{PreemptablePercent: 100}))
 	g.submit(newJob("u1", 3).urgent(), newJob("high", 1).prio(9), newJob("u2", 4).urgent())
 	g.restore("high", 1, t0.Add(-time.Hour))
 	g.restore("u1", 3, t0)
@@ -152,7 +152,7 @@ func TestUrgentNeverVictim(t *testing.T) {
 // percentage, runs, and the preempted work resumes once it ends. Preempted
 // tasks are requeued, not failed: they start again as a new attempt.
 func TestUrgentPreemptionOverTime(t *testing.T) {
-	g := newGrid(t, 10, priorityCfg(policy.PriorityConfig{PreemptablePercent: 50, PreemptDelay: time.Minute}))
+	g := newGrid(t, 10, priorityCfg(priority.Config{PreemptablePercent: 50, PreemptDelay: time.Minute}))
 	g.submit(newJob("batch", 20).prio(5).dur(time.Hour))
 	if d := g.cycle(); len(d.Starts) != 10 {
 		t.Fatalf("batch starts = %d, want 10", len(d.Starts))

@@ -12,39 +12,37 @@ package priority
 
 import (
 	"fmt"
-	"math"
 	"sort"
 
 	"github.com/allot-sched/allot/internal/engine/policy"
+	"github.com/allot-sched/allot/internal/engine/policy/perjob"
 	"github.com/allot-sched/allot/internal/model"
 )
 
-func init() {
-	policy.Register("priority", func(cfg policy.Config) (policy.Policy, error) {
+// Kind registers the priority policy; its block is Config.
+var Kind = policy.Kind{
+	Name:     "priority",
+	Settings: (*Config)(nil),
+	New: func(s policy.Settings) (policy.Policy, error) {
+		cfg := s.(*Config)
 		// The engine prefixes the queue's path: queues[0].policy.priority…
-		if err := cfg.Priority.Validate(); err != nil {
+		if err := cfg.Validate(); err != nil {
 			return nil, err
 		}
-		return NewPriority(cfg.Priority.WithDefaults()), nil
-	})
-	policy.Register("sla", func(cfg policy.Config) (policy.Policy, error) {
-		if err := cfg.SLA.Validate(); err != nil {
-			return nil, err
-		}
-		return NewSLA(cfg.SLA.WithDefaults()), nil
-	})
+		return NewPriority(cfg.WithDefaults()), nil
+	},
 }
 
 // Priority is the "priority" policy (seed 001, priority mode).
 type Priority struct {
-	cfg policy.PriorityConfig
-	perJob
-	last served // the last Allocate's service order (policy.Ranker)
+	cfg Config
+	perjob.PerJob
+	last perjob.Served // the last Allocate's service order (policy.Ranker)
 }
 
 // NewPriority builds the policy from a validated config with defaults.
-func NewPriority(cfg policy.PriorityConfig) *Priority {
-	return &Priority{cfg: cfg, perJob: perJob{newBook(cfg.UsageWindow)}}
+func NewPriority(cfg Config) *Priority {
+	return &Priority{cfg: cfg, PerJob: perjob.PerJob{Book: perjob.NewBook(cfg.UsageWindow)}}
 }
 
 // Name implements policy.Policy.
@@ -80,7 +78,7 @@ type cycle struct {
 
 // Allocate implements policy.Policy.
 func (p *Priority) Allocate(v *policy.View) policy.Plan {
-	p.book.startCycle()
+	p.Book.StartCycle()
 	c := &cycle{p: p, v: v, jobs: make([]job, len(v.Groups)), given: make([]int, len(v.Groups)), waitNote: map[int]string{}}
 	var normal []int
 	for i, g := range v.Groups {
@@ -89,7 +87,7 @@ func (p *Priority) Allocate(v *policy.View) policy.Plan {
 		j.level = min(max(g.Priority, 0), p.cfg.Levels-1)
 		j.weight = p.cfg.Weights[j.level]
 		j.urgent = g.Urgent
-		j.suspended = !g.Urgent && (j.level == 0 || (p.cfg.Algorithm == policy.AlgorithmUsage && j.weight == 0))
+		j.suspended = !g.Urgent && (j.level == 0 || (p.cfg.Algorithm == AlgorithmUsage && j.weight == 0))
 		c.given[i] = g.Running
 		switch {
 		case j.urgent:
@@ -103,8 +101,8 @@ func (p *Priority) Allocate(v *policy.View) policy.Plan {
 	}
 	bySeq(c.urgent)
 	bySeq(normal)
-	p.last.reset(v, p.rankPhrase())
-	p.last.add(c.urgent)
+	p.last.Reset(v, p.rankPhrase())
+	p.last.Add(c.urgent)
 
 	// Urgent jobs weigh "essentially infinite": each takes every slot it can
 	// use, in creation order; the others divide what is left.
@@ -117,11 +115,11 @@ func (p *Priority) Allocate(v *policy.View) policy.Plan {
 	}
 	c.urgentSlots = v.Slots - rest
 
-	alloc := newAllocator(c.given, c.why)
+	alloc := perjob.NewAllocator(c.given, c.why)
 	stops := c.preempt()
-	alloc.add(&phase{order: c.urgent, target: noLimit})
+	alloc.Add(&perjob.Phase{Order: c.urgent, Target: perjob.NoLimit})
 
-	if p.cfg.Algorithm == policy.AlgorithmTime {
+	if p.cfg.Algorithm == AlgorithmTime {
 		if p.cfg.SerialPriority {
 			sort.SliceStable(normal, func(a, b int) bool { return c.jobs[normal[a]].level > c.jobs[normal[b]].level })
 		}
@@ -132,8 +130,8 @@ func (p *Priority) Allocate(v *policy.View) policy.Plan {
 			rest -= j.ideal
 		}
 		c.see()
-		alloc.add(&phase{order: normal, target: noLimit})
-		p.last.add(normal)
+		alloc.Add(&perjob.Phase{Order: normal, Target: perjob.NoLimit})
+		p.last.Add(normal)
 	} else {
 		var tiers [][]int
 		if p.cfg.SerialPriority {
@@ -156,12 +154,12 @@ func (p *Priority) Allocate(v *policy.View) policy.Plan {
 		}
 		for _, tier := range tiers {
 			order := c.byUsage(tier)
-			p.last.add(order)
-			alloc.add(&phase{order: order, target: upTo(ideal)})
-			alloc.add(&phase{order: append([]int(nil), order...), target: noLimit, roundRobin: true})
+			p.last.Add(order)
+			alloc.Add(&perjob.Phase{Order: order, Target: perjob.UpTo(ideal)})
+			alloc.Add(&perjob.Phase{Order: append([]int(nil), order...), Target: perjob.NoLimit, RoundRobin: true})
 		}
 	}
-	p.book.sweep(v.Now)
+	p.Book.Sweep(v.Now)
 
 	targets := make([]int, len(c.jobs))
 	for i := range c.jobs {
@@ -210,7 +208,7 @@ func (c *cycle) ideals(tier []int, slots int) {
 		if total > 0 {
 			j.exact = float64(slots) * j.eff / total
 		}
-		j.ideal = min(ceil(j.exact), j.cap)
+		j.ideal = min(perjob.Ceil(j.exact), j.cap)
 	}
 }
 
@@ -219,9 +217,9 @@ func (c *cycle) ideals(tier []int, slots int) {
 func (c *cycle) see() {
 	for i, g := range c.v.Groups {
 		j := &c.jobs[i]
-		a := c.p.book.see(g.Key, j.exact, c.v.Now)
+		a := c.p.Book.See(g.Key, j.exact, c.v.Now)
 		if j.eff > 0 {
-			j.norm = quantize(c.p.book.usage(a, c.v.Now) / j.eff)
+			j.norm = perjob.Quantize(c.p.Book.Usage(a, c.v.Now) / j.eff)
 		}
 	}
 }
@@ -351,7 +349,7 @@ func (c *cycle) why(g int) (model.Reason, bool) {
 		return model.Reason{}, false
 	case c.given[g] < j.ideal:
 		return model.Reason{}, false
-	case c.p.cfg.Algorithm == policy.AlgorithmTime:
+	case c.p.cfg.Algorithm == AlgorithmTime:
 		return model.Because(model.ReasonPolicyLimit, "job %q runs %d of the %d slots left to it (time algorithm: jobs are served in creation order%s, each taking all it can use%s)",
 			vg.Key, c.given[g], j.ideal, c.serialNote(), c.urgentNote()), true
 	}
@@ -379,14 +377,4 @@ func (c *cycle) serialNote() string {
 		return ", higher priority first"
 	}
 	return ""
-}
-
-// quantize rounds a normalised usage to a millionth of a slot-second, so
-// jobs whose usage is equal on paper (new jobs, started at their ideal share)
-// compare equal despite floating-point noise, and fall back to creation order.
-func quantize(x float64) float64 { return math.Round(x*1e6) / 1e6 }
-
-// ceil rounds x up, forgiving floating-point noise (100 × 6 / 10 must be 60).
-func ceil(x float64) int {
-	return int(math.Ceil(x - 1e-9))
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/allot-sched/allot/internal/engine"
 	"github.com/allot-sched/allot/internal/engine/policy"
+	"github.com/allot-sched/allot/internal/engine/policy/priority"
 	"github.com/allot-sched/allot/internal/model"
 )
 
@@ -58,7 +59,7 @@ func TestPriorityWeightsDivideSlots(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			g := newGrid(t, tc.slots, priorityCfg(policy.PriorityConfig{Aggregation: tc.aggregation}))
+			g := newGrid(t, tc.slots, priorityCfg(priority.Config{Aggregation: tc.aggregation}))
 			for _, j := range tc.jobs {
 				g.submit(newJob(j.id, 200).prio(j.prio))
 			}
@@ -78,7 +79,7 @@ func TestPriorityWeightsDivideSlots(t *testing.T) {
 // ideal share, below the others' per unit of weight, so it takes the slots
 // the others release until everyone is at the new ideals.
 func TestPriorityNewJobLowersOthersIdeal(t *testing.T) {
-	g := newGrid(t, 100, priorityCfg(policy.PriorityConfig{}))
+	g := newGrid(t, 100, priorityCfg(priority.Config{}))
 	g.submit(newJob("p6", 300).prio(6), newJob("p4a", 300).prio(4))
 	d := g.cycle()
 	if got := startsByJob(d); got["p6"] != 60 || got["p4a"] != 40 {
@@ -106,7 +107,7 @@ func TestPriorityNewJobLowersOthersIdeal(t *testing.T) {
 // TestPriorityZeroIsSuspended: a priority-0 job gets no slot, even when
 // slots are idle, and says so.
 func TestPriorityZeroIsSuspended(t *testing.T) {
-	g := newGrid(t, 4, priorityCfg(policy.PriorityConfig{}))
+	g := newGrid(t, 4, priorityCfg(priority.Config{}))
 	g.submit(newJob("z", 3).prio(0), newJob("a", 1).prio(3))
 	d := g.cycle()
 	if got := startsByJob(d); got["z"] != 0 || got["a"] != 1 {
@@ -124,7 +125,7 @@ func TestPriorityZeroIsSuspended(t *testing.T) {
 // TestPriorityLeftoverGoesRoundRobin: a job that cannot use its ideal (few
 // tasks, maxSlots) leaves its slots to the others in a second round.
 func TestPriorityLeftoverGoesRoundRobin(t *testing.T) {
-	g := newGrid(t, 10, priorityCfg(policy.PriorityConfig{}))
+	g := newGrid(t, 10, priorityCfg(priority.Config{}))
 	g.submit(newJob("big", 2).prio(9), newJob("capped", 50).prio(9).maxSlots(3), newJob("small", 50).prio(1))
 	d := g.cycle()
 	// Ideals: 10×9/19 = 4.7 → 5 but big has 2 tasks and capped maxSlots 3;
@@ -142,7 +143,7 @@ func TestPriorityLeftoverGoesRoundRobin(t *testing.T) {
 // creation order, and keeps its place whatever its priority (without serial
 // priority).
 func TestTimeAlgorithmServesCreationOrder(t *testing.T) {
-	g := newGrid(t, 10, priorityCfg(policy.PriorityConfig{Algorithm: policy.AlgorithmTime}))
+	g := newGrid(t, 10, priorityCfg(priority.Config{Algorithm: priority.AlgorithmTime}))
 	g.submit(newJob("first", 4).prio(1))
 	g.now = g.now.Add(time.Second)
 	g.submit(newJob("second", 20).prio(9))
@@ -177,19 +178,19 @@ func TestSerialPriority(t *testing.T) {
 		want    map[string]int
 	}{
 		// Two level-7 jobs saturate the pool: usage splits it evenly.
-		{"usage inside the top level", policy.AlgorithmUsage, true, 8, map[string]int{"hi1": 5, "hi2": 5}},
+		{"usage inside the top level", priority.AlgorithmUsage, true, 8, map[string]int{"hi1": 5, "hi2": 5}},
 		// Time inside a level: the older level-7 job takes all it can.
-		{"time inside the top level", policy.AlgorithmTime, true, 8, map[string]int{"hi1": 8, "hi2": 2}},
+		{"time inside the top level", priority.AlgorithmTime, true, 8, map[string]int{"hi1": 8, "hi2": 2}},
 		// Level 7 uses 6; level 5 takes its 2 and level 3 the last 2.
-		{"lower levels get what higher ones leave", policy.AlgorithmUsage, true, 3, map[string]int{"hi1": 3, "hi2": 3, "mid": 2, "low": 2}},
+		{"lower levels get what higher ones leave", priority.AlgorithmUsage, true, 3, map[string]int{"hi1": 3, "hi2": 3, "mid": 2, "low": 2}},
 		// Without serial priority, weights 7, 7, 5 and 3 of 22 share the
 		// pool: ideals 4, 4, 2 (mid has 2 tasks) and 2, served oldest first
 		// at equal usage, so hi2 gets the last 2.
-		{"without serial priority every level gets a share", policy.AlgorithmUsage, false, 8, map[string]int{"low": 2, "mid": 2, "hi1": 4, "hi2": 2}},
+		{"without serial priority every level gets a share", priority.AlgorithmUsage, false, 8, map[string]int{"low": 2, "mid": 2, "hi1": 4, "hi2": 2}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			g := newGrid(t, 10, priorityCfg(policy.PriorityConfig{Algorithm: tc.algo, SerialPriority: tc.serial}))
+			g := newGrid(t, 10, priorityCfg(priority.Config{Algorithm: tc.algo, SerialPriority: tc.serial}))
 			g.submit(newJob("low", 20).prio(3))
 			g.now = g.now.Add(time.Second)
 			g.submit(newJob("mid", 2).prio(5))
@@ -222,7 +223,7 @@ func TestUsageConvergesToWeights(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			const rounds, measured = 90, 60 // minutes; the window is 10
-			g := newGrid(t, tc.slots, priorityCfg(policy.PriorityConfig{}))
+			g := newGrid(t, tc.slots, priorityCfg(priority.Config{}))
 			total := 0.0
 			ids := make([]string, 0, len(tc.prios))
 			for id, p := range tc.prios {
@@ -269,7 +270,7 @@ func sortedKeys(m map[string]int) []string {
 // rounding shortfall.
 func TestHistorySetsUsage(t *testing.T) {
 	for _, withHistory := range []bool{false, true} {
-		g := newGrid(t, 10, priorityCfg(policy.PriorityConfig{}))
+		g := newGrid(t, 10, priorityCfg(priority.Config{}))
 		if withHistory {
 			g.apply(engine.SetHistory{Queue: "q", History: policy.History{Usage: map[string]float64{"x": 6000}}, At: t0})
 		}

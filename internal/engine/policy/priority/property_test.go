@@ -8,6 +8,8 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/allot-sched/allot/internal/engine/policy"
+	"github.com/allot-sched/allot/internal/engine/policy/priority"
+	"github.com/allot-sched/allot/internal/engine/policy/sla"
 )
 
 // TestPropertyPreemptionIsSafe runs random grids, configs and job mixes
@@ -22,7 +24,7 @@ func TestPropertyPreemptionIsSafe(t *testing.T) {
 		var cfg policy.Config
 		switch kind {
 		case "priority":
-			cfg = priorityCfg(policy.PriorityConfig{
+			cfg = priorityCfg(priority.Config{
 				Algorithm:          rapid.SampledFrom([]string{"usage", "time"}).Draw(rt, "algorithm"),
 				SerialPriority:     rapid.Bool().Draw(rt, "serial"),
 				PreemptablePercent: rapid.IntRange(0, 100).Draw(rt, "percent"),
@@ -30,7 +32,7 @@ func TestPropertyPreemptionIsSafe(t *testing.T) {
 				UsageWindow:        time.Duration(rapid.IntRange(1, 20).Draw(rt, "windowMin")) * time.Minute,
 			})
 		case "sla":
-			cfg = slaCfg(policy.SLAConfig{Groups: groups("a", 0.2, "b", 0.3, "c", 0.5), Preemption: rapid.Bool().Draw(rt, "slaPreempt")})
+			cfg = slaCfg(sla.Config{Groups: groups("a", 0.2, "b", 0.3, "c", 0.5), Preemption: rapid.Bool().Draw(rt, "slaPreempt")})
 		}
 		g := newGrid(rt, slots, cfg)
 		urgent := map[string]bool{}
@@ -75,10 +77,10 @@ func TestPropertyPreemptionIsSafe(t *testing.T) {
 					rt.Fatalf("round %d: urgent job %s's task %s was stopped: %s", r, s.Job, s.Task, s.Reason.Message)
 				}
 			}
-			if kind == "priority" && cfg.Priority.PreemptablePercent == 0 && len(d.Stops) > 0 {
+			if kind == "priority" && cfg.Settings.(*priority.Config).PreemptablePercent == 0 && len(d.Stops) > 0 {
 				rt.Fatalf("round %d: preemption disabled but stopped %v", r, d.Stops)
 			}
-			if kind == "sla" && !cfg.SLA.Preemption && len(d.Stops) > 0 {
+			if kind == "sla" && !cfg.Settings.(*sla.Config).Preemption && len(d.Stops) > 0 {
 				rt.Fatalf("round %d: SLA preemption disabled but stopped %v", r, d.Stops)
 			}
 			for _, s := range d.Starts {

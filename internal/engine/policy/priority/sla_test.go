@@ -6,14 +6,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/allot-sched/allot/internal/engine/policy"
+	"github.com/allot-sched/allot/internal/engine/policy/sla"
 	"github.com/allot-sched/allot/internal/model"
 )
 
-func groups(kv ...any) []policy.SLAGroup {
-	var out []policy.SLAGroup
+func groups(kv ...any) []sla.Group {
+	var out []sla.Group
 	for i := 0; i < len(kv); i += 2 {
-		out = append(out, policy.SLAGroup{Name: kv[i].(string), Value: kv[i+1].(float64)})
+		out = append(out, sla.Group{Name: kv[i].(string), Value: kv[i+1].(float64)})
 	}
 	return out
 }
@@ -34,7 +34,7 @@ func TestSLASplitsSlots(t *testing.T) {
 	}
 	cases := []struct {
 		name       string
-		groups     []policy.SLAGroup
+		groups     []sla.Group
 		slots      int
 		jobs       []jobSpec
 		wantTarget map[string]int
@@ -90,7 +90,7 @@ func TestSLASplitsSlots(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			g := newGrid(t, tc.slots, slaCfg(policy.SLAConfig{Groups: tc.groups}))
+			g := newGrid(t, tc.slots, slaCfg(sla.Config{Groups: tc.groups}))
 			for _, j := range tc.jobs {
 				g.submit(newJob(j.id, j.tasks).sla(j.group))
 			}
@@ -110,7 +110,7 @@ func TestSLASplitsSlots(t *testing.T) {
 // average approaches its exact share (21.8, 32.7, 54.5 of 109).
 func TestSLAUsageCorrectsRounding(t *testing.T) {
 	const rounds, measured = 90, 60
-	g := newGrid(t, 109, slaCfg(policy.SLAConfig{Groups: groups("a", 20.0, "b", 30.0, "c", 50.0)}))
+	g := newGrid(t, 109, slaCfg(sla.Config{Groups: groups("a", 20.0, "b", 30.0, "c", 50.0)}))
 	for _, id := range []string{"a", "b", "c"} {
 		g.submit(newJob(id, rounds*109).sla(id).dur(time.Minute))
 	}
@@ -139,7 +139,7 @@ func TestSLAUsageCorrectsRounding(t *testing.T) {
 func TestSLAPreemption(t *testing.T) {
 	for _, preempt := range []bool{true, false} {
 		t.Run(fmt.Sprintf("preemption=%v", preempt), func(t *testing.T) {
-			g := newGrid(t, 10, slaCfg(policy.SLAConfig{Groups: groups("a", 4.0, "b", 6.0), Preemption: preempt}))
+			g := newGrid(t, 10, slaCfg(sla.Config{Groups: groups("a", 4.0, "b", 6.0), Preemption: preempt}))
 			g.submit(newJob("busy", 30).sla("b").dur(30 * time.Minute))
 			if d := g.cycle(); len(d.Starts) != 10 {
 				t.Fatalf("b starts = %d, want all 10 while a is idle", len(d.Starts))
@@ -183,7 +183,7 @@ func TestSLAPreemption(t *testing.T) {
 // TestSLAJobChecks: a job without a valid SLA group is rejected at
 // submission by CheckJob.
 func TestSLAJobChecks(t *testing.T) {
-	cfg := &policy.SLAConfig{Groups: groups("a", 1.0, "b", 2.0)}
+	cfg := &sla.Config{Groups: groups("a", 1.0, "b", 2.0)}
 	cases := []struct {
 		group   string
 		wantErr string

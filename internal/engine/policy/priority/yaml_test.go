@@ -8,6 +8,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/allot-sched/allot/internal/engine/policy"
+	"github.com/allot-sched/allot/internal/engine/policy/priority"
+	"github.com/allot-sched/allot/internal/engine/policy/sla"
 )
 
 // TestConfigBlocksDecode checks that the YAML blocks shown in
@@ -27,7 +29,7 @@ priority:
   preemptablePercent: 50
   preemptThreshold: 30m
 `
-	const sla = `
+	const slaDoc = `
 kind: sla
 sla:
   groups:
@@ -41,24 +43,25 @@ sla:
 	for _, doc := range []struct {
 		text string
 		out  *policy.Config
-	}{{prio, &p}, {sla, &s}} {
+	}{{prio, &p}, {slaDoc, &s}} {
 		dec := yaml.NewDecoder(strings.NewReader(doc.text))
 		dec.KnownFields(true)
 		if err := dec.Decode(doc.out); err != nil {
 			t.Fatalf("decode: %v", err)
 		}
 	}
-	if err := p.Priority.Validate(); err != nil {
+	pc, sc := p.Settings.(*priority.Config), s.Settings.(*sla.Config)
+	if err := pc.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SLA.Validate(); err != nil {
+	if err := sc.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if p.Priority.UsageWindow != 10*time.Minute || p.Priority.PreemptDelay != 30*time.Second ||
-		p.Priority.PreemptablePercent != 50 || p.Priority.PreemptThreshold != 30*time.Minute || len(p.Priority.Weights) != 10 {
-		t.Errorf("priority block = %+v", p.Priority)
+	if pc.UsageWindow != 10*time.Minute || pc.PreemptDelay != 30*time.Second ||
+		pc.PreemptablePercent != 50 || pc.PreemptThreshold != 30*time.Minute || len(pc.Weights) != 10 {
+		t.Errorf("priority block = %+v", pc)
 	}
-	if len(s.SLA.Groups) != 3 || s.SLA.Groups[2] != (policy.SLAGroup{Name: "c", Value: 50}) || !s.SLA.Preemption {
-		t.Errorf("sla block = %+v", s.SLA)
+	if len(sc.Groups) != 3 || sc.Groups[2] != (sla.Group{Name: "c", Value: 50}) || !sc.Preemption {
+		t.Errorf("sla block = %+v", sc)
 	}
 }

@@ -1,4 +1,4 @@
-package policy
+package fairshare
 
 import "fmt"
 
@@ -26,12 +26,12 @@ const (
 	MaxComputeReservation = 99
 )
 
-// FairShareConfig configures the fairshare policy (seed 003, AWS Batch
+// Config configures the fairshare policy (seed 003, AWS Batch
 // fair-share scheduling). Jobs are grouped by their share identifier; the
 // share with the lowest weighted usage gets the next slot. The zero value is
 // valid: every share weighs 1, usage is the current usage, nothing is
 // reserved.
-type FairShareConfig struct {
+type Config struct {
 	// Shares sets weight factors and names the shares a compute reservation
 	// is for. A share that is not listed weighs 1.
 	Shares []ShareWeight `yaml:"shares,omitempty" json:"shares,omitempty"`
@@ -57,8 +57,8 @@ type ShareWeight struct {
 	WeightFactor *float64 `yaml:"weightFactor,omitempty" json:"weightFactor,omitempty"`
 }
 
-// FairShareWeight returns a pointer to w, for ShareWeight literals in Go.
-func FairShareWeight(w float64) *float64 { return &w }
+// Weight returns a pointer to w, for ShareWeight literals in Go.
+func Weight(w float64) *float64 { return &w }
 
 // Weight returns the share's weight factor, 1 when it was omitted.
 func (s ShareWeight) Weight() float64 {
@@ -69,7 +69,7 @@ func (s ShareWeight) Weight() float64 {
 }
 
 // Model returns the reservation model, ReservationEven when unset.
-func (c *FairShareConfig) Model() string {
+func (c *Config) Model() string {
 	if c == nil || c.ReservationModel == "" {
 		return ReservationEven
 	}
@@ -78,7 +78,7 @@ func (c *FairShareConfig) Model() string {
 
 // Validate reports the first problem in c, naming the field path. A nil
 // config is valid: it means all defaults.
-func (c *FairShareConfig) Validate() error {
+func (c *Config) Validate() error {
 	if c == nil {
 		return nil
 	}

@@ -1,31 +1,49 @@
-package priority
+package sla
 
 import (
 	"math"
 	"sort"
 
 	"github.com/allot-sched/allot/internal/engine/policy"
+	"github.com/allot-sched/allot/internal/engine/policy/perjob"
 	"github.com/allot-sched/allot/internal/model"
 )
 
-// SLA is the "sla" policy (seed 001, SLA mode). Each SLA group has a target:
+// Name is the policy's name in configuration.
+const Name = "sla"
+
+// Kind registers the sla policy; its block is Config, which the policy
+// cannot run without.
+var Kind = policy.Kind{
+	Name:     Name,
+	Settings: (*Config)(nil),
+	New: func(s policy.Settings) (policy.Policy, error) {
+		cfg := s.(*Config)
+		if err := cfg.Validate(); err != nil {
+			return nil, err
+		}
+		return New(cfg.WithDefaults()), nil
+	},
+}
+
+// Policy is the "sla" policy (seed 001, SLA mode). Each SLA group has a target:
 // a slot count, or a fraction of the slots that take work. When the pool
 // holds enough slots, every active group first gets its target (cut by what
 // its jobs can use), then the remaining slots are split by the groups' SLA
 // values, rounded up; when it does not, all slots are split by SLA value.
 // A group's slots are split evenly among its jobs, and all jobs are served
 // by the Usage algorithm, which evens out the rounding over time.
-type SLA struct {
-	cfg policy.SLAConfig
-	perJob
+type Policy struct {
+	cfg Config
+	perjob.PerJob
 	index  map[string]int // group name → position in cfg.Groups
 	counts bool           // values are slot counts, not fractions
-	last   served         // the last Allocate's service order (policy.Ranker)
+	last   perjob.Served  // the last Allocate's service order (policy.Ranker)
 }
 
-// NewSLA builds the policy from a validated config with defaults.
-func NewSLA(cfg policy.SLAConfig) *SLA {
-	s := &SLA{cfg: cfg, perJob: perJob{newBook(cfg.UsageWindow)}, index: map[string]int{}, counts: !cfg.Fractional()}
+// New builds the policy from a validated config with defaults.
+func New(cfg Config) *Policy {
+	s := &Policy{cfg: cfg, PerJob: perjob.PerJob{Book: perjob.NewBook(cfg.UsageWindow)}, index: map[string]int{}, counts: !cfg.Fractional()}
 	for i, g := range cfg.Groups {
 		s.index[g.Name] = i
 	}
@@ -33,7 +51,11 @@ func NewSLA(cfg policy.SLAConfig) *SLA {
 }
 
 // Name implements policy.Policy.
-func (*SLA) Name() string { return "sla" }
+func (*Policy) Name() string { return Name }
+
+// ServiceOrder implements policy.Ranker: jobs of known SLA groups by least
+// usage per unit of their share, then creation.
+func (s *Policy) ServiceOrder() ([]string, string) { return s.last.Order() }
 
 // slaGroup is what one cycle works out about one SLA group.
 type slaGroup struct {
@@ -51,7 +73,7 @@ type slaGroup struct {
 
 // slaCycle is one Allocate call's working state, kept for Why.
 type slaCycle struct {
-	s      *SLA
+	s      *Policy
 	v      *policy.View
 	groups []*slaGroup // active groups, config order
 	of     []*slaGroup // per job; nil when its group is unknown
@@ -65,8 +87,8 @@ type slaCycle struct {
 }
 
 // Allocate implements policy.Policy.
-func (s *SLA) Allocate(v *policy.View) policy.Plan {
-	s.book.startCycle()
+func (s *Policy) Allocate(v *policy.View) policy.Plan {
+	s.Book.StartCycle()
 	n := len(v.Groups)
 	c := &slaCycle{s: s, v: v, of: make([]*slaGroup, n), cap: make([]int, n), eff: make([]float64, n),
 		norm: make([]float64, n), ideal: make([]int, n), floor: make([]int, n), given: make([]int, n)}
@@ -104,10 +126,10 @@ func (s *SLA) Allocate(v *policy.View) policy.Plan {
 		if sg := c.of[i]; sg != nil {
 			c.eff[i] = sg.exact / float64(len(sg.members))
 		}
-		u := s.book.usage(s.book.see(g.Key, c.eff[i], v.Now), v.Now)
+		u := s.Book.Usage(s.Book.See(g.Key, c.eff[i], v.Now), v.Now)
 		switch {
 		case c.eff[i] > 0:
-			c.norm[i] = quantize(u / c.eff[i])
+			c.norm[i] = perjob.Quantize(u / c.eff[i])
 		case u > 0:
 			c.norm[i] = math.Inf(1)
 		}
@@ -132,10 +154,10 @@ func (s *SLA) Allocate(v *policy.View) policy.Plan {
 		sg.members = append(sg.members, i)
 	}
 	for _, sg := range c.groups {
-		for i, k := range share(sg.ideal, sg.members, c.cap) {
+		for i, k := range perjob.Share(sg.ideal, sg.members, c.cap) {
 			c.ideal[i] = k
 		}
-		for i, k := range share(sg.protect, sg.members, c.cap) {
+		for i, k := range perjob.Share(sg.protect, sg.members, c.cap) {
 			c.floor[i] = k
 		}
 	}
@@ -144,16 +166,16 @@ func (s *SLA) Allocate(v *policy.View) policy.Plan {
 	if s.cfg.Preemption {
 		stops = c.preempt()
 	}
-	s.last.reset(v, "least usage per unit of the SLA share, then creation")
-	s.last.add(order)
-	alloc := newAllocator(c.given, c.why)
+	s.last.Reset(v, "least usage per unit of the SLA share, then creation")
+	s.last.Add(order)
+	alloc := perjob.NewAllocator(c.given, c.why)
 	// SLAs first, then ideals, each pass serving jobs in order of least
 	// usage so that the job a rounding shortfall hits is first next time;
 	// what is left goes round-robin from the least used job on.
-	alloc.add(&phase{order: order, target: upTo(c.floor)})
-	alloc.add(&phase{order: order, target: upTo(c.ideal)})
-	alloc.add(&phase{order: append([]int(nil), order...), target: noLimit, roundRobin: true})
-	s.book.sweep(v.Now)
+	alloc.Add(&perjob.Phase{Order: order, Target: perjob.UpTo(c.floor)})
+	alloc.Add(&perjob.Phase{Order: order, Target: perjob.UpTo(c.ideal)})
+	alloc.Add(&perjob.Phase{Order: append([]int(nil), order...), Target: perjob.NoLimit, RoundRobin: true})
+	s.Book.Sweep(v.Now)
 	return policy.Plan{Targets: append([]int(nil), c.ideal...), Stops: stops, Alloc: alloc}
 }
 
@@ -180,11 +202,11 @@ func (c *slaCycle) split() {
 		switch {
 		case !c.enough:
 			sg.exact = float64(slots) * sg.value / weight
-			sg.ideal = min(ceil(sg.exact), sg.demand)
+			sg.ideal = min(perjob.Ceil(sg.exact), sg.demand)
 		case sg.demand > sg.need && restWeight > 0:
 			part := rest * sg.value / restWeight
 			sg.exact = float64(sg.need) + part
-			sg.ideal = min(sg.need+ceil(part), sg.demand)
+			sg.ideal = min(sg.need+perjob.Ceil(part), sg.demand)
 		default:
 			sg.exact = float64(sg.need)
 			sg.ideal = sg.need

@@ -1,4 +1,4 @@
-package policy
+package classload
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// ClassLoadConfig configures the classload policy (seed 004, Twitter Scoot's
+// Config configures the classload policy (seed 004, Twitter Scoot's
 // load-based scheduling). Jobs fall into classes by their requestor; each
 // class is entitled to a percentage of the queue's slots, and slots a class
 // leaves unused are loaned to the others.
@@ -28,7 +28,7 @@ import (
 //
 // The durations decode from strings such as "5m" in both YAML and JSON, so
 // one config file reads the same in either form.
-type ClassLoadConfig struct {
+type Config struct {
 	// Classes lists the job classes with their load percentages. Its order
 	// breaks ties between equal percentages: the earlier class counts as the
 	// higher one.
@@ -63,7 +63,10 @@ type RequestorRule struct {
 // Validate checks the block and returns the first problem, named by its
 // field path (e.g. "classload.classes[1].percent: must be between 0 and
 // 100") so a user can find it in a config file.
-func (c ClassLoadConfig) Validate() error {
+func (c *Config) Validate() error {
+	if c == nil {
+		return fmt.Errorf("classload: required when kind is %q", Name)
+	}
 	if len(c.Classes) == 0 {
 		return errors.New("classload.classes: at least one class is required")
 	}
@@ -102,13 +105,13 @@ func (c ClassLoadConfig) Validate() error {
 	return nil
 }
 
-// classLoadJSON is ClassLoadConfig without its methods; the duration field
+// classLoadJSON is Config without its methods; the duration field
 // of the outer struct shadows the embedded one in encoding/json.
-type classLoadJSON ClassLoadConfig
+type classLoadJSON Config
 
 // MarshalJSON writes the minimum duration as a string ("5m0s"), the form
 // UnmarshalJSON and the YAML decoder read.
-func (c ClassLoadConfig) MarshalJSON() ([]byte, error) {
+func (c Config) MarshalJSON() ([]byte, error) {
 	out := struct {
 		classLoadJSON
 		RebalanceMinimumDuration string `json:"rebalanceMinimumDuration,omitempty"`
@@ -122,7 +125,7 @@ func (c ClassLoadConfig) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON reads the minimum duration from a string such as "5m". A
 // bare number is refused: JSON would read it as nanoseconds, which nobody
 // means. Unknown keys are refused too.
-func (c *ClassLoadConfig) UnmarshalJSON(b []byte) error {
+func (c *Config) UnmarshalJSON(b []byte) error {
 	var in struct {
 		classLoadJSON
 		RebalanceMinimumDuration json.RawMessage `json:"rebalanceMinimumDuration,omitempty"`
@@ -132,7 +135,7 @@ func (c *ClassLoadConfig) UnmarshalJSON(b []byte) error {
 	if err := dec.Decode(&in); err != nil {
 		return fmt.Errorf("classload: %w", err)
 	}
-	*c = ClassLoadConfig(in.classLoadJSON)
+	*c = Config(in.classLoadJSON)
 	c.RebalanceMinimumDuration = 0
 	raw := in.RebalanceMinimumDuration
 	if len(raw) == 0 || string(raw) == "null" {

@@ -1,4 +1,4 @@
-package policy
+package sla
 
 import (
 	"fmt"
@@ -6,17 +6,18 @@ import (
 	"strings"
 	"time"
 
+	"github.com/allot-sched/allot/internal/engine/policy/perjob"
 	"github.com/allot-sched/allot/internal/model"
 )
 
-// SLAConfig configures the sla policy (seed 001, SLA mode): each SLA group
+// Config configures the sla policy (seed 001, SLA mode): each SLA group
 // is guaranteed a number or a fraction of the pool's slots, provided enough
 // slots are available. Every job must name one of the groups.
-type SLAConfig struct {
+type Config struct {
 	// Groups lists the SLA groups in order. Values are either all slot
 	// counts (whole numbers) or all fractions 0 < x < 1 of the slots that
 	// take work.
-	Groups []SLAGroup `yaml:"groups" json:"groups"`
+	Groups []Group `yaml:"groups" json:"groups"`
 	// Preemption lets a group that gets work back preempt tasks of groups
 	// running above their SLA, to restore its own.
 	Preemption bool `yaml:"preemption,omitempty" json:"preemption,omitempty"`
@@ -24,8 +25,8 @@ type SLAConfig struct {
 	UsageWindow time.Duration `yaml:"usageWindow,omitempty" json:"usageWindow,omitempty"`
 }
 
-// SLAGroup is one SLA group and its target.
-type SLAGroup struct {
+// Group is one SLA group and its target.
+type Group struct {
 	Name string `yaml:"name" json:"name"`
 	// Value is a slot count (10) or a fraction of the slots (0.25).
 	Value float64 `yaml:"value" json:"value"`
@@ -33,28 +34,28 @@ type SLAGroup struct {
 
 // WithDefaults returns c with every unset field at its default. It does not
 // validate.
-func (c *SLAConfig) WithDefaults() SLAConfig {
-	var out SLAConfig
+func (c *Config) WithDefaults() Config {
+	var out Config
 	if c != nil {
 		out = *c
-		out.Groups = append([]SLAGroup(nil), c.Groups...)
+		out.Groups = append([]Group(nil), c.Groups...)
 	}
 	if out.UsageWindow == 0 {
-		out.UsageWindow = DefaultUsageWindow
+		out.UsageWindow = perjob.DefaultUsageWindow
 	}
 	return out
 }
 
 // Fractional reports whether the group values are fractions of the slots
 // rather than slot counts. Only meaningful on a valid config.
-func (c *SLAConfig) Fractional() bool {
+func (c *Config) Fractional() bool {
 	return c != nil && len(c.Groups) > 0 && c.Groups[0].Value < 1
 }
 
 // Validate checks c and names the offending field, e.g.
 // "sla.groups: mixes slot counts and fractions". The sla policy cannot run
 // without groups, so a nil c is an error.
-func (c *SLAConfig) Validate() error {
+func (c *Config) Validate() error {
 	if c == nil || len(c.Groups) == 0 {
 		return fmt.Errorf("sla.groups: at least one group is required")
 	}
@@ -91,12 +92,12 @@ func (c *SLAConfig) Validate() error {
 			firstCount, c.Groups[firstCount].Name, c.Groups[firstCount].Value,
 			firstFrac, c.Groups[firstFrac].Name, c.Groups[firstFrac].Value)
 	}
-	return checkWindow("sla.usageWindow", c.UsageWindow)
+	return perjob.CheckWindow("sla.usageWindow", c.UsageWindow)
 }
 
 // CheckJob checks that j names one of the SLA groups. GridServer rejects a
 // session without a valid SLA group, and so does Allot, at submission.
-func (c *SLAConfig) CheckJob(j *model.Job) error {
+func (c *Config) CheckJob(j *model.Job) error {
 	if c == nil {
 		return fmt.Errorf("slaGroup: the queue's sla policy has no groups")
 	}
@@ -111,7 +112,7 @@ func (c *SLAConfig) CheckJob(j *model.Job) error {
 	return fmt.Errorf("slaGroup: %q is not an SLA group (groups: %s)", j.SLAGroup, c.groupNames())
 }
 
-func (c *SLAConfig) groupNames() string {
+func (c *Config) groupNames() string {
 	names := make([]string, len(c.Groups))
 	for i, g := range c.Groups {
 		names[i] = g.Name

@@ -1,10 +1,11 @@
-package policy
+package priority
 
 import (
 	"fmt"
 	"math"
 	"time"
 
+	"github.com/allot-sched/allot/internal/engine/policy/perjob"
 	"github.com/allot-sched/allot/internal/model"
 )
 
@@ -18,7 +19,7 @@ const (
 	AlgorithmTime = "time"
 )
 
-// Defaults and bounds of the priority and sla policies. They are exported so
+// Defaults and bounds of the priority policy. They are exported so
 // that the docs, the config parser and the tests quote one source.
 const (
 	// DefaultPriorityLevels is GridServer's ten levels, 0-9.
@@ -26,13 +27,6 @@ const (
 	// MaxPriorityLevels bounds the weights table; GridServer warns that many
 	// levels cost performance, and no seed needs more.
 	MaxPriorityLevels = 1000
-	// DefaultUsageWindow is how far back usage counts. Ten minutes spans many
-	// task lengths of a grid, so rounding errors even out quickly, yet a job
-	// that was busy an hour ago is not held back for it.
-	DefaultUsageWindow = 10 * time.Minute
-	// MaxUsageWindow keeps usage, integrated exactly in slot-nanoseconds, far
-	// from int64 overflow (10^5 slots × 24 h fits).
-	MaxUsageWindow = 24 * time.Hour
 	// DefaultPreemptThreshold is the running time that weighs as much as one
 	// priority level when choosing preemption victims (seed: 30 minutes).
 	DefaultPreemptThreshold = 30 * time.Minute
@@ -42,10 +36,10 @@ const (
 	DefaultPreemptablePercent = 0
 )
 
-// PriorityConfig configures the priority policy (seed 001, priority mode).
+// Config configures the priority policy (seed 001, priority mode).
 // Each job is its own group; its priority level picks its weight, and jobs
 // marked urgent come before every other job.
-type PriorityConfig struct {
+type Config struct {
 	// Levels is the number of priority levels, 0 to Levels-1; level 0 is
 	// suspended. Default 10.
 	Levels int `yaml:"levels,omitempty" json:"levels,omitempty"`
@@ -83,15 +77,15 @@ type PriorityConfig struct {
 
 // AffinityOn reports whether intrinsic affinity applies: on unless turned
 // off, and only with the Usage algorithm.
-func (c *PriorityConfig) AffinityOn() bool {
+func (c *Config) AffinityOn() bool {
 	d := c.WithDefaults()
 	return d.Algorithm == AlgorithmUsage && (d.Affinity == nil || *d.Affinity)
 }
 
 // WithDefaults returns c with every unset field at its default. A nil c is
 // the all-default configuration. It does not validate.
-func (c *PriorityConfig) WithDefaults() PriorityConfig {
-	var out PriorityConfig
+func (c *Config) WithDefaults() Config {
+	var out Config
 	if c != nil {
 		out = *c
 		out.Weights = append([]float64(nil), c.Weights...)
@@ -109,7 +103,7 @@ func (c *PriorityConfig) WithDefaults() PriorityConfig {
 		out.Algorithm = AlgorithmUsage
 	}
 	if out.UsageWindow == 0 {
-		out.UsageWindow = DefaultUsageWindow
+		out.UsageWindow = perjob.DefaultUsageWindow
 	}
 	if out.PreemptThreshold == 0 {
 		out.PreemptThreshold = DefaultPreemptThreshold
@@ -119,7 +113,7 @@ func (c *PriorityConfig) WithDefaults() PriorityConfig {
 
 // Validate checks c and names the offending field, e.g.
 // "priority.weights[3]: must not be negative". A nil c is valid (defaults).
-func (c *PriorityConfig) Validate() error {
+func (c *Config) Validate() error {
 	if c == nil {
 		return nil
 	}
@@ -161,7 +155,7 @@ func (c *PriorityConfig) Validate() error {
 	if c.Aggregation && c.Algorithm == AlgorithmTime {
 		return fmt.Errorf("priority.aggregation: applies to the %q algorithm only, not %q", AlgorithmUsage, AlgorithmTime)
 	}
-	if err := checkWindow("priority.usageWindow", c.UsageWindow); err != nil {
+	if err := perjob.CheckWindow("priority.usageWindow", c.UsageWindow); err != nil {
 		return err
 	}
 	if c.PreemptDelay < 0 {
@@ -182,21 +176,10 @@ func (c *PriorityConfig) Validate() error {
 // CheckJob checks that j's priority is one of the configured levels, so a
 // job the policy cannot weigh is rejected at submission rather than
 // silently clamped. A nil c checks against the default levels.
-func (c *PriorityConfig) CheckJob(j *model.Job) error {
+func (c *Config) CheckJob(j *model.Job) error {
 	levels := c.WithDefaults().Levels
 	if j.Priority < 0 || j.Priority >= levels {
 		return fmt.Errorf("priority: %d is outside levels 0-%d", j.Priority, levels-1)
-	}
-	return nil
-}
-
-// checkWindow validates a usage window field; 0 means the default.
-func checkWindow(field string, w time.Duration) error {
-	if w < 0 {
-		return fmt.Errorf("%s: must not be negative (got %s)", field, w)
-	}
-	if w > MaxUsageWindow {
-		return fmt.Errorf("%s: %s is longer than the maximum %s", field, w, MaxUsageWindow)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package priority
+package perjob
 
 import (
 	"fmt"
@@ -34,11 +34,11 @@ func TestUsageIntegratesOverWindow(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			b := newBook(100 * time.Second)
+			b := NewBook(100 * time.Second)
 			for _, c := range tc.calls {
-				b.account("j", c.delta, at(c.sec))
+				b.Account("j", c.delta, at(c.sec))
 			}
-			if got := b.usage(b.jobs["j"], at(tc.now)); got != tc.want {
+			if got := b.Usage(b.jobs["j"], at(tc.now)); got != tc.want {
 				t.Errorf("usage = %v, want %v", got, tc.want)
 			}
 		})
@@ -48,20 +48,20 @@ func TestUsageIntegratesOverWindow(t *testing.T) {
 // TestUsageStartsAtIdealShare: a job first seen is charged as if it had run
 // at its share for the whole window; that charge slides out as it runs.
 func TestUsageStartsAtIdealShare(t *testing.T) {
-	b := newBook(100 * time.Second)
-	b.startCycle()
-	a := b.see("j", 2.5, at(0))
-	if got := b.usage(a, at(0)); got != 250 {
+	b := NewBook(100 * time.Second)
+	b.StartCycle()
+	a := b.See("j", 2.5, at(0))
+	if got := b.Usage(a, at(0)); got != 250 {
 		t.Errorf("usage when first seen = %v, want 2.5 slots × 100 s", got)
 	}
-	b.account("j", 3, at(0))
+	b.Account("j", 3, at(0))
 	// 40 s later: 60 s of the virtual 2.5 slots, 40 s of 3 real.
-	if got := b.usage(a, at(40)); got != 2.5*60+3*40 {
+	if got := b.Usage(a, at(40)); got != 2.5*60+3*40 {
 		t.Errorf("usage at 40 s = %v, want %v", got, 2.5*60+3*40)
 	}
 	// A second sighting does not restart it.
-	b.see("j", 9, at(50))
-	if got := b.usage(a, at(100)); got != 300 {
+	b.See("j", 9, at(50))
+	if got := b.Usage(a, at(100)); got != 300 {
 		t.Errorf("usage at 100 s = %v, want 300 (virtual share gone)", got)
 	}
 }
@@ -69,15 +69,15 @@ func TestUsageStartsAtIdealShare(t *testing.T) {
 // TestSweepForgetsEndedJobs: jobs no longer in a view, idle, and whose
 // usage has slid out are dropped; the others are kept.
 func TestSweepForgetsEndedJobs(t *testing.T) {
-	b := newBook(100 * time.Second)
-	b.startCycle()
-	b.see("gone", 1, at(0))
-	b.see("recent", 1, at(0))
-	b.account("recent", 1, at(0))
-	b.account("recent", -1, at(150))
-	b.startCycle()
-	b.see("listed", 1, at(200))
-	b.sweep(at(200))
+	b := NewBook(100 * time.Second)
+	b.StartCycle()
+	b.See("gone", 1, at(0))
+	b.See("recent", 1, at(0))
+	b.Account("recent", 1, at(0))
+	b.Account("recent", -1, at(150))
+	b.StartCycle()
+	b.See("listed", 1, at(200))
+	b.Sweep(at(200))
 	if _, ok := b.jobs["gone"]; ok {
 		t.Error("gone was kept")
 	}
@@ -110,7 +110,7 @@ func TestShareSplitsEvenly(t *testing.T) {
 			for i := range order {
 				order[i] = i
 			}
-			got := share(tc.total, order, tc.caps)
+			got := Share(tc.total, order, tc.caps)
 			for i, w := range tc.want {
 				if got[i] != w {
 					t.Errorf("share = %v, want %v", got, tc.want)
@@ -127,9 +127,9 @@ func TestShareSplitsEvenly(t *testing.T) {
 func TestAllocatorPhases(t *testing.T) {
 	running := []int{0, 1, 0}
 	tasks := []int{2, 100, 100} // job 0 can run only 2 tasks
-	a := newAllocator(append([]int(nil), running...), nil)
-	a.add(&phase{order: []int{2, 0, 1}, target: upTo([]int{1, 2, 2})})
-	a.add(&phase{order: []int{2, 0, 1}, target: noLimit, roundRobin: true})
+	a := NewAllocator(append([]int(nil), running...), nil)
+	a.Add(&Phase{Order: []int{2, 0, 1}, Target: UpTo([]int{1, 2, 2})})
+	a.Add(&Phase{Order: []int{2, 0, 1}, Target: NoLimit, RoundRobin: true})
 	var got []int
 	for len(got) < 9 {
 		g, ok := a.Next()

@@ -1,4 +1,4 @@
-package priority
+package perjob
 
 import (
 	"sort"
@@ -8,38 +8,38 @@ import (
 	"github.com/allot-sched/allot/internal/model"
 )
 
-// perJob is what the priority and sla policies share: every job is its own
+// PerJob is what the priority and sla policies share: every job is its own
 // group (an SLA group is an attribute the policy reads from the view), jobs
 // are served by priority then age, and each job's usage is booked over the
 // usage window.
-type perJob struct{ book *book }
+type PerJob struct{ Book *Book }
 
 // GroupOf implements policy.Policy: every job is its own group.
-func (perJob) GroupOf(j *model.Job) string { return j.ID }
+func (PerJob) GroupOf(j *model.Job) string { return j.ID }
 
 // Order implements policy.Policy.
-func (perJob) Order() (policy.JobOrder, policy.TaskOrder) {
+func (PerJob) Order() (policy.JobOrder, policy.TaskOrder) {
 	return policy.ByPriorityThenAge, policy.ByDeclaration
 }
 
 // Account implements policy.Policy: it integrates the job's usage.
-func (p perJob) Account(group string, delta int, at time.Time) { p.book.account(group, delta, at) }
+func (p PerJob) Account(group string, delta int, at time.Time) { p.Book.Account(group, delta, at) }
 
 // History implements policy.HistoryGiver: each job's usage over the
 // window, as of now.
-func (p perJob) History(now time.Time) policy.History {
-	return policy.History{Usage: p.book.usages(now)}
+func (p PerJob) History(now time.Time) policy.History {
+	return policy.History{Usage: p.Book.Usages(now)}
 }
 
 // SetHistory implements policy.HistoryTaker: usage per job, in slot-seconds
 // over the window, as of now.
-func (p perJob) SetHistory(h policy.History, now time.Time) {
+func (p PerJob) SetHistory(h policy.History, now time.Time) {
 	for key, u := range h.Usage {
-		p.book.restore(key, u, now)
+		p.Book.Restore(key, u, now)
 	}
 }
 
-// book keeps each job's usage: the slot-time it held over a sliding window,
+// Book keeps each job's usage: the slot-time it held over a sliding window,
 // running tasks included (seed 001, Usage algorithm).
 //
 // Usage is integrated exactly. Each job keeps the step function of its
@@ -51,14 +51,14 @@ func (p perJob) SetHistory(h policy.History, now time.Time) {
 // job's starting usage ("as if it had run at its ideal share for the whole
 // window") is a separate virtual rate over the window before the job was
 // first seen, which slides out linearly as time passes.
-type book struct {
+type Book struct {
 	window time.Duration
-	jobs   map[string]*account
+	jobs   map[string]*Record
 	cycle  uint64 // Allocate calls so far; marks which accounts a view saw
 }
 
-// account is one job's usage record.
-type account struct {
+// Record is one job's usage record; See returns it for Usage.
+type Record struct {
 	points []point // running count from each point's time on; time ordered
 	// closed is the integral, in slot-nanoseconds, from points[0].at to the
 	// last point's at.
@@ -69,7 +69,7 @@ type account struct {
 	initialised bool
 	initRate    float64
 	initEnd     time.Time
-	seen        uint64 // book.cycle of the last view that listed the job
+	seen        uint64 // Book.cycle of the last view that listed the job
 }
 
 type point struct {
@@ -77,23 +77,24 @@ type point struct {
 	rate int64 // running tasks from at on
 }
 
-func newBook(window time.Duration) *book {
-	return &book{window: window, jobs: map[string]*account{}}
+// NewBook returns an empty book that counts usage over window.
+func NewBook(window time.Duration) *Book {
+	return &Book{window: window, jobs: map[string]*Record{}}
 }
 
-func (b *book) get(key string, at time.Time) *account {
+func (b *Book) get(key string, at time.Time) *Record {
 	a, ok := b.jobs[key]
 	if !ok {
-		a = &account{created: at}
+		a = &Record{created: at}
 		b.jobs[key] = a
 	}
 	return a
 }
 
-// account records that key's running count changed by delta at time at.
+// Account records that key's running count changed by delta at time at.
 // Calls normally come in time order; an earlier time (a task restored as
 // running since a past instant) is inserted where it belongs.
-func (b *book) account(key string, delta int, at time.Time) {
+func (b *Book) Account(key string, delta int, at time.Time) {
 	a := b.get(key, at)
 	a.running += delta
 	d := int64(delta)
@@ -115,7 +116,7 @@ func (b *book) account(key string, delta int, at time.Time) {
 
 // insert adds d to the running count from at on, at lies before the last
 // point, and recomputes the integral.
-func (a *account) insert(at time.Time, d int64) {
+func (a *Record) insert(at time.Time, d int64) {
 	k := sort.Search(len(a.points), func(i int) bool { return !a.points[i].at.Before(at) })
 	if k == len(a.points) || !a.points[k].at.Equal(at) {
 		var before int64
@@ -136,7 +137,7 @@ func (a *account) insert(at time.Time, d int64) {
 }
 
 // prune drops what lies before lo, clamping the first kept point to lo.
-func (a *account) prune(lo time.Time) {
+func (a *Record) prune(lo time.Time) {
 	for len(a.points) >= 2 && !a.points[1].at.After(lo) {
 		a.closed -= a.points[0].rate * int64(a.points[1].at.Sub(a.points[0].at))
 		a.points = a.points[1:]
@@ -149,9 +150,9 @@ func (a *account) prune(lo time.Time) {
 	}
 }
 
-// usage returns key's usage at now in slot-seconds: real slot-time over
+// Usage returns key's usage at now in slot-seconds: real slot-time over
 // (now-window, now] plus what is left of the virtual starting usage.
-func (b *book) usage(a *account, now time.Time) float64 {
+func (b *Book) Usage(a *Record, now time.Time) float64 {
 	a.prune(now.Add(-b.window))
 	var ns int64
 	if n := len(a.points); n > 0 {
@@ -173,10 +174,10 @@ func (b *book) usage(a *account, now time.Time) float64 {
 	return u
 }
 
-// see marks key as listed in the current view and, the first time, starts
+// See marks key as listed in the current view and, the first time, starts
 // its usage as if it had run at rate slots for the whole window before it
 // was first seen.
-func (b *book) see(key string, rate float64, now time.Time) *account {
+func (b *Book) See(key string, rate float64, now time.Time) *Record {
 	a := b.get(key, now)
 	a.seen = b.cycle
 	if !a.initialised {
@@ -193,21 +194,21 @@ func (b *book) see(key string, rate float64, now time.Time) *account {
 	return a
 }
 
-// usages returns every job's usage over the window at now, in
+// Usages returns every job's usage over the window at now, in
 // slot-seconds, leaving out those with none.
-func (b *book) usages(now time.Time) map[string]float64 {
+func (b *Book) Usages(now time.Time) map[string]float64 {
 	out := make(map[string]float64, len(b.jobs))
 	for key, a := range b.jobs {
-		if u := b.usage(a, now); u > 0 {
+		if u := b.Usage(a, now); u > 0 {
 			out[key] = u
 		}
 	}
 	return out
 }
 
-// restore sets key's usage to u slot-seconds as of now (from a scenario's or
+// Restore sets key's usage to u slot-seconds as of now (from a scenario's or
 // the store's history): a virtual rate over the window before now.
-func (b *book) restore(key string, u float64, now time.Time) {
+func (b *Book) Restore(key string, u float64, now time.Time) {
 	a := b.get(key, now)
 	a.points = a.points[:0]
 	a.closed = 0
@@ -219,12 +220,12 @@ func (b *book) restore(key string, u float64, now time.Time) {
 	a.initEnd = now
 }
 
-// startCycle begins a view: accounts seen from now on belong to it.
-func (b *book) startCycle() { b.cycle++ }
+// StartCycle begins a view: accounts seen from now on belong to it.
+func (b *Book) StartCycle() { b.cycle++ }
 
-// sweep forgets jobs the last view did not list, that run nothing and whose
+// Sweep forgets jobs the last view did not list, that run nothing and whose
 // usage has slid out of the window: ended jobs must not pile up.
-func (b *book) sweep(now time.Time) {
+func (b *Book) Sweep(now time.Time) {
 	lo := now.Add(-b.window)
 	for key, a := range b.jobs {
 		if a.seen == b.cycle || a.running != 0 {
