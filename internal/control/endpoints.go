@@ -126,15 +126,14 @@ func specThrottling(s admit.Settings) spec.Throttling {
 
 // fieldErrors turns admission problems into field errors relative to the
 // request body, dropping prefix ("endpoints[0].", "throttling.").
-func fieldErrors(ps []admit.Problem, prefix string) error {
-	if len(ps) == 0 {
-		return nil
-	}
-	out := make(spec.Errors, 0, len(ps))
+func fieldErrors(ps model.FieldErrors, prefix string) error {
+	out := make(model.FieldErrors, 0, len(ps))
 	for _, p := range ps {
-		out = append(out, &spec.FieldError{Path: strings.TrimPrefix(p.Field, prefix), Msg: p.Msg})
+		c := *p
+		c.Path = strings.TrimPrefix(p.Path, prefix)
+		out = append(out, &c)
 	}
-	return out
+	return out.Err()
 }
 
 // checkJobEndpoint refuses a job naming an endpoint or variant that is not
@@ -164,7 +163,7 @@ func (c *Controller) SetEndpoint(ctx context.Context, name string, e spec.Endpoi
 		e.Name = name
 	}
 	if e.Name != name {
-		return api.Endpoint{}, spec.Errors{{Path: "name", Msg: fmt.Sprintf("%q differs from the endpoint %q of the path", e.Name, name)}}
+		return api.Endpoint{}, model.FieldErrors{{Path: "name", Msg: fmt.Sprintf("%q differs from the endpoint %q of the path", e.Name, name)}}
 	}
 	m := e.Model()
 	if err := fieldErrors(admit.Config{Endpoints: []model.Endpoint{m}}.Problems(), "endpoints[0]."); err != nil {
@@ -173,7 +172,7 @@ func (c *Controller) SetEndpoint(ctx context.Context, name string, e spec.Endpoi
 	_, err := c.do(ctx, func(t *txn) (any, error) {
 		if defs := c.eng.Endpoints(); len(defs) >= admit.MaxEndpoints &&
 			!slices.ContainsFunc(defs, func(d model.Endpoint) bool { return d.Name == name }) {
-			return nil, spec.Errors{{Path: "name", Msg: fmt.Sprintf("the server has %d endpoints, the most it keeps; remove one first", len(defs))}}
+			return nil, model.FieldErrors{{Path: "name", Msg: fmt.Sprintf("the server has %d endpoints, the most it keeps; remove one first", len(defs))}}
 		}
 		if err := c.eng.Apply(engine.SetEndpoint{Endpoint: m, At: t.now}); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrInvalid, err)

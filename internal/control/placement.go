@@ -74,7 +74,7 @@ type cacheReport struct {
 func newPlacementState(cfg spec.Placement, engCfg engine.PlacementConfig) (*placementState, error) {
 	co, err := elastic.New(engCfg.Elastic)
 	if err != nil {
-		return nil, spec.Errors{{Path: "placement.elastic", Msg: err.Error()}}
+		return nil, model.FieldErrors{{Path: "placement.elastic", Msg: err.Error()}}
 	}
 	ttl := engCfg.CacheTTL
 	if ttl <= 0 {
@@ -102,18 +102,18 @@ func (p *placementState) worker(name string) *workerPlacement {
 // path.
 func checkHints(path string, hints []api.CacheHint) error {
 	if len(hints) > spec.MaxCached {
-		return spec.Errors{{Path: path, Msg: fmt.Sprintf("has %d entries, more than %d", len(hints), spec.MaxCached)}}
+		return model.FieldErrors{{Path: path, Msg: fmt.Sprintf("has %d entries, more than %d", len(hints), spec.MaxCached)}}
 	}
-	var errs spec.Errors
+	var errs model.FieldErrors
 	for i, h := range hints {
 		p := fmt.Sprintf("%s[%d]", path, i)
 		switch h.Kind {
 		case api.CacheModel, api.CacheDataset:
 		default:
-			errs = append(errs, &spec.FieldError{Path: p + ".kind", Msg: fmt.Sprintf("unknown kind %q (known: model, dataset)", h.Kind)})
+			errs = append(errs, &model.FieldError{Path: p + ".kind", Msg: fmt.Sprintf("unknown kind %q (known: model, dataset)", h.Kind)})
 		}
 		if h.Name == "" || len(h.Name) > 512 {
-			errs = append(errs, &spec.FieldError{Path: p + ".name", Msg: "must be 1 to 512 characters"})
+			errs = append(errs, &model.FieldError{Path: p + ".name", Msg: "must be 1 to 512 characters"})
 		}
 	}
 	if len(errs) > 0 {

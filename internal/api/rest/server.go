@@ -16,7 +16,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/auth"
@@ -188,15 +187,11 @@ func storeUnavailable(w http.ResponseWriter, msg string) {
 func (s *Server) body(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.bodyLimit(r)))
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			writeError(w, http.StatusRequestEntityTooLarge, api.Error{Code: api.CodeTooLarge, Field: "body",
-				Message: fmt.Sprintf("the request body is larger than the limit of %d bytes", mbe.Limit)})
-			return nil, false
-		}
 		if errors.Is(err, errBodyTooSlow) {
 			w.Header().Set("Connection", "close")
-			writeError(w, http.StatusRequestTimeout, api.Error{Code: api.CodeTimeout, Field: "body", Message: err.Error()})
+		}
+		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) || errors.Is(err, errBodyTooSlow) {
+			s.fail(w, err) // 413 too_large or 408 timeout (errorKinds)
 			return nil, false
 		}
 		writeError(w, http.StatusBadRequest, api.Error{Code: api.CodeInvalid, Field: "body", Message: "reading the body: " + err.Error()})
@@ -240,16 +235,16 @@ func jsonError(body []byte, out any, err error) error {
 	}
 	switch {
 	case errors.As(err, &te):
-		return spec.Errors{{Path: te.Field, Msg: fmt.Sprintf("wrong type: got a JSON %s, want %s", te.Value, te.Type)}}
+		return model.FieldErrors{{Path: te.Field, Msg: fmt.Sprintf("wrong type: got a JSON %s, want %s", te.Value, te.Type)}}
 	case errors.As(err, &se):
-		return spec.Errors{{Path: "body", Msg: fmt.Sprintf("malformed JSON at byte %d: %v", se.Offset, se)}}
+		return model.FieldErrors{{Path: "body", Msg: fmt.Sprintf("malformed JSON at byte %d: %v", se.Offset, se)}}
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return spec.Errors{{Path: name, Msg: fmt.Sprintf("unknown field %q", name)}}
+		return model.FieldErrors{{Path: name, Msg: fmt.Sprintf("unknown field %q", name)}}
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return spec.Errors{{Path: "body", Msg: "malformed JSON: unexpected end"}}
+		return model.FieldErrors{{Path: "body", Msg: "malformed JSON: unexpected end"}}
 	}
-	return spec.Errors{{Path: "body", Msg: err.Error()}}
+	return model.FieldErrors{{Path: "body", Msg: err.Error()}}
 }
 
 func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
@@ -298,12 +293,12 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 	}
 	var err error
 	if f.AfterSeq, err = intParam(q.Get("after")); err != nil {
-		s.fail(w, spec.Errors{{Path: "after", Msg: err.Error()}})
+		s.fail(w, model.FieldErrors{{Path: "after", Msg: err.Error()}})
 		return
 	}
 	limit, err := intParam(q.Get("limit"))
 	if err != nil {
-		s.fail(w, spec.Errors{{Path: "limit", Msg: err.Error()}})
+		s.fail(w, model.FieldErrors{{Path: "limit", Msg: err.Error()}})
 		return
 	}
 	f.Limit = int(limit)
@@ -365,12 +360,12 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	after, err := intParam(q.Get("after"))
 	if err != nil {
-		s.fail(w, spec.Errors{{Path: "after", Msg: err.Error()}})
+		s.fail(w, model.FieldErrors{{Path: "after", Msg: err.Error()}})
 		return
 	}
 	limit, err := intParam(q.Get("limit"))
 	if err != nil {
-		s.fail(w, spec.Errors{{Path: "limit", Msg: err.Error()}})
+		s.fail(w, model.FieldErrors{{Path: "limit", Msg: err.Error()}})
 		return
 	}
 	if limit == 0 || limit > 1000 {
@@ -609,84 +604,10 @@ func (s *Server) setPolicy(w http.ResponseWriter, r *http.Request) {
 	s.reply(w, q, err)
 }
 
-// fail answers with the status and body err deserves.
-func (s *Server) fail(w http.ResponseWriter, err error) {
-	var list spec.Errors
-	var fe *spec.FieldError
-	var denied *auth.Denied
-	var taken *control.IDTakenError
-	switch {
-	case errors.As(err, &denied):
-		forbidden(w, denied)
-	case errors.As(err, &taken):
-		writeError(w, http.StatusConflict, api.Error{Code: api.CodeConflict, Message: taken.Error(), Field: "id"})
-	case errors.As(err, &list) && len(list) > 0:
-		writeError(w, http.StatusBadRequest, api.Error{Code: api.CodeInvalid, Message: list.Error(), Field: list[0].Path, Line: list[0].Line, Details: list})
-	case errors.As(err, &fe):
-		writeError(w, http.StatusBadRequest, api.Error{Code: api.CodeInvalid, Message: fe.Error(), Field: fe.Path, Line: fe.Line})
-	case errors.Is(err, control.ErrNotFound):
-		writeError(w, http.StatusNotFound, api.Error{Code: api.CodeNotFound, Message: err.Error()})
-	case errors.Is(err, control.ErrConflict):
-		writeError(w, http.StatusConflict, api.Error{Code: api.CodeConflict, Message: err.Error()})
-	case errors.Is(err, control.ErrForbidden):
-		writeError(w, http.StatusForbidden, api.Error{Code: api.CodeForbidden, Message: err.Error()})
-	case errors.Is(err, control.ErrInvalid):
-		writeError(w, http.StatusBadRequest, api.Error{Code: api.CodeInvalid, Message: err.Error()})
-	case errors.Is(err, store.ErrUnavailable):
-		s.opt.Logger.Debug("request refused: the store refuses writes", "err", err)
-		storeUnavailable(w, err.Error())
-	case errors.Is(err, control.ErrStopped), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		writeError(w, http.StatusServiceUnavailable, api.Error{Code: api.CodeUnavailable, Message: err.Error()})
-	default:
-		s.opt.Logger.Error("request failed", "err", err)
-		writeError(w, http.StatusInternalServerError, api.Error{Code: api.CodeInternal, Message: err.Error()})
-	}
-}
-
-// reply answers a read or a change: the error as fail maps it, else v with
-// 200.
-func (s *Server) reply(w http.ResponseWriter, v any, err error) {
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, v)
-}
-
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(v)
-}
-
-// maxErrorMessage bounds the message of an error answer: messages quote
-// what was sent, and a refused 1 MiB value need not come back whole.
-const maxErrorMessage = 4 << 10
-
-func writeError(w http.ResponseWriter, status int, e api.Error) {
-	e.Message = shorten(e.Message)
-	if len(e.Details) > 0 {
-		details := make([]*spec.FieldError, len(e.Details))
-		for i, d := range e.Details {
-			c := *d
-			c.Path, c.Msg = shorten(c.Path), shorten(c.Msg)
-			details[i] = &c
-		}
-		e.Details = details
-	}
-	e.Field = shorten(e.Field)
-	writeJSON(w, status, api.ErrorBody{Error: e})
-}
-
-func shorten(s string) string {
-	if len(s) <= maxErrorMessage {
-		return s
-	}
-	cut := maxErrorMessage
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }
