@@ -284,15 +284,13 @@ func (c *Controller) noteState(t *txn, worker string, state model.WorkerState, b
 	wp := c.pl.worker(worker)
 	if state == model.WorkerDisabled {
 		wp.disabledBy = by
-		t.kv(disabledByKey(worker), []byte(by))
+		t.kv(store.WorkerDisabledByKey(worker), []byte(by))
 	} else {
 		wp.disabledBy = ""
-		t.kv(disabledByKey(worker), nil) // nil deletes: an enabled worker needs no record
+		t.kv(store.WorkerDisabledByKey(worker), nil) // nil deletes: an enabled worker needs no record
 	}
 	c.pl.fleetDirty = true
 }
-
-func disabledByKey(worker string) string { return "worker/" + worker + "/disabledBy" }
 
 // loadDisabledBy reads who disabled each disabled worker, after a restart.
 func (c *Controller) loadDisabledBy(ctx context.Context) error {
@@ -300,7 +298,7 @@ func (c *Controller) loadDisabledBy(ctx context.Context) error {
 		if lw.rec.State != string(model.WorkerDisabled) {
 			continue
 		}
-		b, err := c.st.KV(ctx, disabledByKey(name))
+		b, err := c.st.KV(ctx, store.WorkerDisabledByKey(name))
 		if errors.Is(err, store.ErrNotFound) {
 			continue // not recorded: the view says manual
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/allot-sched/allot/internal/engine"
 	"github.com/allot-sched/allot/internal/engine/policy"
 	"github.com/allot-sched/allot/internal/model"
+	"github.com/allot-sched/allot/internal/store"
 )
 
 // Queues lists the queues with their current policy and task counts.
@@ -76,7 +77,7 @@ func (c *Controller) SetPolicy(ctx context.Context, queue string, pc policy.Conf
 		c.engCfg.Queues[idx].Policy = pc
 		c.mu.Unlock()
 		raw, _ := json.Marshal(pc)
-		t.kv(policyKey(queue), raw)
+		t.kv(store.QueuePolicyKey(queue), raw)
 		t.event(EventPolicyChanged, "", "", "", model.Reason{Code: pc.Kind}, json.RawMessage(raw))
 		t.changed = true
 		return nil, nil
