@@ -56,6 +56,8 @@ type Server struct {
 	handler http.Handler // mux behind authentication
 
 	defaultQueue queueDefault
+	// patterns are the API routes registered, "METHOD /path" (handle).
+	patterns []string
 }
 
 //go:embed openapi.json
@@ -79,47 +81,57 @@ func New(ctrl *control.Controller, opt Options) *Server {
 // Handler returns the HTTP handler.
 func (s *Server) Handler() http.Handler { return s.handler }
 
+// routes registers the API's routes. Each goes through handle, which keeps
+// its pattern, so that routes_test.go checks that openapi.json documents
+// every route the server serves and no other; the catch-all "/v1/" (404
+// for an unknown route) and the dashboard are not API routes.
 func (s *Server) routes() {
-	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) })
-	s.mux.HandleFunc("GET /readyz", s.ready)
-	s.mux.HandleFunc("GET /metrics", s.metrics)
-	s.mux.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, _ *http.Request) {
+	s.handle("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) })
+	s.handle("GET /readyz", s.ready)
+	s.handle("GET /metrics", s.metrics)
+	s.handle("GET /openapi.json", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(openapiDoc)
 	})
-	s.mux.HandleFunc("POST /v1/jobs", s.submit)
-	s.mux.HandleFunc("GET /v1/jobs", s.listJobs)
-	s.mux.HandleFunc("GET /v1/jobs/{id}", s.getJob)
-	s.mux.HandleFunc("POST /v1/jobs/{id}/cancel", s.cancel)
-	s.mux.HandleFunc("POST /v1/jobs/{id}/priority", s.setPriority)
-	s.mux.HandleFunc("GET /v1/jobs/{id}/logs", s.logs)
-	s.mux.HandleFunc("GET /v1/jobs/{id}/explain", s.explain)
-	s.mux.HandleFunc("GET /v1/events", s.events)
-	s.mux.HandleFunc("GET /v1/workers", s.workers)
-	s.mux.HandleFunc("POST /v1/workers", s.register)
-	s.mux.HandleFunc("POST /v1/workers/{name}/lease", s.lease)
-	s.mux.HandleFunc("POST /v1/workers/{name}/reports", s.reports)
-	s.mux.HandleFunc("POST /v1/workers/{name}/heartbeat", s.heartbeat)
-	s.mux.HandleFunc("POST /v1/workers/{name}/state", s.workerState)
-	s.mux.HandleFunc("POST /v1/workers/{name}/elastic", s.elasticToggle)
-	s.mux.HandleFunc("GET /v1/density", s.density)
-	s.mux.HandleFunc("GET /v1/queues", s.queues)
-	s.mux.HandleFunc("PUT /v1/queues/{name}/policy", s.setPolicy)
-	s.mux.HandleFunc("GET /v1/endpoints", s.endpoints)
-	s.mux.HandleFunc("PUT /v1/endpoints/{name}", s.setEndpoint)
-	s.mux.HandleFunc("DELETE /v1/endpoints/{name}", s.removeEndpoint)
-	s.mux.HandleFunc("GET /v1/throttling", s.throttling)
-	s.mux.HandleFunc("PUT /v1/throttling", s.setThrottling)
-	s.mux.HandleFunc("GET /v1/deadletters", s.deadLetters)
-	s.mux.HandleFunc("POST /v1/deadletters/{id}/redrive", s.redrive)
-	s.mux.HandleFunc("POST /v1/tokens", s.createToken)
-	s.mux.HandleFunc("GET /v1/tokens", s.listTokens)
-	s.mux.HandleFunc("DELETE /v1/tokens/{id}", s.revokeToken)
+	s.handle("POST /v1/jobs", s.submit)
+	s.handle("GET /v1/jobs", s.listJobs)
+	s.handle("GET /v1/jobs/{id}", s.getJob)
+	s.handle("POST /v1/jobs/{id}/cancel", s.cancel)
+	s.handle("POST /v1/jobs/{id}/priority", s.setPriority)
+	s.handle("GET /v1/jobs/{id}/logs", s.logs)
+	s.handle("GET /v1/jobs/{id}/explain", s.explain)
+	s.handle("GET /v1/events", s.events)
+	s.handle("GET /v1/workers", s.workers)
+	s.handle("POST /v1/workers", s.register)
+	s.handle("POST /v1/workers/{name}/lease", s.lease)
+	s.handle("POST /v1/workers/{name}/reports", s.reports)
+	s.handle("POST /v1/workers/{name}/heartbeat", s.heartbeat)
+	s.handle("POST /v1/workers/{name}/state", s.workerState)
+	s.handle("POST /v1/workers/{name}/elastic", s.elasticToggle)
+	s.handle("GET /v1/density", s.density)
+	s.handle("GET /v1/queues", s.queues)
+	s.handle("PUT /v1/queues/{name}/policy", s.setPolicy)
+	s.handle("GET /v1/endpoints", s.endpoints)
+	s.handle("PUT /v1/endpoints/{name}", s.setEndpoint)
+	s.handle("DELETE /v1/endpoints/{name}", s.removeEndpoint)
+	s.handle("GET /v1/throttling", s.throttling)
+	s.handle("PUT /v1/throttling", s.setThrottling)
+	s.handle("GET /v1/deadletters", s.deadLetters)
+	s.handle("POST /v1/deadletters/{id}/redrive", s.redrive)
+	s.handle("POST /v1/tokens", s.createToken)
+	s.handle("GET /v1/tokens", s.listTokens)
+	s.handle("DELETE /v1/tokens/{id}", s.revokeToken)
 	s.mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)})
 	})
 	// The dashboard (internal/web) answers every other path; it checks the same tokens itself (see authenticate).
 	s.mux.Handle(dashboardPattern, web.New(s.ctrl, web.Options{Auth: s.opt.Auth, Logger: s.opt.Logger}))
+}
+
+// handle registers an API route and records its pattern (see routes).
+func (s *Server) handle(pattern string, h http.HandlerFunc) {
+	s.patterns = append(s.patterns, pattern)
+	s.mux.HandleFunc(pattern, h)
 }
 
 // ready answers /readyz: ready once the loop answers a round trip. While the
