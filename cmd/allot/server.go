@@ -188,7 +188,7 @@ func startServerWith(ctx context.Context, cfg spec.ServerConfig, log *slog.Logge
 	if err != nil {
 		return nil, err
 	}
-	st, err := dir.OpenStore()
+	st, err := dir.OpenStore(ctx)
 	if err != nil {
 		dir.Close()
 		return nil, err

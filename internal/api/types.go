@@ -20,11 +20,11 @@ type ErrorBody struct {
 // Error is a machine-readable code, a message for people and, for bad input,
 // the offending field (and line, for documents).
 type Error struct {
-	Code    string             `json:"code"`
-	Message string             `json:"message"`
-	Field   string             `json:"field,omitempty"`
-	Line    int                `json:"line,omitempty"`
-	Details []*spec.FieldError `json:"details,omitempty"`
+	Code    string              `json:"code"`
+	Message string              `json:"message"`
+	Field   string              `json:"field,omitempty"`
+	Line    int                 `json:"line,omitempty"`
+	Details []*model.FieldError `json:"details,omitempty"`
 }
 
 // Error codes.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/allot-sched/allot/internal/spec"
+	"github.com/allot-sched/allot/internal/model"
 	"github.com/allot-sched/allot/internal/store"
 )
 
@@ -165,9 +165,9 @@ func TestTokenLimitsAreCheckedAtCreation(t *testing.T) {
 				}
 				return
 			}
-			var errs spec.Errors
+			var errs model.FieldErrors
 			if !errors.As(err, &errs) || len(errs) == 0 {
-				t.Fatalf("Check = %v, want spec.Errors", err)
+				t.Fatalf("Check = %v, want model.FieldErrors", err)
 			}
 			if errs[0].Path != tc.field {
 				t.Errorf("field %q, want %q (%v)", errs[0].Path, tc.field, err)

@@ -10,7 +10,7 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/allot-sched/allot/internal/spec"
+	"github.com/allot-sched/allot/internal/model"
 	"github.com/allot-sched/allot/internal/store"
 )
 
@@ -97,9 +97,9 @@ type Spec struct {
 // A submitter needs at least one queue and one share (Any allows all),
 // a worker at least one worker name or pattern, and an admin none of them.
 func (s Spec) Check() error {
-	var errs spec.Errors
+	var errs model.FieldErrors
 	add := func(path, format string, args ...any) {
-		errs = append(errs, &spec.FieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
+		errs = append(errs, &model.FieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
 	}
 	if len(s.Name) > MaxNameLen {
 		add("name", "longer than %d characters", MaxNameLen)

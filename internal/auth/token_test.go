@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/allot-sched/allot/internal/spec"
+	"github.com/allot-sched/allot/internal/model"
 	"github.com/allot-sched/allot/internal/store"
 )
 
@@ -57,9 +57,9 @@ func TestSpecCheckNamesTheField(t *testing.T) {
 				}
 				return
 			}
-			var errs spec.Errors
+			var errs model.FieldErrors
 			if !errors.As(err, &errs) || len(errs) == 0 {
-				t.Fatalf("Check = %v, want spec.Errors", err)
+				t.Fatalf("Check = %v, want model.FieldErrors", err)
 			}
 			if errs[0].Path != tc.field {
 				t.Errorf("field %q, want %q (%v)", errs[0].Path, tc.field, err)

@@ -326,7 +326,7 @@ func TestErrorsAreDecoded(t *testing.T) {
 			answer: `{"error":{"code":"invalid","message":"bad spec","field":"tasks[0].run","line":4,
 				"details":[{"field":"tasks[0].run","line":4,"message":"must not be empty"}]}}`,
 			want: api.Error{Code: "invalid", Message: "bad spec", Field: "tasks[0].run", Line: 4,
-				Details: []*spec.FieldError{{Path: "tasks[0].run", Line: 4, Msg: "must not be empty"}}},
+				Details: []*model.FieldError{{Path: "tasks[0].run", Line: 4, Msg: "must not be empty"}}},
 			invalid: true,
 		},
 		{
@@ -459,7 +459,7 @@ func TestErrorTextNamesEachProblemOnce(t *testing.T) {
 			name: "a whole message is not prefixed again",
 			e: api.Error{Code: "invalid", Field: "tasks[0].resources.cpu", Line: 5,
 				Message: `line 5: tasks[0].resources.cpu: "-1" is not a CPU quantity`,
-				Details: []*spec.FieldError{{Path: "tasks[0].resources.cpu", Line: 5, Msg: `"-1" is not a CPU quantity`}}},
+				Details: []*model.FieldError{{Path: "tasks[0].resources.cpu", Line: 5, Msg: `"-1" is not a CPU quantity`}}},
 			want: `line 5: tasks[0].resources.cpu: "-1" is not a CPU quantity (invalid, HTTP 400)`,
 		},
 		{
@@ -470,13 +470,13 @@ func TestErrorTextNamesEachProblemOnce(t *testing.T) {
 		{
 			name: "details the message lacks follow it",
 			e: api.Error{Code: "invalid", Field: "a", Message: "a: bad",
-				Details: []*spec.FieldError{{Path: "a", Msg: "bad"}, {Path: "b", Msg: "worse"}}},
+				Details: []*model.FieldError{{Path: "a", Msg: "bad"}, {Path: "b", Msg: "worse"}}},
 			want: "a: bad (invalid, HTTP 400)\n  b: worse",
 		},
 		{
 			name: "a detail equal to the field and message is not repeated",
 			e: api.Error{Code: "invalid", Field: "tasks[0].run", Message: "must not be empty",
-				Details: []*spec.FieldError{{Path: "tasks[0].run", Msg: "must not be empty"}, {Path: "id", Line: 2, Msg: "bad name"}}},
+				Details: []*model.FieldError{{Path: "tasks[0].run", Msg: "must not be empty"}, {Path: "id", Line: 2, Msg: "bad name"}}},
 			want: "tasks[0].run: must not be empty (invalid, HTTP 400)\n  line 2: id: bad name",
 		},
 	}

@@ -28,26 +28,19 @@ import (
 // redrive submits it again.
 const JobDeadLettered = "dead_lettered"
 
-// Store keys. A run-time change is stored with the configuration it
-// replaced, so that a restart keeps it only while the configuration (file
-// and environment) still says what it said then: an operator who edits the
-// file or the environment afterwards gets what they wrote.
-const (
-	throttlingKey = "admission/throttling"
-	endpointsKey  = "admission/endpoints"
-)
+// A run-time change (store.ThrottlingKey, store.EndpointsKey) is stored
+// with the configuration it replaced, so that a restart keeps it only while
+// the configuration (file and environment) still says what it said then: an
+// operator who edits the file or the environment afterwards gets what they
+// wrote.
 
-func deadLetterKey(job string) string { return "job/" + job + "/deadletter" }
-func variantKey(job string) string    { return "job/" + job + "/variant" }
-func throttledKey(job string) string  { return "job/" + job + "/throttled" }
-
-// storedThrottling is the value under throttlingKey.
+// storedThrottling is the value under store.ThrottlingKey.
 type storedThrottling struct {
 	Config admit.Settings `json:"config"`
 	Value  admit.Settings `json:"value"`
 }
 
-// storedEndpoint is one entry of the map under endpointsKey: the
+// storedEndpoint is one entry of the map under store.EndpointsKey: the
 // definition set at run time (nil: removed) and the configured one it
 // replaced (nil: none was configured).
 type storedEndpoint struct {
@@ -126,15 +119,14 @@ func specThrottling(s admit.Settings) spec.Throttling {
 
 // fieldErrors turns admission problems into field errors relative to the
 // request body, dropping prefix ("endpoints[0].", "throttling.").
-func fieldErrors(ps []admit.Problem, prefix string) error {
-	if len(ps) == 0 {
-		return nil
-	}
-	out := make(spec.Errors, 0, len(ps))
+func fieldErrors(ps model.FieldErrors, prefix string) error {
+	out := make(model.FieldErrors, 0, len(ps))
 	for _, p := range ps {
-		out = append(out, &spec.FieldError{Path: strings.TrimPrefix(p.Field, prefix), Msg: p.Msg})
+		c := *p
+		c.Path = strings.TrimPrefix(p.Path, prefix)
+		out = append(out, &c)
 	}
-	return out
+	return out.Err()
 }
 
 // checkJobEndpoint refuses a job naming an endpoint or variant that is not
@@ -164,7 +156,7 @@ func (c *Controller) SetEndpoint(ctx context.Context, name string, e spec.Endpoi
 		e.Name = name
 	}
 	if e.Name != name {
-		return api.Endpoint{}, spec.Errors{{Path: "name", Msg: fmt.Sprintf("%q differs from the endpoint %q of the path", e.Name, name)}}
+		return api.Endpoint{}, model.FieldErrors{{Path: "name", Msg: fmt.Sprintf("%q differs from the endpoint %q of the path", e.Name, name)}}
 	}
 	m := e.Model()
 	if err := fieldErrors(admit.Config{Endpoints: []model.Endpoint{m}}.Problems(), "endpoints[0]."); err != nil {
@@ -173,7 +165,7 @@ func (c *Controller) SetEndpoint(ctx context.Context, name string, e spec.Endpoi
 	_, err := c.do(ctx, func(t *txn) (any, error) {
 		if defs := c.eng.Endpoints(); len(defs) >= admit.MaxEndpoints &&
 			!slices.ContainsFunc(defs, func(d model.Endpoint) bool { return d.Name == name }) {
-			return nil, spec.Errors{{Path: "name", Msg: fmt.Sprintf("the server has %d endpoints, the most it keeps; remove one first", len(defs))}}
+			return nil, model.FieldErrors{{Path: "name", Msg: fmt.Sprintf("the server has %d endpoints, the most it keeps; remove one first", len(defs))}}
 		}
 		if err := c.eng.Apply(engine.SetEndpoint{Endpoint: m, At: t.now}); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
@@ -245,7 +237,7 @@ func (c *Controller) endpointsChanged(t *txn) {
 		}
 	}
 	raw, _ := json.Marshal(diff)
-	t.kv(endpointsKey, raw)
+	t.kv(store.EndpointsKey, raw)
 	t.changed = true
 }
 
@@ -274,7 +266,7 @@ func (c *Controller) SetThrottling(ctx context.Context, th spec.Throttling) (spe
 		c.engCfg.Admission.Settings = now
 		c.mu.Unlock()
 		raw, _ := json.Marshal(storedThrottling{Config: c.cfg.Scheduling.Throttling.Settings(), Value: now})
-		t.kv(throttlingKey, raw)
+		t.kv(store.ThrottlingKey, raw)
 		view := specThrottling(now)
 		t.event(EventThrottlingChanged, "", "", "", model.Reason{Message: fmt.Sprintf("throttling enabled %t, capacity target percentage %g",
 			now.Enabled, now.CapacityTargetPercentage)}, view)
@@ -328,7 +320,7 @@ func (c *Controller) recordDeadLetter(t *txn, id, why string) model.Reason {
 		r = d.Reason
 	}
 	raw, _ := json.Marshal(storedDeadLetter{Reason: why, At: t.now})
-	t.kv(deadLetterKey(id), raw)
+	t.kv(store.JobDeadLetterKey(id), raw)
 	t.event(EventJobDeadLettered, id, "", "", r, nil)
 	return r
 }
@@ -342,7 +334,7 @@ func (c *Controller) admissionSubmitted(t *txn, lj *liveJob) {
 	}
 	if info, ok := c.eng.Admission(lj.rec.ID); ok {
 		raw, _ := json.Marshal(info.Variant)
-		t.kv(variantKey(lj.rec.ID), raw)
+		t.kv(store.JobVariantKey(lj.rec.ID), raw)
 	}
 }
 
@@ -376,7 +368,7 @@ func (c *Controller) withDeadLetter(ctx context.Context, v api.Job, j store.Job)
 	if v.Spec != nil {
 		a.Endpoint, a.Variant = v.Spec.Endpoint, v.Spec.Variant
 	}
-	if raw, err := c.st.KV(ctx, deadLetterKey(j.ID)); err == nil {
+	if raw, err := c.st.KV(ctx, store.JobDeadLetterKey(j.ID)); err == nil {
 		var d storedDeadLetter
 		if json.Unmarshal(raw, &d) == nil {
 			r := model.Because(model.ReasonInputInaccessible, "dead-lettered at validation: %s", d.Reason)
@@ -457,7 +449,7 @@ func (c *Controller) Redrive(ctx context.Context, id string) (api.Redriven, erro
 		for _, mt := range lj.model.Tasks {
 			t.touchTask(lj.tasks[mt.Name])
 		}
-		t.kv(deadLetterKey(id), nil)
+		t.kv(store.JobDeadLetterKey(id), nil)
 		c.admissionSubmitted(t, lj)
 		t.event(EventJobRedriven, id, "", "", model.Reason{}, map[string]any{"queue": lj.rec.Queue, "tasks": len(lj.model.Tasks)})
 		t.changed = true
@@ -495,7 +487,7 @@ func (c *Controller) recordAdmission(t *txn, d *engine.Decisions) {
 					where(info.Endpoint, info.Variant), info.Load, vs.TargetCapacity)
 			}
 			if !info.ThrottledAt.IsZero() {
-				t.kv(throttledKey(id), nil) // its wait is over
+				t.kv(store.JobThrottledKey(id), nil) // its wait is over
 			}
 			t.event(EventJobAdmitted, id, "", "", model.Reason{Message: msg},
 				map[string]any{"endpoint": info.Endpoint, "variant": info.Variant, "load": info.Load, "singleJobException": info.Exception})
@@ -508,7 +500,7 @@ func (c *Controller) recordAdmission(t *txn, d *engine.Decisions) {
 			// Kept so that a restart does not restart its starvation wait;
 			// after a restart this is the restored, earlier time again.
 			raw, _ := json.Marshal(info.ThrottledAt)
-			t.kv(throttledKey(th.Job), raw)
+			t.kv(store.JobThrottledKey(th.Job), raw)
 		}
 		t.event(EventJobThrottled, th.Job, "", "", th.Reason, data)
 	}
@@ -518,10 +510,10 @@ func (c *Controller) recordAdmission(t *txn, d *engine.Decisions) {
 			continue
 		}
 		if lj.spec.Variant == "" {
-			t.kv(variantKey(je.Job), nil)
+			t.kv(store.JobVariantKey(je.Job), nil)
 		}
 		if info, ok := c.eng.Admission(je.Job); !ok || !info.Admitted {
-			t.kv(throttledKey(je.Job), nil) // ended (cancelled) while it waited
+			t.kv(store.JobThrottledKey(je.Job), nil) // ended (cancelled) while it waited
 		}
 	}
 }
@@ -556,13 +548,13 @@ type admissionRecovery struct {
 // endpoints that still apply to the configuration.
 func (c *Controller) recoverAdmission(ctx context.Context, now time.Time, q *quarantine) (*admissionRecovery, error) {
 	ra := &admissionRecovery{c: c, ctx: ctx, now: now, restore: map[string]*model.Endpoint{}}
-	if raw, err := c.st.KV(ctx, throttlingKey); err == nil {
+	if raw, err := c.st.KV(ctx, store.ThrottlingKey); err == nil {
 		var st storedThrottling
 		if err := json.Unmarshal(raw, &st); err != nil {
-			q.setting(throttlingKey, raw, err)
+			q.setting(store.ThrottlingKey, raw, err)
 		} else if cfg := c.cfg.Scheduling.Throttling.Settings(); sameJSON(st.Config, cfg) {
 			if err := c.eng.Apply(engine.SetThrottling{Settings: st.Value, At: now}); err != nil {
-				q.setting(throttlingKey, raw, err)
+				q.setting(store.ThrottlingKey, raw, err)
 			}
 		} else {
 			c.cfg.Logger.Info("throttling settings changed at run time are dropped: the configuration changed since", "config", cfg)
@@ -570,7 +562,7 @@ func (c *Controller) recoverAdmission(ctx context.Context, now time.Time, q *qua
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return nil, err
 	}
-	raw, err := c.st.KV(ctx, endpointsKey)
+	raw, err := c.st.KV(ctx, store.EndpointsKey)
 	if errors.Is(err, store.ErrNotFound) {
 		return ra, nil
 	}
@@ -579,7 +571,7 @@ func (c *Controller) recoverAdmission(ctx context.Context, now time.Time, q *qua
 	}
 	var changes map[string]storedEndpoint
 	if err := json.Unmarshal(raw, &changes); err != nil {
-		q.setting(endpointsKey, raw, err)
+		q.setting(store.EndpointsKey, raw, err)
 		return ra, nil
 	}
 	configured := map[string]*model.Endpoint{}
@@ -605,10 +597,10 @@ func (c *Controller) recoverAdmission(ctx context.Context, now time.Time, q *qua
 		if err := c.eng.Apply(engine.SetEndpoint{Endpoint: *ch.Value, At: now}); err != nil {
 			// The others stay; this one is set aside.
 			one, _ := json.Marshal(ch)
-			q.entry(endpointsKey, n, one, err)
+			q.entry(store.EndpointsKey, n, one, err)
 			delete(changes, n)
 			kept, _ := json.Marshal(changes)
-			q.kv(endpointsKey, kept)
+			q.kv(store.EndpointsKey, kept)
 		}
 	}
 	return ra, nil
@@ -625,7 +617,7 @@ func (ra *admissionRecovery) deadLetter(j store.Job, js spec.Job) (bool, error) 
 		return true, err
 	}
 	d := storedDeadLetter{Reason: "an input is inaccessible", At: j.Submitted}
-	if raw, err := ra.c.st.KV(ra.ctx, deadLetterKey(j.ID)); err == nil {
+	if raw, err := ra.c.st.KV(ra.ctx, store.JobDeadLetterKey(j.ID)); err == nil {
 		if err := json.Unmarshal(raw, &d); err != nil {
 			return true, fmt.Errorf("dead-letter reason: %w", err)
 		}
@@ -645,7 +637,7 @@ func (ra *admissionRecovery) prepare(lj *liveJob) error {
 		return nil
 	}
 	if j.Variant == "" {
-		raw, err := ra.c.st.KV(ra.ctx, variantKey(j.ID))
+		raw, err := ra.c.st.KV(ra.ctx, store.JobVariantKey(j.ID))
 		switch {
 		case err == nil:
 			if err := json.Unmarshal(raw, &j.Variant); err != nil {
@@ -712,7 +704,7 @@ func (ra *admissionRecovery) restoreThrottle(lj *liveJob) error {
 	if lj.model.Endpoint == "" {
 		return nil
 	}
-	raw, err := ra.c.st.KV(ra.ctx, throttledKey(lj.rec.ID))
+	raw, err := ra.c.st.KV(ra.ctx, store.JobThrottledKey(lj.rec.ID))
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
 	}

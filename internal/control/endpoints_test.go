@@ -13,6 +13,7 @@ import (
 
 	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/engine/admit"
+	"github.com/allot-sched/allot/internal/model"
 	"github.com/allot-sched/allot/internal/spec"
 )
 
@@ -156,7 +157,7 @@ func TestBadEndpointAndThrottlingChangesNameTheFieldAndChangeNothing(t *testing.
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.apply()
-			var list spec.Errors
+			var list model.FieldErrors
 			if !errors.As(err, &list) || len(list) == 0 || list[0].Path != tc.field {
 				t.Fatalf("error %v, want a field error on %s", err, tc.field)
 			}

@@ -22,8 +22,6 @@ import (
 // crash loses at most this much of it.
 const HistorySaveEvery = 30 * time.Second
 
-func historyKey(queue string) string { return "queue/" + queue + "/history" }
-
 // storedHistory is a queue's policy history as stored.
 type storedHistory struct {
 	At      time.Time      `json:"at"`
@@ -50,7 +48,7 @@ func (c *Controller) saveHistory(t *txn, force bool) {
 		if err != nil {
 			continue
 		}
-		t.kv(historyKey(q.Name), raw)
+		t.kv(store.QueueHistoryKey(q.Name), raw)
 	}
 }
 
@@ -72,7 +70,7 @@ func (c *Controller) saveHistoryAtStop() {
 // restoreHistory gives each queue's policy the history stored for it.
 func (c *Controller) restoreHistory(ctx context.Context, qr *quarantine) error {
 	for _, q := range c.engCfg.Queues {
-		key := historyKey(q.Name)
+		key := store.QueueHistoryKey(q.Name)
 		raw, err := c.st.KV(ctx, key)
 		if errors.Is(err, store.ErrNotFound) {
 			continue

@@ -144,7 +144,7 @@ func TestTheRebalanceClockDoesNotRunWhileTheServerIsDown(t *testing.T) {
 	stopped := time.Date(2026, 3, 1, 11, 0, 0, 0, time.UTC)
 	raw, _ := json.Marshal(storedHistory{At: stopped, Policy: "classload",
 		History: policy.History{RebalanceExceededFor: time.Minute}})
-	if err := st.Commit(context.Background(), store.Batch{KV: map[string][]byte{historyKey("build"): raw}}); err != nil {
+	if err := st.Commit(context.Background(), store.Batch{KV: map[string][]byte{store.QueueHistoryKey("build"): raw}}); err != nil {
 		t.Fatal(err)
 	}
 	sched := spec.Scheduling{Queues: []spec.Queue{{Name: "build", Policy: policy.Config{Kind: "classload",

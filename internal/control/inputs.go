@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/allot-sched/allot/internal/engine/admit"
+	"github.com/allot-sched/allot/internal/model"
 	"github.com/allot-sched/allot/internal/spec"
 )
 
@@ -137,7 +138,7 @@ func NewInputChecker(allow []string) (*InputChecker, error) {
 	for i, a := range allow {
 		p, err := spec.ParseInputPrefix(a)
 		if err != nil {
-			return nil, spec.Errors{{Path: fmt.Sprintf("server.inputs.allow[%d]", i), Msg: err.Error()}}
+			return nil, model.FieldErrors{{Path: fmt.Sprintf("server.inputs.allow[%d]", i), Msg: err.Error()}}
 		}
 		ic.Allow = append(ic.Allow, p)
 	}

@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/allot-sched/allot/internal/api"
-	"github.com/allot-sched/allot/internal/spec"
+	"github.com/allot-sched/allot/internal/model"
 	"github.com/allot-sched/allot/internal/store/sqlite"
 )
 
@@ -98,7 +98,7 @@ func TestSubmissionRefusesInputsOutsideTheAllowListNamingTheField(t *testing.T) 
 		t.Fatal(err)
 	}
 	err = c.CheckJob(endpointJob("img", 1, good, "/etc/hostname"))
-	var list spec.Errors
+	var list model.FieldErrors
 	if !errors.As(err, &list) || len(list) != 1 || list[0].Path != "inputs[1]" || !strings.Contains(list[0].Msg, "/etc/hostname") {
 		t.Fatalf("CheckJob = %v, want one error naming inputs[1]", err)
 	}
@@ -198,7 +198,7 @@ func TestSubmissionRefusesALinkOutOfTheAllowListNamingTheField(t *testing.T) {
 	for i, in := range []string{filepath.Join(allowed, "escape.tif"), "file://" + filepath.Join(allowed, "escape.tif")} {
 		id := fmt.Sprintf("escape%d", i)
 		_, err := p.c.Submit(p.ctx(), endpointJob(id, 1, filepath.Join(allowed, "missing.tif"), in))
-		var list spec.Errors
+		var list model.FieldErrors
 		if !errors.As(err, &list) || len(list) != 1 || list[0].Path != "inputs[1]" || !strings.Contains(list[0].Msg, "server.inputs.allow") {
 			t.Fatalf("submitting a link out of the allow list: %v, want a refusal naming inputs[1]", err)
 		}

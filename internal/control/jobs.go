@@ -86,19 +86,19 @@ func (c *Controller) CheckJob(js spec.Job) error {
 	ex.Job.Queue = js.Queue
 	pc, ok := c.queuePolicy(js.Queue)
 	if !ok {
-		return spec.Errors{{Path: "queue", Msg: fmt.Sprintf("no queue %q (queues: %s)", js.Queue, strings.Join(c.queueNames(), ", "))}}
+		return model.FieldErrors{{Path: "queue", Msg: fmt.Sprintf("no queue %q (queues: %s)", js.Queue, strings.Join(c.queueNames(), ", "))}}
 	}
 	if err := policy.CheckJob(pc, &ex.Job); err != nil {
-		return spec.Errors{spec.FieldErrorOf("", err)}
+		return model.FieldErrors{model.FieldErrorOf("", err)}
 	}
-	var bad spec.Errors
+	var bad model.FieldErrors
 	for i, in := range js.Inputs {
 		err := c.inputs.Permitted(in)
 		if err == nil {
 			err = c.inputs.PermittedTarget(in) // resolves links on the file system
 		}
 		if err != nil {
-			bad = append(bad, &spec.FieldError{Path: fmt.Sprintf("inputs[%d]", i), Msg: fmt.Sprintf("%.200q: %v", in, err)})
+			bad = append(bad, &model.FieldError{Path: fmt.Sprintf("inputs[%d]", i), Msg: fmt.Sprintf("%.200q: %v", in, err), Err: err})
 		}
 	}
 	if len(bad) > 0 {
@@ -124,7 +124,7 @@ func (c *Controller) queuePolicy(queue string) (policy.Config, bool) {
 // cycle orders it by the new value.
 func (c *Controller) SetPriority(ctx context.Context, id string, priority int, urgent bool) (api.Job, error) {
 	if priority < spec.MinPriority || priority > spec.MaxPriority {
-		return api.Job{}, spec.Errors{{Path: "priority", Msg: fmt.Sprintf("must be a whole number between %d and %d (got %d)",
+		return api.Job{}, model.FieldErrors{{Path: "priority", Msg: fmt.Sprintf("must be a whole number between %d and %d (got %d)",
 			spec.MinPriority, spec.MaxPriority, priority)}}
 	}
 	_, err := c.do(ctx, func(t *txn) (any, error) {
@@ -136,7 +136,7 @@ func (c *Controller) SetPriority(ctx context.Context, id string, priority int, u
 		probe.Priority, probe.Urgent = priority, urgent
 		pc, _ := c.queuePolicy(lj.rec.Queue)
 		if err := policy.CheckJob(pc, &probe); err != nil {
-			return nil, spec.Errors{spec.FieldErrorOf("", err)}
+			return nil, model.FieldErrors{model.FieldErrorOf("", err)}
 		}
 		if err := c.eng.Apply(engine.SetJobPriority{Job: id, Priority: priority, Urgent: urgent}); err != nil {
 			return nil, err

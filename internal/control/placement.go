@@ -74,7 +74,7 @@ type cacheReport struct {
 func newPlacementState(cfg spec.Placement, engCfg engine.PlacementConfig) (*placementState, error) {
 	co, err := elastic.New(engCfg.Elastic)
 	if err != nil {
-		return nil, spec.Errors{{Path: "placement.elastic", Msg: err.Error()}}
+		return nil, model.FieldErrors{{Path: "placement.elastic", Msg: err.Error()}}
 	}
 	ttl := engCfg.CacheTTL
 	if ttl <= 0 {
@@ -102,18 +102,18 @@ func (p *placementState) worker(name string) *workerPlacement {
 // path.
 func checkHints(path string, hints []api.CacheHint) error {
 	if len(hints) > spec.MaxCached {
-		return spec.Errors{{Path: path, Msg: fmt.Sprintf("has %d entries, more than %d", len(hints), spec.MaxCached)}}
+		return model.FieldErrors{{Path: path, Msg: fmt.Sprintf("has %d entries, more than %d", len(hints), spec.MaxCached)}}
 	}
-	var errs spec.Errors
+	var errs model.FieldErrors
 	for i, h := range hints {
 		p := fmt.Sprintf("%s[%d]", path, i)
 		switch h.Kind {
 		case api.CacheModel, api.CacheDataset:
 		default:
-			errs = append(errs, &spec.FieldError{Path: p + ".kind", Msg: fmt.Sprintf("unknown kind %q (known: model, dataset)", h.Kind)})
+			errs = append(errs, &model.FieldError{Path: p + ".kind", Msg: fmt.Sprintf("unknown kind %q (known: model, dataset)", h.Kind)})
 		}
 		if h.Name == "" || len(h.Name) > 512 {
-			errs = append(errs, &spec.FieldError{Path: p + ".name", Msg: "must be 1 to 512 characters"})
+			errs = append(errs, &model.FieldError{Path: p + ".name", Msg: "must be 1 to 512 characters"})
 		}
 	}
 	if len(errs) > 0 {
@@ -284,15 +284,13 @@ func (c *Controller) noteState(t *txn, worker string, state model.WorkerState, b
 	wp := c.pl.worker(worker)
 	if state == model.WorkerDisabled {
 		wp.disabledBy = by
-		t.kv(disabledByKey(worker), []byte(by))
+		t.kv(store.WorkerDisabledByKey(worker), []byte(by))
 	} else {
 		wp.disabledBy = ""
-		t.kv(disabledByKey(worker), nil) // nil deletes: an enabled worker needs no record
+		t.kv(store.WorkerDisabledByKey(worker), nil) // nil deletes: an enabled worker needs no record
 	}
 	c.pl.fleetDirty = true
 }
-
-func disabledByKey(worker string) string { return "worker/" + worker + "/disabledBy" }
 
 // loadDisabledBy reads who disabled each disabled worker, after a restart.
 func (c *Controller) loadDisabledBy(ctx context.Context) error {
@@ -300,7 +298,7 @@ func (c *Controller) loadDisabledBy(ctx context.Context) error {
 		if lw.rec.State != string(model.WorkerDisabled) {
 			continue
 		}
-		b, err := c.st.KV(ctx, disabledByKey(name))
+		b, err := c.st.KV(ctx, store.WorkerDisabledByKey(name))
 		if errors.Is(err, store.ErrNotFound) {
 			continue // not recorded: the view says manual
 		}

@@ -301,7 +301,7 @@ func TestHeartbeatCacheHintsCountAndAnUnchangedReportCostsNoRound(t *testing.T) 
 	p.leaseUntil("w1", "the task on the worker holding its dataset", func(l api.Lease) bool { return len(l.Assignments) == 1 })
 
 	bad := api.Heartbeat{Cache: []api.CacheHint{{Kind: "weights", Name: "x"}}}
-	var fe spec.Errors
+	var fe model.FieldErrors
 	if err := p.c.HeartbeatCache(p.ctx(), "w1", bad); !errors.As(err, &fe) || fe[0].Path != "cache[0].kind" {
 		t.Errorf("unknown kind: %v, want an error naming cache[0].kind", err)
 	}

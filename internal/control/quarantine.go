@@ -38,9 +38,6 @@ const (
 	QuarantinedSetting = "setting"
 )
 
-// quarantineKeyPrefix prefixes the keys quarantined rows are moved to.
-const quarantineKeyPrefix = "quarantine/"
-
 // maxQuarantineReason bounds the message that says why a row was
 // quarantined: errors may quote the row.
 const maxQuarantineReason = 1 << 10
@@ -100,7 +97,7 @@ func (q *quarantine) worker(w store.Worker, err error) {
 	why := q.reason("worker", err)
 	q.c.cfg.Logger.Error("stored worker quarantined: it joins as new when it registers again", "worker", w.Name, "err", err)
 	if len(w.Spec) > 0 {
-		q.kv(quarantineKeyPrefix+"worker/"+w.Name, w.Spec)
+		q.kv(store.QuarantineWorkerKey(w.Name), w.Spec)
 	}
 	rec := w
 	rec.State = workerLost
@@ -114,7 +111,7 @@ func (q *quarantine) setting(key string, raw []byte, err error) {
 	why := q.reason("setting "+key, err)
 	q.c.cfg.Logger.Error("stored setting quarantined: the configured value applies", "key", key, "err", err)
 	q.kv(key, nil)
-	q.kv(quarantineKeyPrefix+key, raw)
+	q.kv(store.QuarantineKey(key), raw)
 	q.event(QuarantinedSetting, "", "", why)
 }
 
@@ -123,7 +120,7 @@ func (q *quarantine) setting(key string, raw []byte, err error) {
 func (q *quarantine) entry(key, name string, raw []byte, err error) {
 	why := q.reason(fmt.Sprintf("setting %s, entry %q,", key, name), err)
 	q.c.cfg.Logger.Error("an entry of a stored setting quarantined", "key", key, "entry", name, "err", err)
-	q.kv(quarantineKeyPrefix+key+"/"+name, raw)
+	q.kv(store.QuarantineEntryKey(key, name), raw)
 	q.event(QuarantinedSetting, "", "", why)
 }
 

@@ -9,7 +9,7 @@ import (
 	"github.com/allot-sched/allot/internal/engine"
 	"github.com/allot-sched/allot/internal/engine/policy"
 	"github.com/allot-sched/allot/internal/model"
-	"github.com/allot-sched/allot/internal/spec"
+	"github.com/allot-sched/allot/internal/store"
 )
 
 // Queues lists the queues with their current policy and task counts.
@@ -58,9 +58,7 @@ func (c *Controller) Queues(ctx context.Context) ([]api.Queue, error) {
 // it survives a restart.
 func (c *Controller) SetPolicy(ctx context.Context, queue string, pc policy.Config) (api.Queue, error) {
 	if _, err := policy.New(pc); err != nil {
-		var list spec.Errors
-		list = append(list, &spec.FieldError{Path: "policy", Msg: err.Error()})
-		return api.Queue{}, list
+		return api.Queue{}, model.FieldErrors{{Path: "policy", Msg: err.Error(), Err: err}}
 	}
 	_, err := c.do(ctx, func(t *txn) (any, error) {
 		idx := -1
@@ -79,7 +77,7 @@ func (c *Controller) SetPolicy(ctx context.Context, queue string, pc policy.Conf
 		c.engCfg.Queues[idx].Policy = pc
 		c.mu.Unlock()
 		raw, _ := json.Marshal(pc)
-		t.kv(policyKey(queue), raw)
+		t.kv(store.QueuePolicyKey(queue), raw)
 		t.event(EventPolicyChanged, "", "", "", model.Reason{Code: pc.Kind}, json.RawMessage(raw))
 		t.changed = true
 		return nil, nil

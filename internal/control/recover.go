@@ -110,7 +110,7 @@ func (c *Controller) checkQueuesOf(jobs []store.Job) error {
 // cannot be read or applied is quarantined and the configured one stays.
 func (c *Controller) recoverPolicies(ctx context.Context, q *quarantine, now time.Time) error {
 	for i, qc := range c.engCfg.Queues {
-		key := policyKey(qc.Name)
+		key := store.QueuePolicyKey(qc.Name)
 		raw, err := c.st.KV(ctx, key)
 		if errors.Is(err, store.ErrNotFound) {
 			continue
@@ -270,5 +270,3 @@ func (c *Controller) restoreTask(rec *store.Task) error {
 		return c.eng.Apply(engine.RestoreTask{Job: rec.Job, Task: rec.Name, State: model.TaskState(rec.State), Attempt: rec.Attempt, Fails: rec.Fails})
 	}
 }
-
-func policyKey(queue string) string { return "queue/" + queue + "/policy" }

@@ -443,7 +443,7 @@ func (c *Controller) SetWorkerState(ctx context.Context, worker string, state mo
 		switch state {
 		case model.WorkerReady, model.WorkerDraining, model.WorkerDisabled:
 		default:
-			return nil, spec.Errors{{Path: "state", Msg: fmt.Sprintf("unknown state %q (known: ready, draining, disabled)", state)}}
+			return nil, model.FieldErrors{{Path: "state", Msg: fmt.Sprintf("unknown state %q (known: ready, draining, disabled)", state)}}
 		}
 		switch {
 		case lw.rec.State == workerLost:

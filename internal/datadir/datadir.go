@@ -8,6 +8,7 @@
 package datadir
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -26,7 +27,7 @@ const (
 	// DatabaseFile is the SQLite database; SQLite keeps its write-ahead
 	// log and shared-memory index beside it (DatabaseFile + "-wal",
 	// "-shm").
-	DatabaseFile = "allot.db"
+	DatabaseFile = sqlite.DatabaseFile
 	// LockFile is locked (flock) by the server that uses the directory,
 	// and holds its PID.
 	LockFile = "allot.lock"
@@ -230,11 +231,14 @@ func (d *Dir) createDatabase() error {
 	return f.Close()
 }
 
-// OpenStore opens the database of the directory. A damaged file is refused
-// with the steps that bring the state back; a file system too full to open
-// it, or read-only, says so.
-func (d *Dir) OpenStore() (*sqlite.Store, error) {
-	st, err := sqlite.Open(d.Database())
+// StoreURL is the URL of the directory's store, for store.Open.
+func (d *Dir) StoreURL() string { return sqlite.URL(d.Database()) }
+
+// OpenStore opens the store of the directory (store.Open on StoreURL). A
+// damaged file is refused with the steps that bring the state back; a file
+// system too full to open it, or read-only, says so.
+func (d *Dir) OpenStore(ctx context.Context) (store.Store, error) {
+	st, err := store.Open(ctx, d.StoreURL())
 	switch {
 	case err == nil:
 		return st, nil

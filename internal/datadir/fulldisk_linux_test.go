@@ -21,7 +21,7 @@ func TestStoreThatCannotBeOpenedOnAFullDiskSaysSo(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = syscall.Unmount(path, syscall.MNT_DETACH) })
 	d := open(t, path)
-	st, err := d.OpenStore()
+	st, err := d.OpenStore(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestStoreThatCannotBeOpenedOnAFullDiskSaysSo(t *testing.T) {
 
 	d = open(t, path) // the lock and the checks need no room
 	defer d.Close()
-	st, err = d.OpenStore()
+	st, err = d.OpenStore(t.Context())
 	if err == nil {
 		st.Close()
 		t.Skip("SQLite opened the database on a full file system: nothing to check here")

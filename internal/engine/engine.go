@@ -90,7 +90,7 @@ type Engine struct {
 func New(cfg Config) (*Engine, error) {
 	fleet, err := place.NewFleetConfig(cfg.Placement)
 	if err != nil {
-		return nil, place.PrefixErrors("placement.", err)
+		return nil, model.FieldErrorsOf("placement", err)
 	}
 	e := &Engine{
 		fleet:       fleet,

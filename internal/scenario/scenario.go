@@ -97,15 +97,15 @@ func Parse(data []byte) (*Scenario, error) {
 }
 
 func (f *File) check() (*Scenario, error) {
-	var list spec.Errors
+	var list model.FieldErrors
 	collect := func(err error) {
 		if err == nil {
 			return
 		}
-		if l, ok := err.(spec.Errors); ok {
+		if l, ok := err.(model.FieldErrors); ok {
 			list = append(list, l...)
 		} else {
-			list = append(list, &spec.FieldError{Msg: err.Error()})
+			list = append(list, &model.FieldError{Msg: err.Error()})
 		}
 	}
 	cfg, err := f.EngineConfig()
@@ -114,7 +114,7 @@ func (f *File) check() (*Scenario, error) {
 	if f.Start != "" {
 		t, err := time.Parse(time.RFC3339, f.Start)
 		if err != nil {
-			list = append(list, &spec.FieldError{Path: "start", Msg: fmt.Sprintf("%q is not an RFC 3339 time (like 2026-01-01T00:00:00Z)", f.Start)})
+			list = append(list, &model.FieldError{Path: "start", Msg: fmt.Sprintf("%q is not an RFC 3339 time (like 2026-01-01T00:00:00Z)", f.Start)})
 		}
 		s.Start = t.UTC()
 	}
@@ -124,7 +124,7 @@ func (f *File) check() (*Scenario, error) {
 	}
 	for name := range f.State.Queues {
 		if len(cfg.Queues) > 0 && !queues[name] {
-			list = append(list, &spec.FieldError{Path: "state.queues." + name, Msg: fmt.Sprintf("no queue %q is defined", name)})
+			list = append(list, &model.FieldError{Path: "state.queues." + name, Msg: fmt.Sprintf("no queue %q is defined", name)})
 		}
 	}
 	names := map[string]string{}
@@ -134,7 +134,7 @@ func (f *File) check() (*Scenario, error) {
 		collect(err)
 		for _, mw := range ws {
 			if prev, dup := names[mw.Name]; dup {
-				list = append(list, &spec.FieldError{Path: path + ".name", Msg: fmt.Sprintf("worker %q is already defined at %s", mw.Name, prev)})
+				list = append(list, &model.FieldError{Path: path + ".name", Msg: fmt.Sprintf("worker %q is already defined at %s", mw.Name, prev)})
 				break
 			}
 			names[mw.Name] = path
@@ -146,10 +146,10 @@ func (f *File) check() (*Scenario, error) {
 		path := fmt.Sprintf("jobs[%d]", i)
 		switch {
 		case j.Count < 0:
-			list = append(list, &spec.FieldError{Path: path + ".count", Msg: "must not be negative"})
+			list = append(list, &model.FieldError{Path: path + ".count", Msg: "must not be negative"})
 			continue
 		case j.Count > MaxJobCopies:
-			list = append(list, &spec.FieldError{Path: path + ".count", Msg: fmt.Sprintf("must be at most %d (got %d)", MaxJobCopies, j.Count)})
+			list = append(list, &model.FieldError{Path: path + ".count", Msg: fmt.Sprintf("must be at most %d (got %d)", MaxJobCopies, j.Count)})
 			continue
 		}
 		if j.Queue == "" && len(cfg.Queues) == 1 {
@@ -157,9 +157,9 @@ func (f *File) check() (*Scenario, error) {
 		}
 		switch {
 		case j.Queue == "":
-			list = append(list, &spec.FieldError{Path: path + ".queue", Msg: "required when the scenario has several queues"})
+			list = append(list, &model.FieldError{Path: path + ".queue", Msg: "required when the scenario has several queues"})
 		case len(cfg.Queues) > 0 && !queues[j.Queue]:
-			list = append(list, &spec.FieldError{Path: path + ".queue", Msg: fmt.Sprintf("no queue %q is defined", j.Queue)})
+			list = append(list, &model.FieldError{Path: path + ".queue", Msg: fmt.Sprintf("no queue %q is defined", j.Queue)})
 		}
 		if j.ID == "" {
 			j.ID = fmt.Sprintf("job-%d", i+1)
@@ -174,13 +174,13 @@ func (f *File) check() (*Scenario, error) {
 			continue
 		}
 		if len(ex.Running) > 0 && s.DeadLetter(ex.Job) != "" {
-			list = append(list, &spec.FieldError{Path: path + ".inputs", Msg: "the job has running tasks, but an input is inaccessible: it would be dead-lettered"})
+			list = append(list, &model.FieldError{Path: path + ".inputs", Msg: "the job has running tasks, but an input is inaccessible: it would be dead-lettered"})
 			continue
 		}
 		copies := expandIDs(j.ID, j.Count)
 		for _, id := range copies {
 			if prev, dup := ids[id]; dup {
-				list = append(list, &spec.FieldError{Path: path + ".id", Msg: fmt.Sprintf("job %q is already defined at %s", id, prev)})
+				list = append(list, &model.FieldError{Path: path + ".id", Msg: fmt.Sprintf("job %q is already defined at %s", id, prev)})
 				break
 			}
 			ids[id] = path

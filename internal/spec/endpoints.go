@@ -107,9 +107,7 @@ func (s Scheduling) admission(c *errs) admit.Config {
 	for _, e := range s.Endpoints {
 		cfg.Endpoints = append(cfg.Endpoints, e.Model())
 	}
-	for _, p := range cfg.Problems() {
-		c.add(p.Field, "%s", p.Msg)
-	}
+	c.list = append(c.list, cfg.Problems()...)
 	return cfg
 }
 

@@ -5,44 +5,18 @@
 package spec
 
 import (
-	"errors"
 	"fmt"
-	"strings"
+
+	"github.com/allot-sched/allot/internal/model"
 )
 
-// FieldError is one problem with one field of the input.
-type FieldError struct {
-	// Path is the field's path, e.g. "jobs[2].tasks[0].count".
-	Path string `json:"field"`
-	// Line is the 1-based line in the document, 0 when unknown.
-	Line int    `json:"line,omitempty"`
-	Msg  string `json:"message"`
-}
+// FieldError is one problem with one field of the input: model.FieldError,
+// the type every validator returns, spelt where documents are read.
+type FieldError = model.FieldError
 
-func (e *FieldError) Error() string {
-	var b strings.Builder
-	if e.Line > 0 {
-		fmt.Fprintf(&b, "line %d: ", e.Line)
-	}
-	if e.Path != "" {
-		b.WriteString(e.Path)
-		b.WriteString(": ")
-	}
-	b.WriteString(e.Msg)
-	return b.String()
-}
-
-// Errors is a list of field errors; a document is reported with all its
-// problems at once so a user fixes them in one pass.
-type Errors []*FieldError
-
-func (es Errors) Error() string {
-	parts := make([]string, len(es))
-	for i, e := range es {
-		parts[i] = e.Error()
-	}
-	return strings.Join(parts, "\n")
-}
+// Errors is a list of field errors (model.FieldErrors); a document is
+// reported with all its problems at once so a user fixes them in one pass.
+type Errors = model.FieldErrors
 
 // errs collects field errors while a document is checked.
 type errs struct {
@@ -53,41 +27,20 @@ func (c *errs) add(path, format string, args ...any) {
 	c.list = append(c.list, &FieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
 }
 
-// addErr records err under prefix (see FieldErrorOf).
+// addErr records the field errors of err under prefix (see
+// model.FieldErrorsOf).
 func (c *errs) addErr(prefix string, err error) {
-	c.list = append(c.list, FieldErrorOf(prefix, err))
+	c.list = append(c.list, model.FieldErrorsOf(prefix, err)...)
 }
 
-// FieldErrorOf turns err into a field error under prefix. An error that
-// already names a field path, as policy validation does
-// ("classload.classes[1].percent: ..."), keeps it, joined under the prefix.
+// FieldErrorOf turns err into a field error under prefix: a field error
+// keeps its path, joined under the prefix (model.FieldErrorOf).
 func FieldErrorOf(prefix string, err error) *FieldError {
-	var fe *FieldError
-	if errors.As(err, &fe) {
-		return &FieldError{Path: join(prefix, fe.Path), Line: fe.Line, Msg: fe.Msg}
-	}
-	msg := err.Error()
-	if i := strings.Index(msg, ": "); i > 0 && !strings.Contains(msg[:i], " ") {
-		return &FieldError{Path: join(prefix, msg[:i]), Msg: msg[i+2:]}
-	}
-	return &FieldError{Path: prefix, Msg: msg}
+	return model.FieldErrorOf(prefix, err)
 }
 
 func (c *errs) err() error {
-	if len(c.list) == 0 {
-		return nil
-	}
-	return c.list
+	return c.list.Err()
 }
 
-func join(prefix, path string) string {
-	switch {
-	case prefix == "":
-		return path
-	case path == "":
-		return prefix
-	case strings.HasPrefix(path, "["):
-		return prefix + path
-	}
-	return prefix + "." + path
-}
+func join(prefix, path string) string { return model.JoinPath(prefix, path) }

@@ -97,9 +97,7 @@ func (p Placement) Config() (place.Config, error) {
 	cfg.Elastic = el
 	if ok {
 		if err := cfg.Validate(); err != nil {
-			for _, e := range unjoin(err) {
-				c.addErr("placement", e)
-			}
+			c.addErr("placement", err)
 		}
 	}
 	if err := c.err(); err != nil {
@@ -138,14 +136,6 @@ func (e Elastic) config(c *errs) (elastic.Config, bool) {
 		}
 	}
 	return cfg, ok
-}
-
-// unjoin splits an errors.Join error into its parts.
-func unjoin(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
-	}
-	return []error{err}
 }
 
 // stickyFieldRE matches the result fields that carry weights a later stage

@@ -106,11 +106,6 @@ func (s *Server) check(w http.ResponseWriter, err error) bool {
 	return true
 }
 
-// forbidden writes a refusal of package auth.
-func forbidden(w http.ResponseWriter, d *auth.Denied) {
-	writeError(w, http.StatusForbidden, api.Error{Code: api.CodeForbidden, Message: d.Message, Field: d.Field})
-}
-
 // visible answers 404, as for a job that does not exist, and returns false
 // when the caller may not see job id: a submitter neither reads nor cancels
 // another team's jobs, nor learns which IDs they use. An admin needs no

@@ -92,10 +92,8 @@ func (s *Server) admitReserved(next http.Handler) http.Handler {
 		if netlimit.Reserved(r.Context()) && !reserveRoutes[routeOf(r)] {
 			netlimit.RefuseReserved(r.Context())
 			_ = http.NewResponseController(w).SetReadDeadline(time.Now())
-			w.Header().Set("Retry-After", netlimit.RetryAfterHeader())
 			w.Header().Set("Connection", "close")
-			writeError(w, http.StatusServiceUnavailable, api.Error{Code: api.CodeOverloaded,
-				Message: "the server is at its connection limit; its last connections are kept for health checks and workers: retry later"})
+			s.fail(w, errOverloaded) // 503 overloaded, with Retry-After
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -137,6 +135,9 @@ func routeOf(r *http.Request) string {
 	}
 	return ""
 }
+
+// errOverloaded is a request refused on a reserved connection.
+var errOverloaded = errors.New("the server is at its connection limit; its last connections are kept for health checks and workers: retry later")
 
 // errBodyTooSlow is a body that did not arrive in time.
 var errBodyTooSlow = errors.New("the request body arrived too slowly")

@@ -5,7 +5,7 @@ import (
 
 	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/auth"
-	"github.com/allot-sched/allot/internal/spec"
+	"github.com/allot-sched/allot/internal/model"
 )
 
 // Placement routes (seed 002): manual elastic toggles, the density series,
@@ -23,7 +23,7 @@ func (s *Server) elasticToggle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Enabled == nil {
-		s.fail(w, spec.Errors{{Path: "enabled", Msg: "required: true enables the worker, false disables it"}})
+		s.fail(w, model.FieldErrors{{Path: "enabled", Msg: "required: true enables the worker, false disables it"}})
 		return
 	}
 	wk, err := s.ctrl.ToggleElastic(r.Context(), r.PathValue("name"), *req.Enabled)

@@ -16,7 +16,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/auth"
@@ -57,6 +56,8 @@ type Server struct {
 	handler http.Handler // mux behind authentication
 
 	defaultQueue queueDefault
+	// patterns are the API routes registered, "METHOD /path" (handle).
+	patterns []string
 }
 
 //go:embed openapi.json
@@ -80,47 +81,57 @@ func New(ctrl *control.Controller, opt Options) *Server {
 // Handler returns the HTTP handler.
 func (s *Server) Handler() http.Handler { return s.handler }
 
+// routes registers the API's routes. Each goes through handle, which keeps
+// its pattern, so that routes_test.go checks that openapi.json documents
+// every route the server serves and no other; the catch-all "/v1/" (404
+// for an unknown route) and the dashboard are not API routes.
 func (s *Server) routes() {
-	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) })
-	s.mux.HandleFunc("GET /readyz", s.ready)
-	s.mux.HandleFunc("GET /metrics", s.metrics)
-	s.mux.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, _ *http.Request) {
+	s.handle("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) })
+	s.handle("GET /readyz", s.ready)
+	s.handle("GET /metrics", s.metrics)
+	s.handle("GET /openapi.json", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(openapiDoc)
 	})
-	s.mux.HandleFunc("POST /v1/jobs", s.submit)
-	s.mux.HandleFunc("GET /v1/jobs", s.listJobs)
-	s.mux.HandleFunc("GET /v1/jobs/{id}", s.getJob)
-	s.mux.HandleFunc("POST /v1/jobs/{id}/cancel", s.cancel)
-	s.mux.HandleFunc("POST /v1/jobs/{id}/priority", s.setPriority)
-	s.mux.HandleFunc("GET /v1/jobs/{id}/logs", s.logs)
-	s.mux.HandleFunc("GET /v1/jobs/{id}/explain", s.explain)
-	s.mux.HandleFunc("GET /v1/events", s.events)
-	s.mux.HandleFunc("GET /v1/workers", s.workers)
-	s.mux.HandleFunc("POST /v1/workers", s.register)
-	s.mux.HandleFunc("POST /v1/workers/{name}/lease", s.lease)
-	s.mux.HandleFunc("POST /v1/workers/{name}/reports", s.reports)
-	s.mux.HandleFunc("POST /v1/workers/{name}/heartbeat", s.heartbeat)
-	s.mux.HandleFunc("POST /v1/workers/{name}/state", s.workerState)
-	s.mux.HandleFunc("POST /v1/workers/{name}/elastic", s.elasticToggle)
-	s.mux.HandleFunc("GET /v1/density", s.density)
-	s.mux.HandleFunc("GET /v1/queues", s.queues)
-	s.mux.HandleFunc("PUT /v1/queues/{name}/policy", s.setPolicy)
-	s.mux.HandleFunc("GET /v1/endpoints", s.endpoints)
-	s.mux.HandleFunc("PUT /v1/endpoints/{name}", s.setEndpoint)
-	s.mux.HandleFunc("DELETE /v1/endpoints/{name}", s.removeEndpoint)
-	s.mux.HandleFunc("GET /v1/throttling", s.throttling)
-	s.mux.HandleFunc("PUT /v1/throttling", s.setThrottling)
-	s.mux.HandleFunc("GET /v1/deadletters", s.deadLetters)
-	s.mux.HandleFunc("POST /v1/deadletters/{id}/redrive", s.redrive)
-	s.mux.HandleFunc("POST /v1/tokens", s.createToken)
-	s.mux.HandleFunc("GET /v1/tokens", s.listTokens)
-	s.mux.HandleFunc("DELETE /v1/tokens/{id}", s.revokeToken)
+	s.handle("POST /v1/jobs", s.submit)
+	s.handle("GET /v1/jobs", s.listJobs)
+	s.handle("GET /v1/jobs/{id}", s.getJob)
+	s.handle("POST /v1/jobs/{id}/cancel", s.cancel)
+	s.handle("POST /v1/jobs/{id}/priority", s.setPriority)
+	s.handle("GET /v1/jobs/{id}/logs", s.logs)
+	s.handle("GET /v1/jobs/{id}/explain", s.explain)
+	s.handle("GET /v1/events", s.events)
+	s.handle("GET /v1/workers", s.workers)
+	s.handle("POST /v1/workers", s.register)
+	s.handle("POST /v1/workers/{name}/lease", s.lease)
+	s.handle("POST /v1/workers/{name}/reports", s.reports)
+	s.handle("POST /v1/workers/{name}/heartbeat", s.heartbeat)
+	s.handle("POST /v1/workers/{name}/state", s.workerState)
+	s.handle("POST /v1/workers/{name}/elastic", s.elasticToggle)
+	s.handle("GET /v1/density", s.density)
+	s.handle("GET /v1/queues", s.queues)
+	s.handle("PUT /v1/queues/{name}/policy", s.setPolicy)
+	s.handle("GET /v1/endpoints", s.endpoints)
+	s.handle("PUT /v1/endpoints/{name}", s.setEndpoint)
+	s.handle("DELETE /v1/endpoints/{name}", s.removeEndpoint)
+	s.handle("GET /v1/throttling", s.throttling)
+	s.handle("PUT /v1/throttling", s.setThrottling)
+	s.handle("GET /v1/deadletters", s.deadLetters)
+	s.handle("POST /v1/deadletters/{id}/redrive", s.redrive)
+	s.handle("POST /v1/tokens", s.createToken)
+	s.handle("GET /v1/tokens", s.listTokens)
+	s.handle("DELETE /v1/tokens/{id}", s.revokeToken)
 	s.mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)})
 	})
 	// The dashboard (internal/web) answers every other path; it checks the same tokens itself (see authenticate).
 	s.mux.Handle(dashboardPattern, web.New(s.ctrl, web.Options{Auth: s.opt.Auth, Logger: s.opt.Logger}))
+}
+
+// handle registers an API route and records its pattern (see routes).
+func (s *Server) handle(pattern string, h http.HandlerFunc) {
+	s.patterns = append(s.patterns, pattern)
+	s.mux.HandleFunc(pattern, h)
 }
 
 // ready answers /readyz: ready once the loop answers a round trip. While the
@@ -188,15 +199,11 @@ func storeUnavailable(w http.ResponseWriter, msg string) {
 func (s *Server) body(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.bodyLimit(r)))
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			writeError(w, http.StatusRequestEntityTooLarge, api.Error{Code: api.CodeTooLarge, Field: "body",
-				Message: fmt.Sprintf("the request body is larger than the limit of %d bytes", mbe.Limit)})
-			return nil, false
-		}
 		if errors.Is(err, errBodyTooSlow) {
 			w.Header().Set("Connection", "close")
-			writeError(w, http.StatusRequestTimeout, api.Error{Code: api.CodeTimeout, Field: "body", Message: err.Error()})
+		}
+		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) || errors.Is(err, errBodyTooSlow) {
+			s.fail(w, err) // 413 too_large or 408 timeout (errorKinds)
 			return nil, false
 		}
 		writeError(w, http.StatusBadRequest, api.Error{Code: api.CodeInvalid, Field: "body", Message: "reading the body: " + err.Error()})
@@ -240,16 +247,16 @@ func jsonError(body []byte, out any, err error) error {
 	}
 	switch {
 	case errors.As(err, &te):
-		return spec.Errors{{Path: te.Field, Msg: fmt.Sprintf("wrong type: got a JSON %s, want %s", te.Value, te.Type)}}
+		return model.FieldErrors{{Path: te.Field, Msg: fmt.Sprintf("wrong type: got a JSON %s, want %s", te.Value, te.Type)}}
 	case errors.As(err, &se):
-		return spec.Errors{{Path: "body", Msg: fmt.Sprintf("malformed JSON at byte %d: %v", se.Offset, se)}}
+		return model.FieldErrors{{Path: "body", Msg: fmt.Sprintf("malformed JSON at byte %d: %v", se.Offset, se)}}
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return spec.Errors{{Path: name, Msg: fmt.Sprintf("unknown field %q", name)}}
+		return model.FieldErrors{{Path: name, Msg: fmt.Sprintf("unknown field %q", name)}}
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return spec.Errors{{Path: "body", Msg: "malformed JSON: unexpected end"}}
+		return model.FieldErrors{{Path: "body", Msg: "malformed JSON: unexpected end"}}
 	}
-	return spec.Errors{{Path: "body", Msg: err.Error()}}
+	return model.FieldErrors{{Path: "body", Msg: err.Error()}}
 }
 
 func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
@@ -298,12 +305,12 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 	}
 	var err error
 	if f.AfterSeq, err = intParam(q.Get("after")); err != nil {
-		s.fail(w, spec.Errors{{Path: "after", Msg: err.Error()}})
+		s.fail(w, model.FieldErrors{{Path: "after", Msg: err.Error()}})
 		return
 	}
 	limit, err := intParam(q.Get("limit"))
 	if err != nil {
-		s.fail(w, spec.Errors{{Path: "limit", Msg: err.Error()}})
+		s.fail(w, model.FieldErrors{{Path: "limit", Msg: err.Error()}})
 		return
 	}
 	f.Limit = int(limit)
@@ -365,12 +372,12 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	after, err := intParam(q.Get("after"))
 	if err != nil {
-		s.fail(w, spec.Errors{{Path: "after", Msg: err.Error()}})
+		s.fail(w, model.FieldErrors{{Path: "after", Msg: err.Error()}})
 		return
 	}
 	limit, err := intParam(q.Get("limit"))
 	if err != nil {
-		s.fail(w, spec.Errors{{Path: "limit", Msg: err.Error()}})
+		s.fail(w, model.FieldErrors{{Path: "limit", Msg: err.Error()}})
 		return
 	}
 	if limit == 0 || limit > 1000 {
@@ -609,84 +616,10 @@ func (s *Server) setPolicy(w http.ResponseWriter, r *http.Request) {
 	s.reply(w, q, err)
 }
 
-// fail answers with the status and body err deserves.
-func (s *Server) fail(w http.ResponseWriter, err error) {
-	var list spec.Errors
-	var fe *spec.FieldError
-	var denied *auth.Denied
-	var taken *control.IDTakenError
-	switch {
-	case errors.As(err, &denied):
-		forbidden(w, denied)
-	case errors.As(err, &taken):
-		writeError(w, http.StatusConflict, api.Error{Code: api.CodeConflict, Message: taken.Error(), Field: "id"})
-	case errors.As(err, &list) && len(list) > 0:
-		writeError(w, http.StatusBadRequest, api.Error{Code: api.CodeInvalid, Message: list.Error(), Field: list[0].Path, Line: list[0].Line, Details: list})
-	case errors.As(err, &fe):
-		writeError(w, http.StatusBadRequest, api.Error{Code: api.CodeInvalid, Message: fe.Error(), Field: fe.Path, Line: fe.Line})
-	case errors.Is(err, control.ErrNotFound):
-		writeError(w, http.StatusNotFound, api.Error{Code: api.CodeNotFound, Message: err.Error()})
-	case errors.Is(err, control.ErrConflict):
-		writeError(w, http.StatusConflict, api.Error{Code: api.CodeConflict, Message: err.Error()})
-	case errors.Is(err, control.ErrForbidden):
-		writeError(w, http.StatusForbidden, api.Error{Code: api.CodeForbidden, Message: err.Error()})
-	case errors.Is(err, control.ErrInvalid):
-		writeError(w, http.StatusBadRequest, api.Error{Code: api.CodeInvalid, Message: err.Error()})
-	case errors.Is(err, store.ErrUnavailable):
-		s.opt.Logger.Debug("request refused: the store refuses writes", "err", err)
-		storeUnavailable(w, err.Error())
-	case errors.Is(err, control.ErrStopped), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		writeError(w, http.StatusServiceUnavailable, api.Error{Code: api.CodeUnavailable, Message: err.Error()})
-	default:
-		s.opt.Logger.Error("request failed", "err", err)
-		writeError(w, http.StatusInternalServerError, api.Error{Code: api.CodeInternal, Message: err.Error()})
-	}
-}
-
-// reply answers a read or a change: the error as fail maps it, else v with
-// 200.
-func (s *Server) reply(w http.ResponseWriter, v any, err error) {
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, v)
-}
-
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(v)
-}
-
-// maxErrorMessage bounds the message of an error answer: messages quote
-// what was sent, and a refused 1 MiB value need not come back whole.
-const maxErrorMessage = 4 << 10
-
-func writeError(w http.ResponseWriter, status int, e api.Error) {
-	e.Message = shorten(e.Message)
-	if len(e.Details) > 0 {
-		details := make([]*spec.FieldError, len(e.Details))
-		for i, d := range e.Details {
-			c := *d
-			c.Path, c.Msg = shorten(c.Path), shorten(c.Msg)
-			details[i] = &c
-		}
-		e.Details = details
-	}
-	e.Field = shorten(e.Field)
-	writeJSON(w, status, api.ErrorBody{Error: e})
-}
-
-func shorten(s string) string {
-	if len(s) <= maxErrorMessage {
-		return s
-	}
-	cut := maxErrorMessage
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }

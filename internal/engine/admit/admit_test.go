@@ -181,7 +181,7 @@ func TestConfigProblemsNameTheField(t *testing.T) {
 			if len(ps) == 0 {
 				t.Fatal("no problem found")
 			}
-			if ps[0].Field != tc.field {
+			if ps[0].Path != tc.field {
 				t.Errorf("problem %v, want one naming %s", ps, tc.field)
 			}
 			if _, err := New(tc.cfg, 1); err == nil || !strings.HasPrefix(err.Error(), tc.field+": ") {
@@ -640,7 +640,7 @@ func TestSettingsAndEndpointsBeyondTheirBoundsAreProblems(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, p := range tt.cfg.Problems() {
-				if p.Field == tt.field {
+				if p.Path == tt.field {
 					return
 				}
 			}

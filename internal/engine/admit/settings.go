@@ -112,28 +112,20 @@ type Config struct {
 	Endpoints []model.Endpoint
 }
 
-// Problem is one invalid setting, named by its path in the configuration
-// file ("throttling.capacityTargetPercentage", "endpoints[1].variants[0].weight").
-type Problem struct {
-	Field string
-	Msg   string
-}
-
-func (p Problem) Error() string { return p.Field + ": " + p.Msg }
-
 // Problems lists every invalid setting of c, so that a user fixes them in
-// one pass.
-func (c Config) Problems() []Problem {
+// one pass. Each names its path in the configuration file
+// ("throttling.capacityTargetPercentage", "endpoints[1].variants[0].weight").
+func (c Config) Problems() model.FieldErrors {
 	out := c.Settings.problems()
 	if len(c.Endpoints) > MaxEndpoints {
-		out = append(out, Problem{"endpoints", fmt.Sprintf("has %d entries, more than %d", len(c.Endpoints), MaxEndpoints)})
+		out = append(out, model.Invalid("endpoints", "has %d entries, more than %d", len(c.Endpoints), MaxEndpoints))
 		return out
 	}
 	seen := map[string]int{}
 	for i, ep := range c.Endpoints {
 		path := fmt.Sprintf("endpoints[%d]", i)
 		if prev, dup := seen[ep.Name]; dup && ep.Name != "" {
-			out = append(out, Problem{path + ".name", fmt.Sprintf("endpoint %q is already defined at endpoints[%d]", ep.Name, prev)})
+			out = append(out, model.Invalid(path+".name", "endpoint %q is already defined at endpoints[%d]", ep.Name, prev))
 		}
 		seen[ep.Name] = i
 		out = append(out, endpointProblems(path, ep)...)
@@ -149,10 +141,10 @@ func (c Config) Validate() error {
 	return nil
 }
 
-func (s Settings) problems() []Problem {
-	var out []Problem
+func (s Settings) problems() model.FieldErrors {
+	var out model.FieldErrors
 	add := func(f, format string, args ...any) {
-		out = append(out, Problem{"throttling." + f, fmt.Sprintf(format, args...)})
+		out = append(out, model.Invalid("throttling."+f, format, args...))
 	}
 	if p := s.CapacityTargetPercentage; math.IsNaN(p) || p < 0 || p > MaxCapacityTargetPercentage {
 		add("capacityTargetPercentage", "must be between 0.0 and %.1f (got %g)", MaxCapacityTargetPercentage, p)
@@ -192,10 +184,10 @@ const MaxNameLen = model.MaxNameLen
 
 func validName(s string) bool { return model.ValidName(s) }
 
-func endpointProblems(path string, ep model.Endpoint) []Problem {
-	var out []Problem
+func endpointProblems(path string, ep model.Endpoint) model.FieldErrors {
+	var out model.FieldErrors
 	add := func(f, format string, args ...any) {
-		out = append(out, Problem{path + "." + f, fmt.Sprintf(format, args...)})
+		out = append(out, model.Invalid(path+"."+f, format, args...))
 	}
 	if !validName(ep.Name) {
 		add("name", "%.40q is not a valid name: %s", ep.Name, model.NameRule)
@@ -229,13 +221,13 @@ func endpointProblems(path string, ep model.Endpoint) []Problem {
 	for i, v := range ep.Variants {
 		vp := fmt.Sprintf("%s.variants[%d]", path, i)
 		if !validName(v.Name) {
-			out = append(out, Problem{vp + ".name", fmt.Sprintf("%.40q is not a valid name: %s", v.Name, model.NameRule)})
+			out = append(out, model.Invalid(vp+".name", "%.40q is not a valid name: %s", v.Name, model.NameRule))
 		} else if prev, dup := seen[v.Name]; dup {
-			out = append(out, Problem{vp + ".name", fmt.Sprintf("variant %q is already defined at variants[%d]", v.Name, prev)})
+			out = append(out, model.Invalid(vp+".name", "variant %q is already defined at variants[%d]", v.Name, prev))
 		}
 		seen[v.Name] = i
 		if math.IsNaN(v.Weight) || math.IsInf(v.Weight, 0) || v.Weight < 0 || v.Weight > MaxWeight {
-			out = append(out, Problem{vp + ".weight", fmt.Sprintf("must be a number from 0 to %d (got %g)", MaxWeight, v.Weight)})
+			out = append(out, model.Invalid(vp+".weight", "must be a number from 0 to %d (got %g)", MaxWeight, v.Weight))
 		} else {
 			total += v.Weight
 		}
@@ -247,10 +239,10 @@ func endpointProblems(path string, ep model.Endpoint) []Problem {
 	return out
 }
 
-func capacityProblems(path string, t model.EndpointType, maxConc, instances, instConc int) []Problem {
-	var out []Problem
+func capacityProblems(path string, t model.EndpointType, maxConc, instances, instConc int) model.FieldErrors {
+	var out model.FieldErrors
 	add := func(f, format string, args ...any) {
-		out = append(out, Problem{path + "." + f, fmt.Sprintf(format, args...)})
+		out = append(out, model.Invalid(path+"."+f, format, args...))
 	}
 	for _, f := range []struct {
 		name string

@@ -72,9 +72,9 @@ func DefaultConfig() Config {
 // Validate checks c; errors name the setting as configuration spells it.
 // A switched-off zero Config is valid.
 func (c Config) Validate() error {
-	var errs []error
+	var errs model.FieldErrors
 	bad := func(field, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+		errs = append(errs, model.Invalid(field, format, args...))
 	}
 	if c.IdleAfter < 0 {
 		bad("idleSeconds", "must not be negative (got %g)", c.IdleAfter.Seconds())
@@ -101,7 +101,7 @@ func (c Config) Validate() error {
 		bad("queueThresholdForEnable", "is %d, below queueMaxForDisable %d: a queue of %d tasks would both allow disabling idle workers and demand enabling them",
 			c.QueueThresholdForEnable, c.QueueMaxForDisable, c.QueueMaxForDisable)
 	}
-	return errors.Join(errs...)
+	return errs.Err()
 }
 
 // Worker is what the coordinator needs to know about one worker.

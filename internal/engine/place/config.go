@@ -1,7 +1,6 @@
 package place
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -120,12 +119,6 @@ type settings struct {
 	mergeMax int
 }
 
-// errField prefixes a message with the field it concerns, the form the
-// configuration layer turns into a field path.
-func errField(field, format string, args ...any) error {
-	return fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...))
-}
-
 // Validate checks c. Errors name the field, relative to the placement
 // block ("lambda.training: must be between 0 and 1"), all at once.
 func (c Config) Validate() error {
@@ -134,22 +127,22 @@ func (c Config) Validate() error {
 }
 
 func (c Config) settings() (settings, error) {
-	var errs []error
+	var errs model.FieldErrors
 	s := settings{reuse: true, ttl: DefaultCacheTTL, jitter: DefaultJitter, sticky: c.StageStickiness, mergeMax: DefaultMergeMax,
 		lambda: [3]float64{DefaultLambdaInference, DefaultLambdaTraining, DefaultLambdaOther}}
 	var err error
 	if s.mode, err = ParseMode(c.Mode); err != nil {
-		errs = append(errs, errField("mode", "%v", err))
+		errs = append(errs, model.Invalid("mode", "%v", err))
 	}
 	if s.strategy, err = ParseStrategy(c.Strategy); err != nil {
-		errs = append(errs, errField("strategy", "%v", err))
+		errs = append(errs, model.Invalid("strategy", "%v", err))
 	}
 	if c.ContextReuse != nil {
 		s.reuse = *c.ContextReuse
 	}
 	switch {
 	case c.CacheTTL < 0:
-		errs = append(errs, errField("cacheTTL", "must not be negative (got %s)", c.CacheTTL))
+		errs = append(errs, model.Invalid("cacheTTL", "must not be negative (got %s)", c.CacheTTL))
 	case c.CacheTTL > 0:
 		s.ttl = c.CacheTTL
 	}
@@ -161,44 +154,28 @@ func (c Config) settings() (settings, error) {
 			continue
 		}
 		if v := *l.v; !(v >= 0 && v <= 1) {
-			errs = append(errs, errField("lambda."+l.name, "must be between 0 and 1 (got %g)", v))
+			errs = append(errs, model.Invalid("lambda."+l.name, "must be between 0 and 1 (got %g)", v))
 			continue
 		}
 		s.lambda[i] = *l.v
 	}
 	if c.Jitter != nil {
 		if v := *c.Jitter; !(v >= 0) || math.IsInf(v, 0) {
-			errs = append(errs, errField("jitter", "must be a number of at least 0 (got %g)", v))
+			errs = append(errs, model.Invalid("jitter", "must be a number of at least 0 (got %g)", v))
 		} else {
 			s.jitter = v
 		}
 	}
 	switch {
 	case c.MergeMax < 0 || c.MergeMax > MaxMergeMax:
-		errs = append(errs, errField("mergeMax", "must be between 0 and %d (got %d); 1 turns merging off, 0 takes the default %d", MaxMergeMax, c.MergeMax, DefaultMergeMax))
+		errs = append(errs, model.Invalid("mergeMax", "must be between 0 and %d (got %d); 1 turns merging off, 0 takes the default %d", MaxMergeMax, c.MergeMax, DefaultMergeMax))
 	case c.MergeMax > 0:
 		s.mergeMax = c.MergeMax
 	}
 	if err := c.Elastic.Validate(); err != nil {
-		errs = append(errs, PrefixErrors("elastic.", err))
+		errs = append(errs, model.FieldErrorsOf("elastic", err)...)
 	}
-	return s, errors.Join(errs...)
-}
-
-// PrefixErrors puts prefix before each line of err, so that the field paths
-// of a nested block come out whole.
-func PrefixErrors(prefix string, err error) error {
-	var list []error
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		list = j.Unwrap()
-	} else {
-		list = []error{err}
-	}
-	out := make([]error, len(list))
-	for i, e := range list {
-		out[i] = fmt.Errorf("%s%w", prefix, e)
-	}
-	return errors.Join(out...)
+	return s, errs.Err()
 }
 
 // categoryIndex maps a task category to its λ slot; an empty or unknown

@@ -85,15 +85,12 @@ func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) (store
 	fail := func(err error) (store.Token, error) {
 		return store.Token{}, fmt.Errorf("sqlite: revoke token %q: %w", id, err)
 	}
-	when, err := timeValue("revoked", at)
-	if err != nil {
+	if err := store.CheckRevoke(at); err != nil {
 		return fail(err)
 	}
-	if when == nil {
-		return fail(fmt.Errorf("revoked: the zero time: %w", store.ErrInvalid))
-	}
+	when := timeValue(at)
 	var t store.Token
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE tokens SET revoked = COALESCE(revoked, ?) WHERE id = ?`, when, id); err != nil {
 			return err
 		}
@@ -110,27 +107,13 @@ func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) (store
 	return t, nil
 }
 
-// tokenRow validates t and returns its column values in tokenCols order.
+// tokenRow validates t (store.CheckToken) and returns its column values
+// in tokenCols order.
 func tokenRow(t store.Token) ([]any, error) {
-	switch {
-	case t.ID == "":
-		return nil, fmt.Errorf("id: empty: %w", store.ErrInvalid)
-	case len(t.Hash) == 0:
-		return nil, fmt.Errorf("hash: empty: %w", store.ErrInvalid)
-	case t.Role == "":
-		return nil, fmt.Errorf("role: empty: %w", store.ErrInvalid)
+	if err := store.CheckToken(t); err != nil {
+		return nil, err
 	}
-	times := make([]any, 3)
-	for i, f := range []struct {
-		name string
-		t    time.Time
-	}{{"created", t.Created}, {"expires", t.Expires}, {"revoked", t.Revoked}} {
-		v, err := timeValue(f.name, f.t)
-		if err != nil {
-			return nil, err
-		}
-		times[i] = v
-	}
+	times := []any{timeValue(t.Created), timeValue(t.Expires), timeValue(t.Revoked)}
 	lists := make([]any, 3)
 	for i, l := range [][]string{t.Queues, t.Shares, t.Workers} {
 		if len(l) == 0 {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -133,16 +132,8 @@ func (s *Store) CreateJob(ctx context.Context, j store.Job, tasks []store.Task, 
 	if err != nil {
 		return fail(err)
 	}
-	names := make(map[string]int, len(tasks))
-	for i := range tasks {
-		t := &tasks[i]
-		if t.Job != "" && t.Job != j.ID {
-			return fail(fmt.Errorf("tasks[%d] (%s): belongs to job %q: %w", i, t.Name, t.Job, store.ErrInvalid))
-		}
-		if prev, dup := names[t.Name]; dup {
-			return fail(fmt.Errorf("tasks[%d]: name %q also used by tasks[%d]: %w", i, t.Name, prev, store.ErrInvalid))
-		}
-		names[t.Name] = i
+	if err := store.CheckJobTasks(j.ID, tasks); err != nil {
+		return fail(err)
 	}
 
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
@@ -282,8 +273,8 @@ func (s *Store) writeKV(ctx context.Context, tx *sql.Tx, kv map[string][]byte) e
 	slices.Sort(keys)
 	upsert, del := tx.StmtContext(ctx, s.stmts.upsertKV), tx.StmtContext(ctx, s.stmts.deleteKV)
 	for _, k := range keys {
-		if k == "" {
-			return fmt.Errorf("kv: empty key: %w", store.ErrInvalid)
+		if err := store.CheckKVKey(k); err != nil {
+			return err
 		}
 		v := kv[k]
 		var err error
@@ -332,44 +323,18 @@ func constraint(err error) error {
 	return fmt.Errorf("%w: %w", store.ErrInvalid, err)
 }
 
-// jobRow validates j and returns the values for jobValues.
+// jobRow validates j (store.CheckJob) and returns its column values.
 func jobRow(j store.Job) ([]any, error) {
-	if j.ID == "" {
-		return nil, fmt.Errorf("id: empty: %w", store.ErrInvalid)
-	}
-	submitted, err := timeValue("submitted", j.Submitted)
-	if err != nil {
+	if err := store.CheckJob(j); err != nil {
 		return nil, err
 	}
-	ended, err := timeValue("ended", j.Ended)
-	if err != nil {
-		return nil, err
-	}
-	spec, err := jsonValue("spec", j.Spec)
-	if err != nil {
-		return nil, err
-	}
-	return []any{j.ID, j.Queue, j.Share, j.Requestor, j.Submitter, j.State, int64(j.Priority), j.Urgent, submitted, ended, spec}, nil
+	return []any{j.ID, j.Queue, j.Share, j.Requestor, j.Submitter, j.State, int64(j.Priority), j.Urgent,
+		timeValue(j.Submitted), timeValue(j.Ended), jsonValue(j.Spec)}, nil
 }
 
-// taskRow validates t and returns the values for taskValues.
+// taskRow validates t (store.CheckTask) and returns its column values.
 func taskRow(t store.Task) ([]any, error) {
-	if t.Job == "" {
-		return nil, fmt.Errorf("job: empty: %w", store.ErrInvalid)
-	}
-	if t.Name == "" {
-		return nil, fmt.Errorf("name: empty: %w", store.ErrInvalid)
-	}
-	started, err := timeValue("started", t.Started)
-	if err != nil {
-		return nil, err
-	}
-	ended, err := timeValue("ended", t.Ended)
-	if err != nil {
-		return nil, err
-	}
-	result, err := jsonValue("result", t.Result)
-	if err != nil {
+	if err := store.CheckTask(t); err != nil {
 		return nil, err
 	}
 	var exit any
@@ -385,71 +350,43 @@ func taskRow(t store.Task) ([]any, error) {
 		hash = t.SecretHash
 	}
 	return []any{t.Job, t.Name, int64(t.Index), t.State, int64(t.Attempt), int64(t.Fails), t.Worker,
-		started, ended, exit, output, result, t.Reason, t.Message, hash}, nil
+		timeValue(t.Started), timeValue(t.Ended), exit, output, jsonValue(t.Result), t.Reason, t.Message, hash}, nil
 }
 
+// workerRow validates w (store.CheckWorker) and returns its column values.
 func workerRow(w store.Worker) ([]any, error) {
-	if w.Name == "" {
-		return nil, fmt.Errorf("name: empty: %w", store.ErrInvalid)
-	}
-	registered, err := timeValue("registered", w.Registered)
-	if err != nil {
+	if err := store.CheckWorker(w); err != nil {
 		return nil, err
 	}
-	lastSeen, err := timeValue("lastSeen", w.LastSeen)
-	if err != nil {
-		return nil, err
-	}
-	spec, err := jsonValue("spec", w.Spec)
-	if err != nil {
-		return nil, err
-	}
-	return []any{w.Name, w.State, registered, lastSeen, spec}, nil
+	return []any{w.Name, w.State, timeValue(w.Registered), timeValue(w.LastSeen), jsonValue(w.Spec)}, nil
 }
 
+// eventRow validates e (store.CheckEvent) and returns its column values.
 func eventRow(e store.Event) ([]any, error) {
-	if e.Kind == "" {
-		return nil, fmt.Errorf("kind: empty: %w", store.ErrInvalid)
-	}
-	at, err := timeValue("at", e.At)
-	if err != nil {
+	if err := store.CheckEvent(e); err != nil {
 		return nil, err
 	}
-	data, err := jsonValue("data", e.Data)
-	if err != nil {
-		return nil, err
-	}
-	return []any{at, e.Kind, e.Job, e.Task, e.Worker, e.Reason, e.Message, data}, nil
+	return []any{timeValue(e.At), e.Kind, e.Job, e.Task, e.Worker, e.Reason, e.Message, jsonValue(e.Data)}, nil
 }
 
-// Times the store can represent: int64 unix nanoseconds.
-var (
-	minTime = time.Unix(0, math.MinInt64)
-	maxTime = time.Unix(0, math.MaxInt64)
-)
-
-// timeValue is the column value for t: UTC unix nanoseconds, or NULL for the
-// zero time (so the Unix epoch itself stays distinct from "not set").
-func timeValue(field string, t time.Time) (any, error) {
+// timeValue is the column value for a time store.CheckTime accepted: UTC
+// unix nanoseconds, or NULL for the zero time (so the Unix epoch itself
+// stays distinct from "not set").
+func timeValue(t time.Time) any {
 	if t.IsZero() {
-		return nil, nil
+		return nil
 	}
-	if t.Before(minTime) || t.After(maxTime) {
-		return nil, fmt.Errorf("%s: %s is outside the years 1678-2262: %w", field, t.Format(time.RFC3339), store.ErrInvalid)
-	}
-	return t.UnixNano(), nil
+	return t.UnixNano()
 }
 
-// jsonValue is the column value for a JSON document: its bytes as given (so
-// they read back identical), or NULL when it is empty.
-func jsonValue(field string, doc json.RawMessage) (any, error) {
+// jsonValue is the column value for a JSON document store.CheckJSON
+// accepted: its bytes as given (so they read back identical), or NULL when
+// it is empty.
+func jsonValue(doc json.RawMessage) any {
 	if len(doc) == 0 {
-		return nil, nil
+		return nil
 	}
-	if !json.Valid(doc) {
-		return nil, fmt.Errorf("%s: not valid JSON: %w", field, store.ErrInvalid)
-	}
-	return []byte(doc), nil
+	return []byte(doc)
 }
 
 // utc is how the store reads a time back: UTC, no monotonic reading, and the

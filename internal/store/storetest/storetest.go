@@ -59,6 +59,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"TokenDuplicateIsRejectedAndWritesNothing", testTokenDuplicate},
 		{"TokenInvalidWritesNothing", testTokenInvalid},
 		{"RevokeTokenKeepsTheFirstTime", testRevokeToken},
+		{"RowRulesAreTheSharedChecks", testRowRulesAreTheSharedChecks},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, o) })
 	}
