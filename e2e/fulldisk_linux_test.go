@@ -84,7 +84,7 @@ func (c *cluster) post(doc string) (int, api.ErrorBody, error) {
 
 func TestFullDiskRefusesWritesKeepsServingAndResumes(t *testing.T) {
 	small := smallFileSystem(t, 8<<20)
-	c := &cluster{t: t, dataDir: filepath.Join(small, "data")}
+	c := &cluster{t: t, dataDir: filepath.Join(small, "data"), stateDirs: t.TempDir()}
 	addr := freePort(t)
 	c.url = "http://" + addr
 	t.Cleanup(c.stop)
