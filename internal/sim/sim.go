@@ -525,7 +525,7 @@ func (r *runner) arrive(ji int32) error {
 	g.tasks += int(sj.n)
 	r.counts.Tasks += int(sj.n)
 	if r.fl.dens != nil {
-		r.fl.dens.submitted(r.now, int(sj.n))
+		r.fl.dens.Submitted(r.now, int(sj.n))
 	}
 	for ti := sj.first; ti < sj.first+sj.n; ti++ {
 		if r.tasks[ti].unmet == 0 {
@@ -718,7 +718,7 @@ func (r *runner) started(s engine.Start, batches map[batchKey]int64) {
 	r.counts.Starts++
 	r.note("start", s.Job, s.Task, s.Worker, "")
 	if r.fl.dens != nil {
-		r.fl.dens.started(r.now)
+		r.fl.dens.Started(r.now)
 	}
 	if s.Batch != "" && s.Batch != s.Task {
 		// A member rides on its head's slot and ends with it.
