@@ -209,7 +209,7 @@ func (r *runner) schedulePoll() {
 		return
 	}
 	next := (r.now/ft.poll + 1) * ft.poll
-	r.q.push(event{at: next, kind: evElastic})
+	r.q.Push(next, event{kind: evElastic})
 	ft.pollPending = true
 }
 

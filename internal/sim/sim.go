@@ -15,6 +15,7 @@ import (
 
 	"github.com/allot-sched/allot/internal/engine"
 	"github.com/allot-sched/allot/internal/engine/admit"
+	"github.com/allot-sched/allot/internal/engine/drive"
 	"github.com/allot-sched/allot/internal/engine/policy"
 	"github.com/allot-sched/allot/internal/model"
 )
@@ -160,7 +161,7 @@ type runner struct {
 	in    Input
 	opt   Options
 	eng   *engine.Engine
-	q     eventQueue
+	q     drive.Queue[event]
 	now   int64
 	end   int64
 	how   string // completed, horizon, stalled
@@ -294,7 +295,7 @@ func newRunner(in Input, opt Options) (*runner, error) {
 	}
 
 	// Time zero: a forced round, then every arrival in input order.
-	r.q.push(event{at: 0, kind: evTick})
+	r.q.Push(0, event{kind: evTick})
 	r.tickPending = true
 	restored := map[string]bool{}
 	for _, rr := range in.Running {
@@ -308,7 +309,7 @@ func newRunner(in Input, opt Options) (*runner, error) {
 		if s := in.Jobs[i].Submitted; s.After(in.Start) {
 			at = int64(s.Sub(in.Start))
 		}
-		r.q.push(event{at: at, kind: evArrive, idx: int32(i)})
+		r.q.Push(at, event{kind: evArrive, idx: int32(i)})
 		r.realPending++
 	}
 	if err := r.restore(); err != nil {
@@ -423,8 +424,8 @@ func (r *runner) run() error {
 	periodic := r.opt.CycleEvery > 0
 	rounds, roundAt := 0, int64(-1)
 	r.how = "completed"
-	for r.q.len() > 0 {
-		at := r.q.top().at
+	for r.q.Len() > 0 {
+		at, _ := r.q.Next()
 		if horizon > 0 && at > horizon {
 			r.how, r.now = "horizon", horizon
 			break
@@ -439,9 +440,12 @@ func (r *runner) run() error {
 		}
 		r.now = at
 		cycle := !(periodic && r.opt.TickOnly)
-		limit := r.q.seq // events pushed during this round wait for the next one
-		for r.q.len() > 0 && r.q.top().at == at && r.q.top().seq <= limit {
-			ev := r.q.pop()
+		limit := r.q.Seq() // events pushed during this round wait for the next one
+		for r.q.Len() > 0 {
+			if next, seq := r.q.Next(); next != at || seq > limit {
+				break
+			}
+			_, ev := r.q.Pop()
 			r.counts.Events++
 			var err error
 			switch ev.kind {
@@ -468,7 +472,7 @@ func (r *runner) run() error {
 			if next <= r.lastCycle {
 				next = r.lastCycle + step
 			}
-			r.q.push(event{at: next, kind: evTick})
+			r.q.Push(next, event{kind: evTick})
 			r.tickPending = true
 		}
 		r.logChanges()
@@ -745,7 +749,7 @@ func (r *runner) run1(ti int32, start, done int64) {
 	g := r.groups[r.jobs[t.job].group]
 	g.running++
 	r.touch(r.jobs[t.job].group)
-	r.q.push(event{at: done, kind: evFinish, idx: ti, gen: t.gen})
+	r.q.Push(done, event{kind: evFinish, idx: ti, gen: t.gen})
 	r.realPending++
 }
 
