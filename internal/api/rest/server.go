@@ -51,7 +51,7 @@ type Options struct {
 
 // Server serves the API.
 type Server struct {
-	ctrl    *control.Controller
+	ctrl    Controller
 	opt     Options
 	mux     *http.ServeMux
 	handler http.Handler // mux behind authentication
@@ -63,7 +63,7 @@ type Server struct {
 var openapiDoc []byte
 
 // New builds the API server on a controller.
-func New(ctrl *control.Controller, opt Options) *Server {
+func New(ctrl Controller, opt Options) *Server {
 	if opt.MaxBodyBytes <= 0 {
 		opt.MaxBodyBytes = DefaultMaxBodyBytes
 	}
