@@ -19,6 +19,7 @@ import (
 	"github.com/allot-sched/allot/internal/inputs"
 	"github.com/allot-sched/allot/internal/spec"
 	"github.com/allot-sched/allot/internal/store"
+	"github.com/allot-sched/allot/internal/whatif"
 )
 
 // Config configures a Controller.
@@ -103,7 +104,7 @@ type Controller struct {
 	// hold records that have since moved on; readers check the record.
 	running map[string]map[*store.Task]struct{}
 	// recent keeps each queue's recent runtimes, for explain's estimate.
-	recent map[string]*runtimeWindow
+	recent map[string]*whatif.Window
 	// nextHistory is when the policies' history is stored next.
 	nextHistory time.Time
 	// degradedLogged is when the log last said the store refuses writes.
