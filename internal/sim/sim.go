@@ -3,8 +3,9 @@
 // for their Duration, and after every instant the engine runs one Cycle whose
 // starts and stops the simulator turns into future completions. Nothing here
 // reads the wall clock, so one Input always gives the same Result, byte for
-// byte. The package also reads workload traces (SWF, the Azure LLM inference
-// CSV) into jobs, and renders a Result as text, JSON or SVG.
+// byte. Its event queue is internal/engine/drive's. The package renders a
+// Result as text, JSON or SVG; the workload traces (SWF, the Azure LLM
+// inference CSV) are read into jobs by internal/sim/trace.
 package sim
 
 import (
