@@ -14,17 +14,18 @@ import (
 	"github.com/allot-sched/allot/internal/model"
 	"github.com/allot-sched/allot/internal/scenario"
 	"github.com/allot-sched/allot/internal/sim"
+	"github.com/allot-sched/allot/internal/sim/trace"
 )
 
 func newSimCmd() *cobra.Command {
 	var (
-		file, trace, output, plot, groupBy, policyKind string
-		density, densityPlot                           string
-		horizon, sample, cycleEvery, densityBucket     time.Duration
-		workers, limit                                 int
-		swf                                            sim.SWFOptions
-		azure, azureEndpoints, azureAssign             string
-		throttling                                     bool
+		file, swfFile, output, plot, groupBy, policyKind string
+		density, densityPlot                             string
+		horizon, sample, cycleEvery, densityBucket       time.Duration
+		workers, limit                                   int
+		swf                                              trace.SWFOptions
+		azure, azureEndpoints, azureAssign               string
+		throttling                                       bool
 	)
 	cmd := &cobra.Command{
 		Use:   "sim (-f SCENARIO | --trace FILE.swf[.gz] | --azure FILE.csv)",
@@ -50,7 +51,7 @@ policies, endpoints and workers come from -f when given; otherwise one queue wit
   allot sim -f examples/endpoints-azure.yaml --azure AzureLLMInferenceTrace_conv.csv --throttling=false`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if file == "" && trace == "" && azure == "" {
+			if file == "" && swfFile == "" && azure == "" {
 				return fmt.Errorf("give a scenario (-f) or a trace (--trace, --azure)")
 			}
 			if output != "text" && output != "json" {
@@ -73,13 +74,13 @@ policies, endpoints and workers come from -f when given; otherwise one queue wit
 			if cmd.Flags().Changed("throttling") {
 				in.Config.Admission.Enabled = throttling
 			}
-			if trace != "" {
+			if swfFile != "" {
 				if file == "" && azure == "" {
 					in.Config = engine.Config{Queues: []engine.QueueConfig{{Name: "default", Policy: policy.Config{Kind: policyKind}}}}
 					swf.Queue = "default"
 				}
 				swf.Start = in.Start
-				jobs, info, err := sim.LoadSWFFile(trace, swf)
+				jobs, info, err := trace.LoadSWFFile(swfFile, swf)
 				if err != nil {
 					return err
 				}
@@ -94,7 +95,7 @@ policies, endpoints and workers come from -f when given; otherwise one queue wit
 					}
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "trace %s: %d jobs, %d tasks (%d records skipped), %d workers\n",
-					trace, info.Jobs, info.Tasks, info.Skipped, len(in.Workers))
+					swfFile, info.Jobs, info.Tasks, info.Skipped, len(in.Workers))
 			}
 			opt := sim.Options{Horizon: horizon, SampleEvery: sample, GroupBy: groupBy, CycleEvery: cycleEvery}
 			if density != "" || densityPlot != "" {
@@ -142,7 +143,7 @@ policies, endpoints and workers come from -f when given; otherwise one queue wit
 	}
 	f := cmd.Flags()
 	f.StringVarP(&file, "file", "f", "", "scenario file (YAML or JSON)")
-	f.StringVar(&trace, "trace", "", "Standard Workload Format trace to replay (.swf or .swf.gz)")
+	f.StringVar(&swfFile, "trace", "", "Standard Workload Format trace to replay (.swf or .swf.gz)")
 	f.StringVarP(&output, "output", "o", "text", "output format: text or json")
 	f.StringVar(&plot, "plot", "", "write slots per group over time to this SVG file")
 	f.StringVar(&density, "density", "", "write the task/worker density series (tasks submitted and started, active and enabled workers per bucket) to this JSON file")
@@ -160,7 +161,7 @@ policies, endpoints and workers come from -f when given; otherwise one queue wit
 	f.IntVar(&limit, "limit", 0, "replay only the first N jobs of the trace")
 	f.StringVar(&azure, "azure", "", "Azure LLM inference trace to replay (CSV: TIMESTAMP, ContextTokens, GeneratedTokens)")
 	f.StringVar(&azureEndpoints, "azure-endpoints", "", "with --azure: comma-separated endpoints the requests go to (default: every endpoint of the scenario)")
-	f.StringVar(&azureAssign, "azure-assign", sim.AssignRoundRobin, "with --azure: how requests map to endpoints: round-robin or hash")
+	f.StringVar(&azureAssign, "azure-assign", trace.AssignRoundRobin, "with --azure: how requests map to endpoints: round-robin or hash")
 	f.BoolVar(&throttling, "throttling", true, "override the scenario's throttling.throttlingEnabled")
 	cmd.PreRun = func(*cobra.Command, []string) { swf.Limit = limit }
 	return cmd
@@ -170,7 +171,7 @@ policies, endpoints and workers come from -f when given; otherwise one queue wit
 // endpoints, or every endpoint the scenario defines; without a scenario, the
 // queue is one --policy queue on --workers one-slot workers (default 64).
 func addAzure(cmd *cobra.Command, in *sim.Input, haveScenario bool, path, endpoints, assign string, limit, workers int, policyKind string) error {
-	opt := sim.AzureOptions{Start: in.Start, Assign: assign, Limit: limit}
+	opt := trace.AzureOptions{Start: in.Start, Assign: assign, Limit: limit}
 	if !haveScenario {
 		in.Config = engine.Config{Queues: []engine.QueueConfig{{Name: "default", Policy: policy.Config{Kind: policyKind}}}}
 		n := workers
@@ -189,7 +190,7 @@ func addAzure(cmd *cobra.Command, in *sim.Input, haveScenario bool, path, endpoi
 			opt.Endpoints = append(opt.Endpoints, ep.Name)
 		}
 	}
-	jobs, info, err := sim.LoadAzureLLMFile(path, opt)
+	jobs, info, err := trace.LoadAzureLLMFile(path, opt)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/model"
 	"github.com/allot-sched/allot/internal/spec"
+	"github.com/allot-sched/allot/internal/whatif"
 )
 
 // batchSpec is a job whose stage "infer" expands into n tasks sharing a
@@ -366,7 +367,7 @@ func TestExplainsCopyKeepsAMergedBatchWhole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := v.(*replay).build()
+	e, err := v.(*whatif.Copy).Build()
 	if err != nil {
 		t.Fatal(err)
 	}

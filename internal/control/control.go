@@ -16,8 +16,10 @@ import (
 
 	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/engine"
+	"github.com/allot-sched/allot/internal/inputs"
 	"github.com/allot-sched/allot/internal/spec"
 	"github.com/allot-sched/allot/internal/store"
+	"github.com/allot-sched/allot/internal/whatif"
 )
 
 // Config configures a Controller.
@@ -87,7 +89,7 @@ type Controller struct {
 	st      store.Store
 	eng     *engine.Engine
 	engCfg  engine.Config
-	inputs  *InputChecker
+	inputs  *inputs.Checker
 	reqs    chan *request
 	done    chan struct{}
 	closing chan struct{}
@@ -102,7 +104,7 @@ type Controller struct {
 	// hold records that have since moved on; readers check the record.
 	running map[string]map[*store.Task]struct{}
 	// recent keeps each queue's recent runtimes, for explain's estimate.
-	recent map[string]*runtimeWindow
+	recent map[string]*whatif.Window
 	// nextHistory is when the policies' history is stored next.
 	nextHistory time.Time
 	// degradedLogged is when the log last said the store refuses writes.
@@ -133,7 +135,7 @@ func New(ctx context.Context, cfg Config, st store.Store) (*Controller, error) {
 	cfg.defaults()
 	// placement.mergeMax applies as configured (default 4): a merged batch
 	// travels as one lease entry that the agent runs in one slot (batch.go).
-	inputs, err := NewInputChecker(cfg.InputAllow)
+	ic, err := inputs.New(cfg.InputAllow)
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +147,7 @@ func New(ctx context.Context, cfg Config, st store.Store) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Controller{cfg: cfg, st: st, eng: eng, engCfg: engCfg, inputs: inputs, reqs: make(chan *request, cfg.MaxBatch),
+	c := &Controller{cfg: cfg, st: st, eng: eng, engCfg: engCfg, inputs: ic, reqs: make(chan *request, cfg.MaxBatch),
 		done: make(chan struct{}), closing: make(chan struct{}), jobs: map[string]*liveJob{}, workers: map[string]*liveWorker{},
 		running: map[string]map[*store.Task]struct{}{},
 		boxes:   map[string]*mailbox{}, notifyCh: make(chan struct{})}

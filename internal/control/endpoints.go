@@ -13,6 +13,7 @@ import (
 	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/engine"
 	"github.com/allot-sched/allot/internal/engine/admit"
+	"github.com/allot-sched/allot/internal/inputs"
 	"github.com/allot-sched/allot/internal/model"
 	"github.com/allot-sched/allot/internal/spec"
 	"github.com/allot-sched/allot/internal/store"
@@ -285,7 +286,7 @@ func (c *Controller) SetThrottling(ctx context.Context, th spec.Throttling) (spe
 // inaccessible ("" when all can be read). A request that ended meanwhile
 // is an error, not an inaccessible input.
 func (c *Controller) inputsProblem(ctx context.Context, js spec.Job) (string, error) {
-	why := checkInputs(ctx, c.inputs, js.Inputs)
+	why := inputs.Problem(ctx, c.inputs, js.Inputs)
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}

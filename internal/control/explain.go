@@ -10,10 +10,9 @@ import (
 
 	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/engine"
-	"github.com/allot-sched/allot/internal/engine/admit"
 	"github.com/allot-sched/allot/internal/engine/policy"
 	"github.com/allot-sched/allot/internal/model"
-	"github.com/allot-sched/allot/internal/store"
+	"github.com/allot-sched/allot/internal/whatif"
 )
 
 // ExplainWhatIf bounds the start-time estimate of Explain; the zero value
@@ -53,7 +52,7 @@ func (c *Controller) Explain(ctx context.Context, id string) (api.Explanation, e
 	case <-ctx.Done():
 		return api.Explanation{}, ctx.Err()
 	}
-	est := r.replay.estimate(id)
+	est := r.replay.Estimate(id, ExplainWhatIf)
 	r.x.Estimate = &est
 	return r.x, nil
 }
@@ -63,30 +62,16 @@ var explainSlots = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2))
 
 type explainRound struct {
 	x      engine.Explanation
-	replay *replay
+	replay *whatif.Copy
 }
 
-// replay is a copy of the live scheduling state, taken on the loop, that
-// builds a what-if engine off the loop.
-type replay struct {
-	now        time.Time
-	cfg        engine.Config
-	endpoints  []model.Endpoint
-	throttling admit.Settings
-	workers    []model.Worker
-	jobs       []model.Job
-	tasks      map[string][]store.Task // by job, in spec order
-	history    map[string]policy.History
-	// runtimes estimates the attempts of the live jobs' tasks.
-	runtimes map[string]map[string]time.Duration
-}
-
-// replayState copies what a what-if engine needs. It runs on the loop.
-func (c *Controller) replayState(now time.Time) *replay {
-	r := &replay{now: now, cfg: c.engCfg, endpoints: c.eng.Endpoints(), throttling: c.eng.Throttling(),
-		tasks: map[string][]store.Task{}, history: map[string]policy.History{}, runtimes: map[string]map[string]time.Duration{}}
-	r.cfg.Queues = slices.Clone(c.engCfg.Queues)
-	r.cfg.LazyPending = true
+// replayState copies what a what-if engine needs (internal/whatif builds
+// and simulates it off the loop). It runs on the loop.
+func (c *Controller) replayState(now time.Time) *whatif.Copy {
+	r := &whatif.Copy{Now: now, Config: c.engCfg, Endpoints: c.eng.Endpoints(), Throttling: c.eng.Throttling(),
+		Tasks: map[string][]whatif.Task{}, History: map[string]policy.History{}, Runtimes: map[string]map[string]time.Duration{}}
+	r.Config.Queues = slices.Clone(c.engCfg.Queues)
+	r.Config.LazyPending = true
 	for _, ws := range c.eng.Workers() {
 		lw, ok := c.workers[ws.Name]
 		if !ok {
@@ -97,7 +82,7 @@ func (c *Controller) replayState(now time.Time) *replay {
 			continue
 		}
 		mw.State = ws.State
-		r.workers = append(r.workers, mw)
+		r.Workers = append(r.Workers, mw)
 	}
 	live := make([]*liveJob, 0, len(c.jobs))
 	for _, lj := range c.jobs {
@@ -115,140 +100,29 @@ func (c *Controller) replayState(now time.Time) *replay {
 	for _, lj := range live {
 		m := lj.model
 		m.Submitted = lj.rec.Submitted
-		r.jobs = append(r.jobs, m)
-		recs := make([]store.Task, 0, len(m.Tasks))
+		r.Jobs = append(r.Jobs, m)
+		recs := make([]whatif.Task, 0, len(m.Tasks))
 		for _, mt := range m.Tasks {
 			if rec, ok := lj.tasks[mt.Name]; ok {
-				recs = append(recs, *rec)
+				head, _ := batchHead(rec)
+				recs = append(recs, whatif.Task{Job: rec.Job, Name: rec.Name, State: model.TaskState(rec.State), Worker: rec.Worker,
+					Started: rec.Started, Attempt: rec.Attempt, Fails: rec.Fails, Batch: head, Phase: restorePhase(rec)})
 			}
 		}
-		r.tasks[m.ID] = recs
-		queueMedian, _ := c.recent[lj.rec.Queue].median()
-		r.runtimes[m.ID] = lj.runtimes(queueMedian)
+		r.Tasks[m.ID] = recs
+		queueMedian, _ := c.recent[lj.rec.Queue].Median()
+		r.Runtimes[m.ID] = lj.runtimes(queueMedian)
 	}
 	for _, q := range c.engCfg.Queues {
 		if h, ok := c.eng.History(q.Name); ok {
-			r.history[q.Name] = h
+			r.History[q.Name] = h
 		}
 	}
 	return r
 }
 
 // runtimes estimates how long an attempt of each of the job's unfinished
-// tasks runs: the mean observed runtime of the succeeded tasks of the same
-// spec entry; else the entry's declared duration; else queueMedian, the
-// median runtime of the queue's recent succeeded attempts (0: too few),
-// capped by the entry's timeout; else that timeout. Tasks with none of these
-// are left to engine.DefaultAttemptRuntime.
+// tasks runs (whatif.Runtimes).
 func (lj *liveJob) runtimes(queueMedian time.Duration) map[string]time.Duration {
-	type sum struct {
-		total time.Duration
-		n     int
-	}
-	observed := map[string]*sum{}
-	entryOf := func(name string) string {
-		if e := lj.entry[name]; e != nil {
-			return e.Name
-		}
-		return name
-	}
-	for name, rec := range lj.tasks {
-		if rec.State != string(model.TaskSucceeded) || rec.Started.IsZero() || !rec.Ended.After(rec.Started) {
-			continue
-		}
-		k := entryOf(name)
-		if observed[k] == nil {
-			observed[k] = &sum{}
-		}
-		observed[k].total += rec.Ended.Sub(rec.Started)
-		observed[k].n++
-	}
-	out := map[string]time.Duration{}
-	for name, rec := range lj.tasks {
-		if model.TaskState(rec.State).Terminal() {
-			continue
-		}
-		e := lj.entry[name]
-		switch s := observed[entryOf(name)]; {
-		case s != nil:
-			out[name] = s.total / time.Duration(s.n)
-		case e != nil && e.Duration > 0:
-			out[name] = time.Duration(e.Duration)
-		case queueMedian > 0:
-			out[name] = queueMedian
-			if e != nil && e.Timeout > 0 {
-				out[name] = min(queueMedian, time.Duration(e.Timeout))
-			}
-		case e != nil && e.Timeout > 0:
-			out[name] = time.Duration(e.Timeout)
-		}
-	}
-	return out
-}
-
-// build replays the copy into a fresh engine, the way recover rebuilds the
-// engine from the store: endpoints and throttling as they are now,
-// workers in their states, jobs in submission order, ended tasks before
-// running ones, and what each policy remembers (usage, the rebalance clock).
-func (r *replay) build() (*engine.Engine, error) {
-	e, err := engine.New(r.cfg)
-	if err != nil {
-		return nil, err
-	}
-	apply := func(ev engine.Event) { _ = e.Apply(ev) } // a record the copy cannot take is left out
-	for _, ep := range r.endpoints {
-		apply(engine.SetEndpoint{Endpoint: ep, At: r.now})
-	}
-	apply(engine.SetThrottling{Settings: r.throttling, At: r.now})
-	for _, w := range r.workers {
-		apply(engine.AddWorker{Worker: w, At: r.now})
-	}
-	for _, j := range r.jobs {
-		if err := e.Apply(engine.SubmitJob{Job: j}); err != nil {
-			continue
-		}
-		// In recovery's order (restorePhase): members of merged batches
-		// last, back in their heads' batches rather than in slots of
-		// their own.
-		for phase := range 3 {
-			for _, rec := range r.tasks[j.ID] {
-				if restorePhase(&rec) != phase {
-					continue
-				}
-				switch st := model.TaskState(rec.State); st {
-				case model.TaskRunning:
-					head, _ := batchHead(&rec)
-					apply(engine.RestoreRunning{Job: rec.Job, Task: rec.Name, Worker: rec.Worker, Started: rec.Started,
-						Attempt: rec.Attempt, Fails: rec.Fails, Batch: head})
-				case model.TaskReady, model.TaskBlocked:
-					apply(engine.RestoreTask{Job: rec.Job, Task: rec.Name, State: model.TaskReady, Attempt: rec.Attempt, Fails: rec.Fails})
-				default:
-					apply(engine.RestoreTask{Job: rec.Job, Task: rec.Name, State: st, Attempt: rec.Attempt, Fails: rec.Fails})
-				}
-			}
-		}
-	}
-	queues := make([]string, 0, len(r.history))
-	for q := range r.history {
-		queues = append(queues, q)
-	}
-	slices.Sort(queues)
-	for _, q := range queues {
-		apply(engine.SetHistory{Queue: q, History: r.history[q], At: r.now})
-	}
-	return e, nil
-}
-
-// estimate simulates the copy from now until job starts.
-func (r *replay) estimate(job string) engine.Estimate {
-	e, err := r.build()
-	if err != nil {
-		return engine.Estimate{Note: "unknown: the what-if engine could not be built: " + err.Error()}
-	}
-	w := ExplainWhatIf
-	w.Runtime = func(j string, t *model.Task) (time.Duration, bool) {
-		d, ok := r.runtimes[j][t.Name]
-		return d, ok
-	}
-	return engine.EstimateStart(e, job, r.now, w)
+	return whatif.Runtimes(lj.tasks, lj.entry, queueMedian)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/allot-sched/allot/internal/model"
 	"github.com/allot-sched/allot/internal/spec"
+	"github.com/allot-sched/allot/internal/whatif"
 )
 
 func TestExplainRuntimesComeFromObservedRunsThenTheQueueThenTimeouts(t *testing.T) {
@@ -62,36 +63,13 @@ func TestExplainRuntimesComeFromObservedRunsThenTheQueueThenTimeouts(t *testing.
 	}
 }
 
-func TestRuntimeWindowMedianOfTheLatestRuns(t *testing.T) {
-	var w runtimeWindow
-	if _, ok := w.median(); ok {
-		t.Error("an empty window has a median")
-	}
-	for i := 1; i <= minRuntimeSamples-1; i++ {
-		w.add(time.Duration(i) * time.Second)
-	}
-	if _, ok := w.median(); ok {
-		t.Errorf("%d samples give a median; want at least %d", minRuntimeSamples-1, minRuntimeSamples)
-	}
-	w.add(100 * time.Second) // 1 2 3 4 100 s
-	if m, ok := w.median(); !ok || m != 3*time.Second {
-		t.Errorf("median = %v %v, want 3s", m, ok)
-	}
-	for range runtimeWindowLen {
-		w.add(time.Minute) // the old runs leave the window
-	}
-	if m, _ := w.median(); m != time.Minute || len(w.ring) != runtimeWindowLen {
-		t.Errorf("median %v over %d samples, want 1m over %d", m, len(w.ring), runtimeWindowLen)
-	}
-}
-
 // The estimate learns from the queue: after tasks of the queue took two
 // minutes each, a job waiting behind a task nothing else estimates is
 // expected to start two minutes on, not after the 30-minute default.
 func TestExplainEstimateUsesTheQueuesRecentRuntimes(t *testing.T) {
 	p := newPlane(t)
 	p.register("w1", 1)
-	for i := range minRuntimeSamples {
+	for i := range whatif.MinSamples {
 		id := fmt.Sprintf("warm-%d", i)
 		p.submit(spec.Job{ID: id, Tasks: []spec.Task{{Name: "t", Run: "true"}}})
 		a := p.waitAssignment("w1", "t")

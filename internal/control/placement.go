@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/allot-sched/allot/internal/api"
+	"github.com/allot-sched/allot/internal/density"
 	"github.com/allot-sched/allot/internal/engine"
 	"github.com/allot-sched/allot/internal/engine/elastic"
 	"github.com/allot-sched/allot/internal/engine/place"
@@ -50,7 +51,7 @@ type placementState struct {
 	// fleet is the fleet's cost as of the last round that changed it (mu).
 	fleet api.FleetCost
 	// density is the task/worker density series (its own lock).
-	density *densitySeries
+	density *density.Window
 }
 
 // workerPlacement is one worker's placement bookkeeping.
@@ -80,13 +81,13 @@ func newPlacementState(cfg spec.Placement, engCfg engine.PlacementConfig) (*plac
 	if ttl <= 0 {
 		ttl = place.DefaultCacheTTL
 	}
-	bucket := DefaultDensityBucket
+	bucket := density.DefaultBucket
 	if cfg.DensityBucket != nil {
 		bucket = time.Duration(*cfg.DensityBucket)
 	}
 	return &placementState{ttl: ttl, coord: co, workers: map[string]*workerPlacement{},
 		deferred: map[string]map[string]bool{}, reported: map[string]cacheReport{}, fleetDirty: true,
-		density: newDensitySeries(bucket, DensityBuckets)}, nil
+		density: density.NewWindow(bucket, density.WindowBuckets)}, nil
 }
 
 func (p *placementState) worker(name string) *workerPlacement {
@@ -353,7 +354,7 @@ func (c *Controller) countFleet() {
 	c.mu.Lock()
 	c.pl.fleet = f
 	c.mu.Unlock()
-	c.pl.density.setEnabled(f.EnabledWorkers)
+	c.pl.density.SetEnabled(f.EnabledWorkers)
 }
 
 // FleetCost returns what the registered workers cost per hour, disabled

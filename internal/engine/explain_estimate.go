@@ -1,10 +1,10 @@
 package engine
 
 import (
-	"container/heap"
 	"fmt"
 	"time"
 
+	"github.com/allot-sched/allot/internal/engine/drive"
 	"github.com/allot-sched/allot/internal/model"
 )
 
@@ -110,12 +110,12 @@ func EstimateStart(e *Engine, job string, from time.Time, w WhatIf) Estimate {
 		return x
 	}
 	from = e.advance(from)
-	s := &whatIfSim{e: e, w: w, gen: map[*task]int{}}
+	s := &whatIfSim{e: e, w: w, ends: drive.NewAttempts(func(t *task) bool { return t.state == model.TaskRunning })}
 	for _, jj := range e.active {
 		for _, t := range jj.tasks {
 			if t.state == model.TaskRunning {
 				rest := s.runtime(t) - from.Sub(t.started)
-				s.schedule(t, from.Add(max(rest, 0)))
+				s.ends.Start(t, from.Add(max(rest, 0)))
 			}
 		}
 	}
@@ -145,19 +145,19 @@ func EstimateStart(e *Engine, job string, from time.Time, w WhatIf) Estimate {
 			}
 			t, err := e.lookup(st.Job, st.Task)
 			if err == nil {
-				s.schedule(t, clock.Add(s.runtime(t)))
+				s.ends.Start(t, clock.Add(s.runtime(t)))
 			}
 		}
 		for _, st := range d.Stops {
 			if t, err := e.lookup(st.Job, st.Task); err == nil {
-				s.gen[t]++ // its scheduled end no longer applies
+				s.ends.Stop(t) // its scheduled end no longer applies
 			}
 		}
 		if j.done {
 			x.Note = "the job ended without starting another task (a dependency failed?)"
 			return x
 		}
-		next, ok := s.next()
+		next, ok := s.ends.Next()
 		wake, waking := s.affinityWake(clock)
 		switch {
 		case ok:
@@ -227,14 +227,11 @@ func (s *whatIfSim) affinityWake(clock time.Time) (at time.Time, ok bool) {
 }
 
 // whatIfSim is the state of one EstimateStart run: the scheduled ends of
-// running attempts, with a generation per task so that a stopped attempt's
-// end is ignored.
+// running attempts (a stopped attempt's end no longer applies).
 type whatIfSim struct {
 	e    *Engine
 	w    WhatIf
-	ends endHeap
-	gen  map[*task]int
-	seq  int
+	ends *drive.Attempts[*task]
 }
 
 func (s *whatIfSim) runtime(t *task) time.Duration {
@@ -249,64 +246,17 @@ func (s *whatIfSim) runtime(t *task) time.Duration {
 	return s.w.DefaultRuntime
 }
 
-func (s *whatIfSim) schedule(t *task, at time.Time) {
-	s.gen[t]++
-	s.seq++
-	heap.Push(&s.ends, end{at: at, t: t, gen: s.gen[t], seq: s.seq})
-}
-
-// next returns the time of the next valid scheduled end.
-func (s *whatIfSim) next() (time.Time, bool) {
-	for s.ends.Len() > 0 {
-		top := s.ends.items[0]
-		if top.gen == s.gen[top.t] && top.t.state == model.TaskRunning {
-			return top.at, true
-		}
-		heap.Pop(&s.ends)
-	}
-	return time.Time{}, false
-}
-
 // endUntil reports every attempt scheduled to end by clock as succeeded,
 // in schedule order, and returns how many it ended.
 func (s *whatIfSim) endUntil(clock time.Time) int {
 	n := 0
-	for s.ends.Len() > 0 && !s.ends.items[0].at.After(clock) {
-		en := heap.Pop(&s.ends).(end)
-		t := en.t
-		if en.gen != s.gen[t] || t.state != model.TaskRunning {
-			continue
+	for {
+		t, at, ok := s.ends.Pop(clock)
+		if !ok {
+			return n
 		}
-		if err := s.e.Apply(FinishTask{Job: t.job.id, Task: t.spec.Name, Outcome: model.Succeeded, At: en.at}); err == nil {
+		if err := s.e.Apply(FinishTask{Job: t.job.id, Task: t.spec.Name, Outcome: model.Succeeded, At: at}); err == nil {
 			n++
 		}
 	}
-	return n
-}
-
-type end struct {
-	at  time.Time
-	t   *task
-	gen int
-	seq int
-}
-
-// endHeap orders scheduled ends by time, then by when they were scheduled,
-// so equal times end in a stable order.
-type endHeap struct{ items []end }
-
-func (h *endHeap) Len() int { return len(h.items) }
-func (h *endHeap) Less(a, b int) bool {
-	if !h.items[a].at.Equal(h.items[b].at) {
-		return h.items[a].at.Before(h.items[b].at)
-	}
-	return h.items[a].seq < h.items[b].seq
-}
-func (h *endHeap) Swap(a, b int) { h.items[a], h.items[b] = h.items[b], h.items[a] }
-func (h *endHeap) Push(x any)    { h.items = append(h.items, x.(end)) }
-func (h *endHeap) Pop() any {
-	n := len(h.items) - 1
-	x := h.items[n]
-	h.items = h.items[:n]
-	return x
 }

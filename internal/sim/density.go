@@ -7,6 +7,8 @@ import (
 	"io"
 	"math"
 	"time"
+
+	"github.com/allot-sched/allot/internal/density"
 )
 
 // Density is the task/worker density series of seed 002: per time bucket,
@@ -36,87 +38,16 @@ type DensityBucket struct {
 }
 
 // maxDensityBuckets bounds the series; a finer bucket is coarsened.
-const maxDensityBuckets = 20_000
+const maxDensityBuckets = density.MaxRecorded
 
-// densityRec accumulates the series during a run.
-type densityRec struct {
-	step    int64 // bucket size, ns
-	buckets []DensityBucket
-	set     []bool // buckets whose end values were written
-	active  int    // busy workers now
-	enabled int    // enabled workers now
-}
-
-func newDensityRec(step time.Duration, enabled int) *densityRec {
-	return &densityRec{step: int64(step), enabled: enabled}
-}
-
-// at returns the bucket of time t (ns after Start), growing the series and
-// coarsening it when it would exceed its bound.
-func (d *densityRec) at(t int64) *DensityBucket {
-	for t/d.step >= maxDensityBuckets {
-		d.coarsen()
+// densityResult renders a recorded series as the report's.
+func densityResult(step time.Duration, counts []density.Counts) *Density {
+	out := &Density{BucketSeconds: step.Seconds(), Buckets: make([]DensityBucket, len(counts))}
+	for i, c := range counts {
+		out.Buckets[i] = DensityBucket{T: time.Duration(int64(i) * int64(step)).Seconds(), Submitted: c.Submitted, Started: c.Started,
+			ActiveWorkers: c.ActiveWorkers, PeakActiveWorkers: c.PeakActiveWorkers, EnabledWorkers: c.EnabledWorkers}
 	}
-	i := int(t / d.step)
-	for len(d.buckets) <= i {
-		d.buckets = append(d.buckets, DensityBucket{})
-		d.set = append(d.set, false)
-	}
-	return &d.buckets[i]
-}
-
-// coarsen doubles the bucket size, merging pairs of buckets.
-func (d *densityRec) coarsen() {
-	d.step *= 2
-	n := (len(d.buckets) + 1) / 2
-	for i := 0; i < n; i++ {
-		a := d.buckets[2*i]
-		aset := d.set[2*i]
-		if 2*i+1 < len(d.buckets) {
-			b := d.buckets[2*i+1]
-			a.Submitted += b.Submitted
-			a.Started += b.Started
-			a.PeakActiveWorkers = max(a.PeakActiveWorkers, b.PeakActiveWorkers)
-			if d.set[2*i+1] {
-				a.ActiveWorkers, a.EnabledWorkers, aset = b.ActiveWorkers, b.EnabledWorkers, true
-			}
-		}
-		d.buckets[i], d.set[i] = a, aset
-	}
-	d.buckets, d.set = d.buckets[:n], d.set[:n]
-}
-
-func (d *densityRec) submitted(t int64, n int) { d.at(t).Submitted += n }
-
-func (d *densityRec) started(t int64) { d.at(t).Started++ }
-
-// workers records the busy and enabled counts after a change at t.
-func (d *densityRec) workers(t int64, active, enabled int) {
-	b := d.at(t)
-	// The previous count held until now, so also at some time in this
-	// bucket.
-	b.PeakActiveWorkers = max(b.PeakActiveWorkers, d.active, active)
-	d.active, d.enabled = active, enabled
-	b.ActiveWorkers, b.EnabledWorkers = active, enabled
-	d.set[int(t/d.step)] = true
-}
-
-// result finishes the series at end: buckets without a change carry the
-// previous values.
-func (d *densityRec) result(end int64, initialEnabled int) *Density {
-	d.at(end)
-	active, enabled := 0, initialEnabled
-	for i := range d.buckets {
-		b := &d.buckets[i]
-		b.T = time.Duration(int64(i) * d.step).Seconds()
-		if d.set[i] {
-			active, enabled = b.ActiveWorkers, b.EnabledWorkers
-		} else {
-			b.ActiveWorkers, b.EnabledWorkers = active, enabled
-		}
-		b.PeakActiveWorkers = max(b.PeakActiveWorkers, b.ActiveWorkers)
-	}
-	return &Density{BucketSeconds: time.Duration(d.step).Seconds(), Buckets: d.buckets}
+	return out
 }
 
 // WriteJSON writes the series as indented JSON.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/allot-sched/allot/internal/scenario"
 	"github.com/allot-sched/allot/internal/sim"
+	"github.com/allot-sched/allot/internal/sim/trace"
 )
 
 func inputOf(t *testing.T, file string) sim.Input {
@@ -123,7 +124,7 @@ func TestAzureTraceNeverExceedsTargetUnderThrottling(t *testing.T) {
 		t.Skipf("%s is absent", path)
 	}
 	in := inputOf(t, "endpoints-azure.yaml")
-	jobs, _, err := sim.LoadAzureLLMFile(path, sim.AzureOptions{Start: in.Start, Queue: "llm", Endpoints: []string{"chat-a", "chat-b"}, Limit: 4000})
+	jobs, _, err := trace.LoadAzureLLMFile(path, trace.AzureOptions{Start: in.Start, Queue: "llm", Endpoints: []string{"chat-a", "chat-b"}, Limit: 4000})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/allot-sched/allot/internal/density"
 	"github.com/allot-sched/allot/internal/engine"
 	"github.com/allot-sched/allot/internal/engine/elastic"
 	"github.com/allot-sched/allot/internal/model"
@@ -63,7 +64,7 @@ type fleetTrack struct {
 	busy     int // workers running at least one task
 	enabled  int
 	enabled0 int
-	dens     *densityRec
+	dens     *density.Recorder
 
 	coord       *elastic.Coordinator
 	poll        int64 // interval, ns
@@ -87,7 +88,7 @@ func newFleetTrack(in Input, opt Options) (*fleetTrack, error) {
 		return nil, fmt.Errorf("options.densityBucket: must not be negative (got %s)", opt.DensityBucket)
 	}
 	if opt.DensityBucket > 0 {
-		ft.dens = newDensityRec(opt.DensityBucket, ft.enabled)
+		ft.dens = density.NewRecorder(opt.DensityBucket, ft.enabled)
 	}
 	if ec := in.Config.Placement.Elastic; ec.Enabled {
 		c, err := elastic.New(ec)
@@ -109,7 +110,7 @@ func (ft *fleetTrack) worker(name string) int32 {
 
 func (ft *fleetTrack) changed(now int64) {
 	if ft.dens != nil {
-		ft.dens.workers(now, ft.busy, ft.enabled)
+		ft.dens.Workers(now, ft.busy, ft.enabled)
 	}
 }
 
@@ -208,7 +209,7 @@ func (r *runner) schedulePoll() {
 		return
 	}
 	next := (r.now/ft.poll + 1) * ft.poll
-	r.q.push(event{at: next, kind: evElastic})
+	r.q.Push(next, event{kind: evElastic})
 	ft.pollPending = true
 }
 
@@ -242,6 +243,6 @@ func (r *runner) fleetResult(res *Result) {
 		res.Elastic = &el
 	}
 	if ft.dens != nil {
-		res.Density = ft.dens.result(end, ft.enabled0)
+		res.Density = densityResult(ft.dens.Finish(end, ft.enabled0))
 	}
 }

@@ -3,8 +3,9 @@
 // for their Duration, and after every instant the engine runs one Cycle whose
 // starts and stops the simulator turns into future completions. Nothing here
 // reads the wall clock, so one Input always gives the same Result, byte for
-// byte. The package also reads workload traces (SWF, the Azure LLM inference
-// CSV) into jobs, and renders a Result as text, JSON or SVG.
+// byte. Its event queue is internal/engine/drive's. The package renders a
+// Result as text, JSON or SVG; the workload traces (SWF, the Azure LLM
+// inference CSV) are read into jobs by internal/sim/trace.
 package sim
 
 import (
@@ -15,6 +16,7 @@ import (
 
 	"github.com/allot-sched/allot/internal/engine"
 	"github.com/allot-sched/allot/internal/engine/admit"
+	"github.com/allot-sched/allot/internal/engine/drive"
 	"github.com/allot-sched/allot/internal/engine/policy"
 	"github.com/allot-sched/allot/internal/model"
 )
@@ -160,7 +162,7 @@ type runner struct {
 	in    Input
 	opt   Options
 	eng   *engine.Engine
-	q     eventQueue
+	q     drive.Queue[event]
 	now   int64
 	end   int64
 	how   string // completed, horizon, stalled
@@ -294,7 +296,7 @@ func newRunner(in Input, opt Options) (*runner, error) {
 	}
 
 	// Time zero: a forced round, then every arrival in input order.
-	r.q.push(event{at: 0, kind: evTick})
+	r.q.Push(0, event{kind: evTick})
 	r.tickPending = true
 	restored := map[string]bool{}
 	for _, rr := range in.Running {
@@ -308,7 +310,7 @@ func newRunner(in Input, opt Options) (*runner, error) {
 		if s := in.Jobs[i].Submitted; s.After(in.Start) {
 			at = int64(s.Sub(in.Start))
 		}
-		r.q.push(event{at: at, kind: evArrive, idx: int32(i)})
+		r.q.Push(at, event{kind: evArrive, idx: int32(i)})
 		r.realPending++
 	}
 	if err := r.restore(); err != nil {
@@ -423,8 +425,8 @@ func (r *runner) run() error {
 	periodic := r.opt.CycleEvery > 0
 	rounds, roundAt := 0, int64(-1)
 	r.how = "completed"
-	for r.q.len() > 0 {
-		at := r.q.top().at
+	for r.q.Len() > 0 {
+		at, _ := r.q.Next()
 		if horizon > 0 && at > horizon {
 			r.how, r.now = "horizon", horizon
 			break
@@ -439,9 +441,12 @@ func (r *runner) run() error {
 		}
 		r.now = at
 		cycle := !(periodic && r.opt.TickOnly)
-		limit := r.q.seq // events pushed during this round wait for the next one
-		for r.q.len() > 0 && r.q.top().at == at && r.q.top().seq <= limit {
-			ev := r.q.pop()
+		limit := r.q.Seq() // events pushed during this round wait for the next one
+		for r.q.Len() > 0 {
+			if next, seq := r.q.Next(); next != at || seq > limit {
+				break
+			}
+			_, ev := r.q.Pop()
 			r.counts.Events++
 			var err error
 			switch ev.kind {
@@ -468,7 +473,7 @@ func (r *runner) run() error {
 			if next <= r.lastCycle {
 				next = r.lastCycle + step
 			}
-			r.q.push(event{at: next, kind: evTick})
+			r.q.Push(next, event{kind: evTick})
 			r.tickPending = true
 		}
 		r.logChanges()
@@ -525,7 +530,7 @@ func (r *runner) arrive(ji int32) error {
 	g.tasks += int(sj.n)
 	r.counts.Tasks += int(sj.n)
 	if r.fl.dens != nil {
-		r.fl.dens.submitted(r.now, int(sj.n))
+		r.fl.dens.Submitted(r.now, int(sj.n))
 	}
 	for ti := sj.first; ti < sj.first+sj.n; ti++ {
 		if r.tasks[ti].unmet == 0 {
@@ -718,7 +723,7 @@ func (r *runner) started(s engine.Start, batches map[batchKey]int64) {
 	r.counts.Starts++
 	r.note("start", s.Job, s.Task, s.Worker, "")
 	if r.fl.dens != nil {
-		r.fl.dens.started(r.now)
+		r.fl.dens.Started(r.now)
 	}
 	if s.Batch != "" && s.Batch != s.Task {
 		// A member rides on its head's slot and ends with it.
@@ -745,7 +750,7 @@ func (r *runner) run1(ti int32, start, done int64) {
 	g := r.groups[r.jobs[t.job].group]
 	g.running++
 	r.touch(r.jobs[t.job].group)
-	r.q.push(event{at: done, kind: evFinish, idx: ti, gen: t.gen})
+	r.q.Push(done, event{kind: evFinish, idx: ti, gen: t.gen})
 	r.realPending++
 }
 

@@ -21,6 +21,7 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"embed"
 	"errors"
 	"fmt"
@@ -30,8 +31,10 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/auth"
 	"github.com/allot-sched/allot/internal/control"
+	"github.com/allot-sched/allot/internal/store"
 )
 
 //go:embed templates/*.html
@@ -58,10 +61,23 @@ type Options struct {
 	Density DensitySource
 }
 
+// Controller is what the dashboard reads of the scheduling loop: the
+// published snapshot and the lists its pages show. control.Controller is
+// one; the dashboard only reads, so it needs nothing that changes state.
+type Controller interface {
+	Snapshot() *control.Snapshot
+	Queues(ctx context.Context) ([]api.Queue, error)
+	Workers(ctx context.Context) ([]api.Worker, error)
+	Jobs(ctx context.Context, f store.JobFilter) (api.JobList, error)
+	Job(ctx context.Context, id string) (api.Job, error)
+}
+
+var _ Controller = (*control.Controller)(nil)
+
 // Dashboard is the dashboard's HTTP handler. Mount it at "/" behind the
 // API's routes: it answers every path the API does not.
 type Dashboard struct {
-	ctrl  *control.Controller
+	ctrl  Controller
 	opt   Options
 	mux   *http.ServeMux
 	pages map[string]*template.Template
@@ -70,7 +86,7 @@ type Dashboard struct {
 // New builds the dashboard on a controller. If opt.Density is nil and the
 // controller itself can report density (see DensitySource), the overview
 // draws the controller's.
-func New(ctrl *control.Controller, opt Options) *Dashboard {
+func New(ctrl Controller, opt Options) *Dashboard {
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
 	}

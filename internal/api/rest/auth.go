@@ -135,7 +135,7 @@ type queueDefault struct {
 	name string
 }
 
-func (q *queueDefault) get(ctx context.Context, ctrl *control.Controller) (string, error) {
+func (q *queueDefault) get(ctx context.Context, ctrl Queues) (string, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.name != "" {

@@ -19,7 +19,6 @@ import (
 
 	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/auth"
-	"github.com/allot-sched/allot/internal/control"
 	"github.com/allot-sched/allot/internal/engine/policy"
 	"github.com/allot-sched/allot/internal/model"
 	"github.com/allot-sched/allot/internal/spec"
@@ -50,7 +49,7 @@ type Options struct {
 
 // Server serves the API.
 type Server struct {
-	ctrl    *control.Controller
+	ctrl    Controller
 	opt     Options
 	mux     *http.ServeMux
 	handler http.Handler // mux behind authentication
@@ -64,7 +63,7 @@ type Server struct {
 var openapiDoc []byte
 
 // New builds the API server on a controller.
-func New(ctrl *control.Controller, opt Options) *Server {
+func New(ctrl Controller, opt Options) *Server {
 	if opt.MaxBodyBytes <= 0 {
 		opt.MaxBodyBytes = DefaultMaxBodyBytes
 	}

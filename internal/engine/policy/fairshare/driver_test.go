@@ -1,56 +1,28 @@
 package fairshare_test
 
 import (
-	"container/heap"
 	"fmt"
 	"sort"
 	"time"
 
 	"github.com/allot-sched/allot/internal/engine"
+	"github.com/allot-sched/allot/internal/engine/drive"
 	"github.com/allot-sched/allot/internal/engine/policy"
 	"github.com/allot-sched/allot/internal/engine/policy/fairshare"
 	"github.com/allot-sched/allot/internal/model"
 )
 
-// The driver runs the real engine over simulated time: jobs arrive, each
-// cycle's starts run for their task's duration, and finished tasks are
-// reported before the next cycle, which runs whenever something happens.
+// The driver runs the real engine over simulated time (internal/engine/drive
+// keeps its future): jobs arrive, each cycle's starts run for their task's
+// duration, and finished tasks are reported before the next cycle, which
+// runs whenever something happens.
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 const queue = "batch"
 
-type arrival struct {
-	at  time.Duration
-	job model.Job
-}
-
-type running struct {
-	end       time.Duration
-	job, task string
-	share     string
-}
-
-type endHeap []running
-
-func (h endHeap) Len() int { return len(h) }
-func (h endHeap) Less(i, j int) bool {
-	if h[i].end != h[j].end {
-		return h[i].end < h[j].end
-	}
-	if h[i].job != h[j].job {
-		return h[i].job < h[j].job
-	}
-	return h[i].task < h[j].task
-}
-func (h endHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *endHeap) Push(x any)   { *h = append(*h, x.(running)) }
-func (h *endHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
+// attempt names a running task.
+type attempt struct{ job, task string }
 
 // round is the state after one cycle.
 type round struct {
@@ -75,8 +47,8 @@ type driver struct {
 	e        *engine.Engine
 	slots    int
 	now      time.Duration
-	arrivals []arrival
-	ends     endHeap
+	arrivals drive.Queue[model.Job]   // by arrival, offset from t0
+	ends     *drive.Attempts[attempt] // running tasks' ends
 	shareOf  map[string]string
 	dur      map[string]time.Duration // job/task → duration
 	running  map[string]int
@@ -100,7 +72,7 @@ func newDriver(t fatalT, cfg *fairshare.Config, slots int) *driver {
 			t.Fatal(err)
 		}
 	}
-	return &driver{t: t, e: e, slots: slots, shareOf: map[string]string{}, dur: map[string]time.Duration{},
+	return &driver{t: t, e: e, slots: slots, ends: drive.NewAttempts[attempt](nil), shareOf: map[string]string{}, dur: map[string]time.Duration{},
 		running: map[string]int{}, waiting: map[string]int{}}
 }
 
@@ -114,8 +86,7 @@ func (d *driver) submit(at time.Duration, share string, priority, n int, dur tim
 		j.Tasks = append(j.Tasks, model.Task{Name: fmt.Sprintf("t%03d", i), Duration: dur,
 			Resources: model.Resources{MilliCPU: 1000}})
 	}
-	d.arrivals = append(d.arrivals, arrival{at: at, job: j})
-	sort.SliceStable(d.arrivals, func(a, b int) bool { return d.arrivals[a].at < d.arrivals[b].at })
+	d.arrivals.Push(int64(at), j)
 	return id
 }
 
@@ -127,44 +98,59 @@ func (d *driver) history(usage map[string]float64) {
 }
 
 // run advances simulated time until nothing is left to do or until end.
+// At each instant, the arrivals come first, in the order they were
+// submitted, then the ends, by job and task, then one cycle.
 func (d *driver) run(end time.Duration) {
 	d.t.Helper()
 	for {
 		next, ok := time.Duration(0), false
-		if len(d.arrivals) > 0 {
-			next, ok = d.arrivals[0].at, true
+		if d.arrivals.Len() > 0 {
+			at, _ := d.arrivals.Next()
+			next, ok = time.Duration(at), true
 		}
-		if len(d.ends) > 0 && (!ok || d.ends[0].end < next) {
-			next, ok = d.ends[0].end, true
+		if e, running := d.ends.Next(); running && (!ok || e.Sub(t0) < next) {
+			next, ok = e.Sub(t0), true
 		}
 		if !ok || next > end {
 			return
 		}
 		d.now = next
 		at := t0.Add(next)
-		for len(d.arrivals) > 0 && d.arrivals[0].at == next {
-			a := d.arrivals[0]
-			d.arrivals = d.arrivals[1:]
-			if err := d.e.Apply(engine.SubmitJob{Job: a.job}); err != nil {
+		for d.arrivals.Len() > 0 {
+			if a, _ := d.arrivals.Next(); a != int64(next) {
+				break
+			}
+			_, job := d.arrivals.Pop()
+			if err := d.e.Apply(engine.SubmitJob{Job: job}); err != nil {
 				d.t.Fatal(err)
 			}
-			d.shareOf[a.job.ID] = a.job.Share
-			d.waiting[a.job.Share] += len(a.job.Tasks)
-			for _, tk := range a.job.Tasks {
-				d.dur[a.job.ID+"/"+tk.Name] = tk.Duration
+			d.shareOf[job.ID] = job.Share
+			d.waiting[job.Share] += len(job.Tasks)
+			for _, tk := range job.Tasks {
+				d.dur[job.ID+"/"+tk.Name] = tk.Duration
 			}
 		}
-		for len(d.ends) > 0 && d.ends[0].end == next {
-			r := heap.Pop(&d.ends).(running)
-			if err := d.e.Apply(engine.FinishTask{Job: r.job, Task: r.task, Outcome: model.Succeeded, At: at}); err != nil {
+		var ended []attempt
+		for {
+			a, _, ok := d.ends.Pop(at)
+			if !ok {
+				break
+			}
+			ended = append(ended, a)
+		}
+		sort.Slice(ended, func(i, j int) bool {
+			if ended[i].job != ended[j].job {
+				return ended[i].job < ended[j].job
+			}
+			return ended[i].task < ended[j].task
+		})
+		for _, a := range ended {
+			if err := d.e.Apply(engine.FinishTask{Job: a.job, Task: a.task, Outcome: model.Succeeded, At: at}); err != nil {
 				d.t.Fatal(err)
 			}
-			d.running[r.share]--
+			d.running[d.shareOf[a.job]]--
 		}
-		busy := 0
-		for _, n := range d.running {
-			busy += n
-		}
+		busy := d.busy()
 		rd := round{at: next, free: d.slots - busy, before: copyMap(d.running), waiting: copyMap(d.waiting),
 			starts: map[string]int{}}
 		rd.d = d.e.Cycle(at)
@@ -173,7 +159,7 @@ func (d *driver) run(end time.Duration) {
 			rd.starts[share]++
 			d.running[share]++
 			d.waiting[share]--
-			heap.Push(&d.ends, running{end: next + d.dur[s.Job+"/"+s.Task], job: s.Job, task: s.Task, share: share})
+			d.ends.Start(attempt{s.Job, s.Task}, at.Add(d.dur[s.Job+"/"+s.Task]))
 		}
 		rd.running = copyMap(d.running)
 		d.rounds = append(d.rounds, rd)
@@ -181,6 +167,15 @@ func (d *driver) run(end time.Duration) {
 			d.onRound(rd)
 		}
 	}
+}
+
+// busy counts the running tasks.
+func (d *driver) busy() int {
+	busy := 0
+	for _, n := range d.running {
+		busy += n
+	}
+	return busy
 }
 
 func copyMap(m map[string]int) map[string]int {
@@ -240,4 +235,7 @@ func pendingReason(dec *engine.Decisions, job string) (model.Reason, bool) {
 	return model.Reason{}, false
 }
 
-func (d *driver) done() bool { return len(d.arrivals) == 0 && len(d.ends) == 0 }
+func (d *driver) done() bool {
+	_, running := d.ends.Next()
+	return d.arrivals.Len() == 0 && !running
+}

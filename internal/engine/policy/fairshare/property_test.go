@@ -102,7 +102,7 @@ func TestPropertyFairShareNeverOverbooksOrStarves(t *testing.T) {
 		// would have run it all.
 		d.run(lastArrival + work)
 		if !d.done() {
-			rt.Fatalf("work left at %v: %d arrivals, %d running (waiting %v)", d.now, len(d.arrivals), len(d.ends), d.waiting)
+			rt.Fatalf("work left at %v: %d arrivals, %d running (waiting %v)", d.now, d.arrivals.Len(), d.busy(), d.waiting)
 		}
 		for s, n := range d.waiting {
 			if n != 0 {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/allot-sched/allot/internal/engine"
+	"github.com/allot-sched/allot/internal/engine/drive"
 	"github.com/allot-sched/allot/internal/engine/policy"
 	"github.com/allot-sched/allot/internal/engine/policy/priority"
 	"github.com/allot-sched/allot/internal/engine/policy/sla"
@@ -32,7 +33,12 @@ type grid struct {
 	// dur gives each job's task length for run(); 0 means "runs until the
 	// test finishes it".
 	dur map[string]time.Duration
+	// ends schedules the end of each running task with a duration.
+	ends *drive.Attempts[attempt]
 }
+
+// attempt names a running task.
+type attempt struct{ job, task string }
 
 func newGrid(t tb, slots int, cfg policy.Config) *grid {
 	t.Helper()
@@ -40,7 +46,8 @@ func newGrid(t tb, slots int, cfg policy.Config) *grid {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &grid{t: t, e: e, now: t0, slots: slots, running: map[string]map[string]time.Time{}, dur: map[string]time.Duration{}}
+	g := &grid{t: t, e: e, now: t0, slots: slots, running: map[string]map[string]time.Time{}, dur: map[string]time.Duration{},
+		ends: drive.NewAttempts[attempt](nil)}
 	for i := 0; i < slots; i++ {
 		g.apply(engine.AddWorker{Worker: model.Worker{Name: fmt.Sprintf("w%04d", i), Capacity: model.Resources{MilliCPU: 1000}}, At: t0})
 	}
@@ -114,6 +121,9 @@ func (g *grid) track(jobID, task string, at time.Time) {
 		g.running[jobID] = map[string]time.Time{}
 	}
 	g.running[jobID][task] = at
+	if d := g.dur[jobID]; d > 0 {
+		g.ends.Start(attempt{jobID, task}, at.Add(d))
+	}
 }
 
 // cycle runs one engine cycle at the grid's time and keeps the running set.
@@ -122,6 +132,7 @@ func (g *grid) cycle() *engine.Decisions {
 	d := g.e.Cycle(g.now)
 	for _, s := range d.Stops {
 		delete(g.running[s.Job], s.Task)
+		g.ends.Stop(attempt{s.Job, s.Task})
 	}
 	for _, s := range d.Starts {
 		g.track(s.Job, s.Task, g.now)
@@ -134,20 +145,16 @@ func (g *grid) cycle() *engine.Decisions {
 func (g *grid) advance(at time.Time) {
 	g.t.Helper()
 	type end struct {
-		at        time.Time
-		job, task string
+		at time.Time
+		attempt
 	}
 	var ends []end
-	for jobID, tasks := range g.running {
-		d := g.dur[jobID]
-		if d == 0 {
-			continue
+	for {
+		a, e, ok := g.ends.Pop(at)
+		if !ok {
+			break
 		}
-		for task, start := range tasks {
-			if e := start.Add(d); !e.After(at) {
-				ends = append(ends, end{e, jobID, task})
-			}
-		}
+		ends = append(ends, end{e, a})
 	}
 	sort.Slice(ends, func(a, b int) bool {
 		if !ends[a].at.Equal(ends[b].at) {
@@ -176,6 +183,7 @@ func (g *grid) finish(jobID string, n int) {
 	for _, task := range names[:n] {
 		g.apply(engine.FinishTask{Job: jobID, Task: task, Outcome: model.Succeeded, At: g.now})
 		delete(g.running[jobID], task)
+		g.ends.Stop(attempt{jobID, task})
 	}
 }
 

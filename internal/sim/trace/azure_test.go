@@ -1,8 +1,6 @@
-package sim
+package trace
 
 import (
-	"bufio"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -82,36 +80,4 @@ func TestLoadAzureLLMOptions(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestAzureTraceReplays(t *testing.T) {
-	path := traceFile(t, "AzureLLMInferenceTrace_code.csv")
-	jobs, info, err := LoadAzureLLMFile(path, AzureOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	lines := 0
-	for sc := bufio.NewScanner(f); sc.Scan(); {
-		lines++
-	}
-	if info.Requests != lines-1 || len(jobs) != lines-1 {
-		t.Fatalf("%d requests from %d lines", info.Requests, lines)
-	}
-	res := mustRun(t, Input{Workers: workers(16), Jobs: jobs, Start: info.Start}, Options{})
-	if res.Outcome != "completed" || res.Counts.JobsSucceeded != len(jobs) || absDiff(res.SlotSeconds, info.WorkSeconds) > 1e-6 {
-		t.Errorf("outcome %s, %d succeeded, slot-s %f; want all %d, slot-s %f",
-			res.Outcome, res.Counts.JobsSucceeded, res.SlotSeconds, len(jobs), info.WorkSeconds)
-	}
-}
-
-func absDiff(a, b float64) float64 {
-	if a > b {
-		return a - b
-	}
-	return b - a
 }

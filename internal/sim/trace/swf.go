@@ -1,4 +1,8 @@
-package sim
+// Package trace reads workload traces into jobs for the simulator: the
+// Standard Workload Format (SWF) of the Parallel Workloads Archive, and the
+// Azure LLM inference CSV. It only loads; internal/sim replays the jobs and
+// renders the report.
+package trace
 
 import (
 	"bufio"

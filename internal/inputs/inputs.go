@@ -1,4 +1,8 @@
-package control
+// Package inputs checks, before a job is taken, that the server can read
+// each of its inputs (seed 000's first admission stage) and that they lie
+// where server.inputs.allow permits. It does I/O over HTTP and the file
+// system, so the scheduling loop never calls it: submission does, first.
+package inputs
 
 import (
 	"bytes"
@@ -20,7 +24,7 @@ import (
 	"github.com/allot-sched/allot/internal/spec"
 )
 
-// InputChecker is the server's admit.InputChecker: the first stage of seed
+// Checker is the server's admit.InputChecker: the first stage of seed
 // 000 reads each input's header to verify access before the job may take any
 // capacity. It understands the inputs a server can reach by itself:
 //
@@ -33,8 +37,8 @@ import (
 //
 // Every other scheme (s3://, gs://, ...) is refused as unsupported: the
 // server has no credentials for it, so it could not vouch for the input.
-type InputChecker struct {
-	// Timeout bounds one HTTP check; 0 means DefaultInputTimeout.
+type Checker struct {
+	// Timeout bounds one HTTP check; 0 means DefaultTimeout.
 	Timeout time.Duration
 	// Client makes the HTTP checks; nil means http.DefaultClient, with
 	// redirects held to Allow.
@@ -47,7 +51,7 @@ type InputChecker struct {
 // Permitted says why an input may not be checked at all: it lies outside
 // every allowed prefix, or it is a relative path while prefixes are set.
 // Nil when it may.
-func (ic *InputChecker) Permitted(raw string) error {
+func (ic *Checker) Permitted(raw string) error {
 	if len(ic.Allow) == 0 {
 		return nil
 	}
@@ -78,7 +82,7 @@ func (ic *InputChecker) Permitted(raw string) error {
 // system follows links and resolves ".." after them, so a link inside an
 // allowed directory could lead the check anywhere. The file itself, links
 // resolved, must lie under an allowed directory (links resolved too).
-func (ic *InputChecker) permittedFile(p string) error {
+func (ic *Checker) permittedFile(p string) error {
 	if len(ic.Allow) == 0 {
 		return nil
 	}
@@ -113,7 +117,7 @@ var errLinkOutside = errors.New("leads outside the prefixes the server allows th
 // list, rather than taken and dead-lettered. Nil for URLs, for a file that
 // cannot be resolved (it does not exist: the input check dead-letters the
 // job), and when every input is allowed.
-func (ic *InputChecker) PermittedTarget(raw string) error {
+func (ic *Checker) PermittedTarget(raw string) error {
 	if len(ic.Allow) == 0 {
 		return nil
 	}
@@ -131,10 +135,10 @@ func (ic *InputChecker) PermittedTarget(raw string) error {
 	return nil
 }
 
-// NewInputChecker builds the checker of a server whose inputs are limited
+// New builds the checker of a server whose inputs are limited
 // to allow (entries of server.inputs.allow, already checked).
-func NewInputChecker(allow []string) (*InputChecker, error) {
-	ic := &InputChecker{}
+func New(allow []string) (*Checker, error) {
+	ic := &Checker{}
 	for i, a := range allow {
 		p, err := spec.ParseInputPrefix(a)
 		if err != nil {
@@ -157,20 +161,20 @@ func NewInputChecker(allow []string) (*InputChecker, error) {
 	return ic, nil
 }
 
-// DefaultInputTimeout bounds one HTTP input check: a job's submission waits
+// DefaultTimeout bounds one HTTP input check: a job's submission waits
 // for its checks, so an unresponsive server must not hold it long.
-const DefaultInputTimeout = 5 * time.Second
+const DefaultTimeout = 5 * time.Second
 
-// inputParallelism bounds the checks of one job that run at once.
-const inputParallelism = 8
+// parallelism bounds the checks of one job that run at once.
+const parallelism = 8
 
 // headerLen is how much of a file the checker reads.
 const headerLen = 512
 
-var _ admit.InputChecker = (*InputChecker)(nil)
+var _ admit.InputChecker = (*Checker)(nil)
 
 // CheckInput implements admit.InputChecker.
-func (ic *InputChecker) CheckInput(ctx context.Context, raw string) error {
+func (ic *Checker) CheckInput(ctx context.Context, raw string) error {
 	if err := ic.Permitted(raw); err != nil {
 		return err
 	}
@@ -265,10 +269,10 @@ func checkSignature(ext string, head []byte) error {
 	return fmt.Errorf("corrupt: not a %s file (header starts %q)", sig.format, head[:min(len(head), 8)])
 }
 
-func (ic *InputChecker) checkHTTP(ctx context.Context, u *url.URL) error {
+func (ic *Checker) checkHTTP(ctx context.Context, u *url.URL) error {
 	timeout := ic.Timeout
 	if timeout <= 0 {
-		timeout = DefaultInputTimeout
+		timeout = DefaultTimeout
 	}
 	hc := ic.Client
 	if hc == nil {
@@ -309,15 +313,16 @@ func probe(ctx context.Context, hc *http.Client, method string, u *url.URL) (int
 	return resp.StatusCode, nil
 }
 
-// checkInputs checks a job's inputs, several at a time, and returns why the
+// Problem checks a job's inputs, several at a time, and returns why the
 // first failing one (in the job's order) is inaccessible, or "" when all
-// can be read. It does I/O, so it runs outside the scheduling loop.
-func checkInputs(ctx context.Context, ic admit.InputChecker, inputs []string) string {
+// can be read (or ctx ended first). It does I/O, so it runs outside the
+// scheduling loop.
+func Problem(ctx context.Context, ic admit.InputChecker, inputs []string) string {
 	if ic == nil || len(inputs) == 0 {
 		return ""
 	}
 	errs := make([]error, len(inputs))
-	sem := make(chan struct{}, inputParallelism)
+	sem := make(chan struct{}, parallelism)
 	var wg sync.WaitGroup
 	for i, in := range inputs {
 		select {

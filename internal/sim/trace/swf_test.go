@@ -1,10 +1,8 @@
-package sim
+package trace
 
 import (
-	"bufio"
 	"bytes"
 	"compress/gzip"
-	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -19,24 +17,13 @@ import (
 // one, one with an unknown allocation (falls back to requested processors),
 // one with a negative run time and one with no processor count (both
 // skipped), and one in the other queue.
-const smallSWF = `; Version: 2.2
-; Computer: Test Machine
-; MaxJobs: 5
-; MaxNodes: 8
-; MaxProcs: 16
-; UnixStartTime: 1000000000
-; Note: submit times are
-;       actually start times
-; Queue:  0  interactive
-; Queue:  1  batch
-; Acknowledge: someone
-;
-    1    0  -1  30   2  -1 -1   2  -1 -1  1  3  1  7  0 -1 -1 -1
-    2   10  -1  20  -1  -1 -1   4  -1 -1  1  5  2  7  1 -1 -1 -1
-    3   12  -1  -1   2  -1 -1   2  -1 -1  0  3  1  7  1 -1 -1 -1
-    4   15  -1  10  -1  -1 -1  -1  -1 -1  5  3  1  7  1 -1 -1 -1
-    5   20  -1   5   1  -1 -1   1  -1 -1  1  -1 1  8  -1 -1 -1 -1
-`
+var smallSWF = func() string {
+	b, err := os.ReadFile(filepath.Join("testdata", "small.swf"))
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}()
 
 func TestLoadSWFReadsHeaderAndRecords(t *testing.T) {
 	jobs, info, err := LoadSWF(strings.NewReader(smallSWF), SWFOptions{QueueField: "queue", ClassField: "executable"})
@@ -154,124 +141,5 @@ func TestLoadSWFErrors(t *testing.T) {
 				t.Fatalf("err = %v, want one containing %q", err, tc.want)
 			}
 		})
-	}
-}
-
-func TestSWFReplayConservesWork(t *testing.T) {
-	jobs, info, err := LoadSWF(strings.NewReader(smallSWF), SWFOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := mustRun(t, Input{Workers: workers(4), Jobs: jobs, Start: info.Start}, Options{GroupBy: GroupByShare})
-	// 2×30 + 4×20 + 1×5 slot-seconds; job 2 (4 tasks) waits for job 1's
-	// two slots until 30s and ends at 50s.
-	if res.SlotSeconds != 145 || res.MakespanSeconds != 50 || res.Counts.JobsSucceeded != 3 {
-		t.Errorf("slot-s %g, makespan %g, succeeded %d; want 145, 50, 3", res.SlotSeconds, res.MakespanSeconds, res.Counts.JobsSucceeded)
-	}
-}
-
-// traceFile finds a file of the shared traces: ../shared/traces beside the
-// module root, which the test locates from its working directory.
-func traceFile(t testing.TB, name string) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("module root not found")
-		}
-		dir = parent
-	}
-	path := filepath.Join(dir, "..", "shared", "traces", name)
-	if _, err := os.Stat(path); err != nil {
-		t.Skipf("trace %s not available: %v", name, err)
-	}
-	return path
-}
-
-// countRecords counts the non-comment lines of a gzip SWF file and the
-// work they describe (Σ processors × run time), independently of LoadSWF.
-func countRecords(t testing.TB, path string) (records int, work float64) {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(zr)
-	for sc.Scan() {
-		var n, submit, wait, run, procs float64
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == ';' {
-			continue
-		}
-		records++
-		if _, err := fmt.Sscan(line, &n, &submit, &wait, &run, &procs); err != nil {
-			t.Fatal(err)
-		}
-		if run >= 0 && procs > 0 {
-			work += run * procs
-		}
-	}
-	return records, work
-}
-
-func TestNASATraceReplaysUnderFIFO(t *testing.T) {
-	path := traceFile(t, "NASA-iPSC-1993-3.1-cln.swf.gz")
-	if testing.Short() {
-		t.Skip("replays a three-month trace (about a second)")
-	}
-	jobs, info, err := LoadSWFFile(path, SWFOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	records, work := countRecords(t, path)
-	if info.Records != records || info.MaxNodes != 128 || info.MaxProcs != 128 || info.UnixStartTime != 749458803 ||
-		info.Jobs+info.Skipped != records || len(jobs) != info.Jobs {
-		t.Fatalf("info = %+v; the file has %d records", info, records)
-	}
-	began := time.Now()
-	res, err := Run(Input{Config: fifo(), Workers: workers(128), Jobs: jobs, Start: info.Start}, Options{GroupBy: GroupByShare})
-	if err != nil {
-		t.Fatal(err)
-	}
-	elapsed := time.Since(began)
-	t.Logf("NASA: %d jobs, %d tasks, fifo on 128 workers: simulated in %s (%d cycles); makespan %s, utilisation %.1f%%, wait p99 %gs",
-		len(jobs), info.Tasks, elapsed, res.Counts.Cycles, time.Duration(res.MakespanSeconds*1e9), 100*res.Utilisation, res.Wait.P99)
-	if res.Outcome != "completed" || res.Counts.JobsSucceeded != len(jobs) || res.Counts.Starts != info.Tasks {
-		t.Errorf("outcome %s, counts %+v; want every job and task done once", res.Outcome, res.Counts)
-	}
-	if res.SlotSeconds != work {
-		t.Errorf("slot-seconds %f, want the trace's work %f", res.SlotSeconds, work)
-	}
-	if res.Utilisation <= 0 || res.Utilisation > 1 {
-		t.Errorf("utilisation %g out of (0, 1]", res.Utilisation)
-	}
-	if elapsed > 30*time.Second {
-		t.Errorf("replay took %s; it should take a few seconds", elapsed)
-	}
-}
-
-func BenchmarkNASAFIFO128(b *testing.B) {
-	jobs, info, err := LoadSWFFile(traceFile(b, "NASA-iPSC-1993-3.1-cln.swf.gz"), SWFOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	in := Input{Config: fifo(), Workers: workers(128), Jobs: jobs, Start: info.Start}
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if _, err := Run(in, Options{}); err != nil {
-			b.Fatal(err)
-		}
 	}
 }
