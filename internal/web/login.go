@@ -48,8 +48,8 @@ func (d *Dashboard) authenticate(w http.ResponseWriter, r *http.Request) (auth.P
 		http.Redirect(w, r, to, http.StatusSeeOther)
 		return p, false
 	case err != nil:
-		d.opt.Logger.Error("dashboard authentication failed", "err", err)
-		d.errorPage(w, r, http.StatusInternalServerError, "Checking the token failed: "+err.Error())
+		d.opt.Logger.Error("dashboard authentication failed", "request_id", requestID(w), "err", err)
+		d.errorPage(w, r, http.StatusInternalServerError, internalMessage("Checking the token failed", w))
 		return p, false
 	}
 	if err := p.Allow(auth.ReadJobs); err != nil {
@@ -95,8 +95,8 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusUnauthorized, "That token is not valid: "+strings.TrimPrefix(err.Error(), "unauthenticated: "))
 		return
 	case err != nil:
-		d.opt.Logger.Error("dashboard login failed", "err", err)
-		fail(http.StatusInternalServerError, "Checking the token failed: "+err.Error())
+		d.opt.Logger.Error("dashboard login failed", "request_id", requestID(w), "err", err)
+		fail(http.StatusInternalServerError, internalMessage("Checking the token failed", w))
 		return
 	}
 	if err := p.Allow(auth.ReadJobs); err != nil {

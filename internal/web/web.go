@@ -163,6 +163,20 @@ type view struct {
 // status (httpError) becomes that status, any other one a 500.
 type pageFunc func(r *http.Request, p auth.Principal) (tmpl, title, nav string, data any, err error)
 
+// requestID is the request's id as the API's middleware set it on the
+// answer; empty when the dashboard is served without it.
+func requestID(w http.ResponseWriter) string { return w.Header().Get("X-Request-Id") }
+
+// internalMessage is what a visitor reads of an internal failure: what
+// failed and where the details are, never the error's own text (paths,
+// SQL, addresses), which goes to the log with the same request id.
+func internalMessage(what string, w http.ResponseWriter) string {
+	if id := requestID(w); id != "" {
+		return fmt.Sprintf("%s; the server's log has the details (request id %s).", what, id)
+	}
+	return what + "; the server's log has the details."
+}
+
 // httpError is a page error with the status it deserves.
 type httpError struct {
 	status int
@@ -186,8 +200,8 @@ func (d *Dashboard) page(fn pageFunc) http.HandlerFunc {
 				d.errorPage(w, r, he.status, he.msg)
 				return
 			}
-			d.opt.Logger.Error("dashboard page failed", "path", r.URL.Path, "err", err)
-			d.errorPage(w, r, http.StatusInternalServerError, "The page could not be built: "+err.Error())
+			d.opt.Logger.Error("dashboard page failed", "path", r.URL.Path, "request_id", requestID(w), "err", err)
+			d.errorPage(w, r, http.StatusInternalServerError, internalMessage("The page could not be built", w))
 			return
 		}
 		v := view{Title: title, Nav: nav, Auth: d.opt.Auth != nil, Refresh: fmt.Sprintf("every %ds", max(1, int(d.opt.Refresh/time.Second))),
