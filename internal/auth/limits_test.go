@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/allot-sched/allot/internal/model"
 	"github.com/allot-sched/allot/internal/store"
 )
 
@@ -135,11 +134,7 @@ func TestTokenLimitsAreCheckedAtCreation(t *testing.T) {
 	sub := func(l store.TokenLimits) Spec {
 		return Spec{Role: Submitter, Queues: []string{Any}, Shares: []string{Any}, Limits: l}
 	}
-	cases := []struct {
-		name  string
-		s     Spec
-		field string // "" = valid
-	}{
+	checkSpecs(t, []specCase{
 		{"no limits", sub(store.TokenLimits{}), ""},
 		{"all limits", sub(store.TokenLimits{MaxPriority: 9, Urgent: true, Requestors: []string{"team-*", "ci"},
 			SLAGroups: []string{"gold"}, Users: []string{"svc-*", "*"}}), ""},
@@ -155,25 +150,7 @@ func TestTokenLimitsAreCheckedAtCreation(t *testing.T) {
 		{"worker with users", Spec{Role: Worker, Workers: []string{"w"}, Limits: store.TokenLimits{Users: []string{"u"}}}, "users"},
 		{"worker with requestors", Spec{Role: Worker, Workers: []string{"w"}, Limits: store.TokenLimits{Requestors: []string{"r"}}}, "requestors"},
 		{"admin with SLA groups", Spec{Role: Admin, Limits: store.TokenLimits{SLAGroups: []string{"g"}}}, "slaGroups"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			err := tc.s.Check()
-			if tc.field == "" {
-				if err != nil {
-					t.Fatalf("Check = %v, want valid", err)
-				}
-				return
-			}
-			var errs model.FieldErrors
-			if !errors.As(err, &errs) || len(errs) == 0 {
-				t.Fatalf("Check = %v, want model.FieldErrors", err)
-			}
-			if errs[0].Path != tc.field {
-				t.Errorf("field %q, want %q (%v)", errs[0].Path, tc.field, err)
-			}
-		})
-	}
+	})
 }
 
 func TestNewTokenKeepsItsLimitsAndThePrincipalCarriesThem(t *testing.T) {

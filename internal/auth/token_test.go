@@ -18,12 +18,16 @@ import (
 
 var t0 = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 
+// specCase is a token description and the field its check must name
+// ("" = valid).
+type specCase struct {
+	name  string
+	s     Spec
+	field string
+}
+
 func TestSpecCheckNamesTheField(t *testing.T) {
-	cases := []struct {
-		name  string
-		s     Spec
-		field string // "" = valid
-	}{
+	checkSpecs(t, []specCase{
 		{"admin", Spec{Role: Admin}, ""},
 		{"submitter", Spec{Role: Submitter, Queues: []string{"batch"}, Shares: []string{"research"}, ExpiresIn: time.Hour}, ""},
 		{"submitter with any", Spec{Role: Submitter, Queues: []string{Any}, Shares: []string{Any}}, ""},
@@ -47,7 +51,13 @@ func TestSpecCheckNamesTheField(t *testing.T) {
 		{"negative expiry", Spec{Role: Admin, ExpiresIn: -time.Second}, "expiresIn"},
 		{"an expiry past what the store keeps", Spec{Role: Admin, ExpiresIn: 2562047 * time.Hour}, "expiresIn"},
 		{"an expiry past ten years", Spec{Role: Admin, ExpiresIn: MaxExpiresIn + time.Second}, "expiresIn"},
-	}
+	})
+}
+
+// checkSpecs runs Spec.Check on each case and compares the first field it
+// names.
+func checkSpecs(t *testing.T, cases []specCase) {
+	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.s.Check()
