@@ -26,25 +26,7 @@ import (
 // controller, over real connections (deadlines need them).
 func newTimedServer(t *testing.T, to Timeouts) *httptest.Server {
 	t.Helper()
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), "allot.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ctrl, err := control.New(ctx, control.Config{Scheduling: spec.Scheduling{Queues: []spec.Queue{{Name: "batch"}}}}, st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- ctrl.Run(ctx) }()
-	srv := httptest.NewServer(New(ctrl, Options{Timeouts: to}).Handler())
-	t.Cleanup(func() {
-		srv.Close()
-		cancel()
-		<-done
-		st.Close()
-	})
-	return srv
+	return newServerOptions(t, spec.Scheduling{Queues: []spec.Queue{{Name: "batch"}}}, Options{Timeouts: to})
 }
 
 // sendPaced posts body to path in pieces of chunk bytes, one every gap,

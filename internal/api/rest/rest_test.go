@@ -25,6 +25,13 @@ func newServer(t *testing.T, maxBody int64) *httptest.Server {
 // newServerWith runs the API on a real controller with the given queues.
 func newServerWith(t *testing.T, maxBody int64, cfg spec.Scheduling) *httptest.Server {
 	t.Helper()
+	return newServerOptions(t, cfg, Options{MaxBodyBytes: maxBody})
+}
+
+// newServerOptions runs the API with the given options on a real
+// controller with the given queues, over real connections.
+func newServerOptions(t *testing.T, cfg spec.Scheduling, opt Options) *httptest.Server {
+	t.Helper()
 	st, err := sqlite.Open(filepath.Join(t.TempDir(), "allot.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +43,7 @@ func newServerWith(t *testing.T, maxBody int64, cfg spec.Scheduling) *httptest.S
 	}
 	done := make(chan error, 1)
 	go func() { done <- ctrl.Run(ctx) }()
-	srv := httptest.NewServer(New(ctrl, Options{MaxBodyBytes: maxBody}).Handler())
+	srv := httptest.NewServer(New(ctrl, opt).Handler())
 	t.Cleanup(func() {
 		srv.Close()
 		cancel()
