@@ -161,7 +161,7 @@ func endpointTable(w io.Writer, l api.EndpointList) error {
 			fmt.Fprintf(tw, "%s\t\t%s\t%s\n", e.Name, typ, variantCells(s.Variants[0]))
 			continue
 		}
-		var sum admit.VariantStats
+		var sum api.VariantStats
 		for _, v := range s.Variants {
 			sum.MaxCapacity += v.MaxCapacity
 			sum.TargetCapacity += v.TargetCapacity
@@ -186,7 +186,7 @@ func endpointTable(w io.Writer, l api.EndpointList) error {
 	return tw.Flush()
 }
 
-func variantCells(v admit.VariantStats) string {
+func variantCells(v api.VariantStats) string {
 	return fmt.Sprintf("%d\t%d\t%d\t%d\t%.0f\t%d\t%d\t%d\t%d\t%d\t%d", v.MaxCapacity, v.TargetCapacity, v.Load, v.Available,
 		v.Utilization, v.RunningJobs, v.Visible, v.Buffered, v.Throttles, v.Invocations, v.Errors)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/allot-sched/allot/internal/api"
+	"github.com/allot-sched/allot/internal/control"
 	"github.com/allot-sched/allot/internal/engine"
 	"github.com/allot-sched/allot/internal/model"
 	"github.com/allot-sched/allot/internal/scenario"
@@ -83,7 +84,7 @@ func explainScenario(file, job string) (api.Explanation, error) {
 	}
 	est := engine.EstimateStart(whatIf, job, s.Start, engine.WhatIf{})
 	x.Estimate = &est
-	return x, nil
+	return control.APIExplanation(x)
 }
 
 // writeExplanation prints an explanation as sections for people.
@@ -224,13 +225,13 @@ func writeExplanation(w io.Writer, x api.Explanation) error {
 
 // writeAssigned prints the worker pinned tasks wait for, why a pin does
 // not hold, and an affinity wait.
-func writeAssigned(p *printer, pl *engine.PlacementExplain) {
+func writeAssigned(p *printer, pl *api.PlacementExplain) {
 	if a := pl.Assigned; a != nil {
 		by := "static-worker mode: the job's worker"
 		switch a.By {
-		case engine.AssignedSticky:
+		case api.AssignedSticky:
 			by = "stage stickiness: it ran parent " + a.Parent
-		case engine.AssignedPipeline:
+		case api.AssignedPipeline:
 			by = "fixed-pipeline mode: task type " + a.Type
 		}
 		state := string(a.State)
@@ -265,7 +266,7 @@ func writeAssigned(p *printer, pl *engine.PlacementExplain) {
 	}
 }
 
-func taskCounts(c engine.TaskCounts) string {
+func taskCounts(c api.TaskCounts) string {
 	var parts []string
 	for _, k := range []struct {
 		n    int

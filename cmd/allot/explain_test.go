@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/allot-sched/allot/internal/api"
-	"github.com/allot-sched/allot/internal/engine"
 )
 
 func runExplain(t *testing.T, args ...string) string {
@@ -102,8 +101,8 @@ func TestExplainCommandUnknownJob(t *testing.T) {
 // as an unknown start.
 func TestExplainOfARunningJobSaysNothingWaits(t *testing.T) {
 	var out bytes.Buffer
-	x := api.Explanation{Job: "j", Queue: "q", Tasks: engine.TaskCounts{Total: 2, Running: 2},
-		Estimate: &engine.Estimate{Note: "no task of the job waits"}}
+	x := api.Explanation{Job: "j", Queue: "q", Tasks: api.TaskCounts{Total: 2, Running: 2},
+		Estimate: &api.Estimate{Note: "no task of the job waits"}}
 	if err := writeExplanation(&out, x); err != nil {
 		t.Fatal(err)
 	}

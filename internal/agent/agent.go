@@ -21,7 +21,7 @@ import (
 
 	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/client"
-	"github.com/allot-sched/allot/internal/spec"
+	"github.com/allot-sched/allot/internal/model"
 )
 
 // Defaults of Config's zero fields.
@@ -58,7 +58,7 @@ type Config struct {
 	Name string
 	// Resources are what the worker offers. Zero CPU, memory, GPUs or GPU
 	// memory are detected (CPUs, /proc/meminfo, nvidia-smi).
-	Resources   spec.Resources
+	Resources   model.ResourceSpec
 	Labels      map[string]string
 	Slots       int      // attempts at once; default 1
 	CostPerHour *float64 // nil: the server's default (1)
@@ -428,7 +428,7 @@ func (a *Agent) leases(ctx context.Context) {
 		// What it holds confirms that the previous answer arrived: the
 		// server requeues what it sent and the worker never got.
 		holds := a.running()
-		l, err := a.c.Lease(ctx, a.reg.Name, api.LeaseRequest{Wait: spec.Duration(a.cfg.LeaseWait), Running: &holds})
+		l, err := a.c.Lease(ctx, a.reg.Name, api.LeaseRequest{Wait: model.Duration(a.cfg.LeaseWait), Running: &holds})
 		switch {
 		case err == nil:
 			bo.reset()

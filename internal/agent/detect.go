@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/allot-sched/allot/internal/spec"
+	"github.com/allot-sched/allot/internal/model"
 )
 
 // detectResources fills the resources left zero with what this machine
@@ -21,9 +21,9 @@ import (
 // may use, memory from /proc/meminfo, GPUs and their memory from
 // nvidia-smi. Anything it cannot read (another OS, no NVIDIA driver) stays
 // zero; detection never fails.
-func detectResources(r spec.Resources, log *slog.Logger) spec.Resources {
+func detectResources(r model.ResourceSpec, log *slog.Logger) model.ResourceSpec {
 	if r.CPU == 0 {
-		r.CPU = spec.CPU(runtime.NumCPU() * 1000)
+		r.CPU = model.CPU(runtime.NumCPU() * 1000)
 	}
 	if r.Memory == 0 {
 		if m, err := readMeminfo("/proc/meminfo"); err != nil {
@@ -49,7 +49,7 @@ func detectResources(r spec.Resources, log *slog.Logger) spec.Resources {
 	return r
 }
 
-func readMeminfo(path string) (spec.Memory, error) {
+func readMeminfo(path string) (model.Memory, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, err
@@ -60,7 +60,7 @@ func readMeminfo(path string) (spec.Memory, error) {
 
 // parseMeminfo reads MemTotal (in KiB) from /proc/meminfo's format and
 // returns it in MiB.
-func parseMeminfo(r io.Reader) (spec.Memory, error) {
+func parseMeminfo(r io.Reader) (model.Memory, error) {
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		rest, ok := strings.CutPrefix(sc.Text(), "MemTotal:")
@@ -75,7 +75,7 @@ func parseMeminfo(r io.Reader) (spec.Memory, error) {
 		if err != nil || kb < 0 {
 			return 0, fmt.Errorf("MemTotal line %q: %q is not a size", sc.Text(), f[0])
 		}
-		return spec.Memory(kb / 1024), nil
+		return model.Memory(kb / 1024), nil
 	}
 	if err := sc.Err(); err != nil {
 		return 0, err
@@ -85,7 +85,7 @@ func parseMeminfo(r io.Reader) (spec.Memory, error) {
 
 // queryGPUs asks nvidia-smi for the GPUs' memory; without nvidia-smi on
 // PATH there are none.
-func queryGPUs() (int, spec.Memory, error) {
+func queryGPUs() (int, model.Memory, error) {
 	path, err := exec.LookPath("nvidia-smi")
 	if err != nil {
 		return 0, 0, nil
@@ -102,8 +102,8 @@ func queryGPUs() (int, spec.Memory, error) {
 // parseNvidiaSmi reads one memory.total (MiB) per line. A worker's
 // gpuMemory is per GPU and a task may land on any of them, so the smallest
 // is what every GPU can promise.
-func parseNvidiaSmi(out string) (int, spec.Memory, error) {
-	n, least := 0, spec.Memory(0)
+func parseNvidiaSmi(out string) (int, model.Memory, error) {
+	n, least := 0, model.Memory(0)
 	for line := range strings.Lines(out) {
 		line = strings.TrimSpace(line)
 		if line == "" {
@@ -113,7 +113,7 @@ func parseNvidiaSmi(out string) (int, spec.Memory, error) {
 		if err != nil || mib < 0 {
 			return 0, 0, fmt.Errorf("nvidia-smi: %q is not a memory size in MiB", line)
 		}
-		if m := spec.Memory(mib); n == 0 || m < least {
+		if m := model.Memory(mib); n == 0 || m < least {
 			least = m
 		}
 		n++

@@ -3,9 +3,7 @@ package api
 import (
 	"time"
 
-	"github.com/allot-sched/allot/internal/engine/admit"
 	"github.com/allot-sched/allot/internal/model"
-	"github.com/allot-sched/allot/internal/spec"
 )
 
 // The bodies of the endpoint, throttling and dead-letter routes (seed 000,
@@ -16,18 +14,18 @@ import (
 type EndpointList struct {
 	// At is when the metrics were taken: the end of the last scheduling
 	// cycle. Reading them costs the scheduler nothing.
-	At         time.Time       `json:"at"`
-	Throttling spec.Throttling `json:"throttling"`
-	Endpoints  []Endpoint      `json:"endpoints"`
+	At         time.Time            `json:"at"`
+	Throttling model.ThrottlingSpec `json:"throttling"`
+	Endpoints  []Endpoint           `json:"endpoints"`
 }
 
 // Endpoint is one endpoint: its definition, as in the configuration file
 // (nil for an endpoint that was removed but still has jobs), and its
 // metrics per variant (nil until a cycle has seen it).
 type Endpoint struct {
-	Name   string               `json:"name"`
-	Config *spec.Endpoint       `json:"config,omitempty"`
-	Stats  *admit.EndpointStats `json:"stats,omitempty"`
+	Name   string              `json:"name"`
+	Config *model.EndpointSpec `json:"config,omitempty"`
+	Stats  *EndpointStats      `json:"stats,omitempty"`
 }
 
 // Admission is what admission against endpoint capacity says about a job:
@@ -87,4 +85,73 @@ type DeadLetterList struct {
 type Redriven struct {
 	Redriven bool `json:"redriven"`
 	Job      Job  `json:"job"`
+}
+
+// EndpointStats are the scheduling metrics of one endpoint (seed 000), with
+// a row per variant, as the engine counts them (admit.EndpointStats, with
+// the same JSON; the server converts them). Counters only grow; the server
+// exports them (Prometheus) and `allot endpoints` shows them. The time
+// scheduling decisions take is the cycle duration metric, not a field here.
+type EndpointStats struct {
+	Endpoint   string             `json:"endpoint"`
+	Type       model.EndpointType `json:"type,omitempty"`
+	Configured bool               `json:"configured"`
+	// MaxCapacity, TargetCapacity, Load, RunningJobs, Visible and Buffered
+	// sum the variants.
+	MaxCapacity    int `json:"maxCapacity"`
+	TargetCapacity int `json:"targetCapacity"`
+	Load           int `json:"load"`
+	RunningJobs    int `json:"runningJobs"`
+	Visible        int `json:"visible"`
+	Buffered       int `json:"buffered"`
+	// Errors counts failures on the endpoint: inaccessible inputs (each a
+	// dead letter) and failed capacity queries the control plane reports,
+	// the variants' included.
+	Errors      uint64 `json:"errors"`
+	DeadLetters uint64 `json:"deadLetters"`
+	// Utilization is 100 × Load / MaxCapacity.
+	Utilization float64        `json:"utilization"`
+	Variants    []VariantStats `json:"variants"`
+}
+
+// VariantStats are the metrics of one production variant.
+type VariantStats struct {
+	// Variant is "" for an endpoint without variants.
+	Variant    string  `json:"variant"`
+	Weight     float64 `json:"weight"`
+	Configured bool    `json:"configured"`
+	// MaxCapacity and TargetCapacity are in concurrent requests;
+	// Available is TargetCapacity − Load, negative after the single-job
+	// exception admitted a job larger than the target.
+	MaxCapacity    int `json:"maxCapacity"`
+	TargetCapacity int `json:"targetCapacity"`
+	Load           int `json:"load"`
+	Available      int `json:"available"`
+	// Utilization is the current endpoint utilization in percent, 100 ×
+	// Load / MaxCapacity: at most the target percentage under throttling,
+	// except for the single-job exception (and 100 when a job runs on a
+	// variant of capacity 0).
+	Utilization float64 `json:"utilization"`
+	// RunningJobs counts admitted jobs that have not ended.
+	RunningJobs int `json:"runningJobs"`
+	// Visible is ApproximateNumberOfRequestsVisible: jobs waiting for
+	// admission. Buffered is ApproximateNumberOfRequestsBuffered: jobs
+	// received and not complete (waiting or running).
+	Visible  int `json:"visible"`
+	Buffered int `json:"buffered"`
+	// Submitted counts jobs routed to the variant; Admitted those
+	// admitted, SingleJobExceptions of them by the single-job exception.
+	Submitted           uint64 `json:"submitted"`
+	Admitted            uint64 `json:"admitted"`
+	SingleJobExceptions uint64 `json:"singleJobExceptions"`
+	// Throttles counts jobs delayed for insufficient capacity (each job
+	// once, however many passes it waits).
+	Throttles uint64 `json:"throttles"`
+	// Invocations counts admission decisions: each waiting job, each pass.
+	Invocations uint64 `json:"invocations"`
+	// Reservations counts starvation reservations taken; ReservedFor is
+	// the job holding one now.
+	Reservations uint64 `json:"reservations"`
+	ReservedFor  string `json:"reservedFor,omitempty"`
+	Errors       uint64 `json:"errors"`
 }

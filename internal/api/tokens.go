@@ -3,7 +3,7 @@ package api
 import (
 	"time"
 
-	"github.com/allot-sched/allot/internal/spec"
+	"github.com/allot-sched/allot/internal/model"
 )
 
 // Token is an API token as GET /v1/tokens shows it: never its secret.
@@ -52,7 +52,7 @@ type CreateToken struct {
 	Users       []string `json:"users,omitempty"`
 	// ExpiresIn makes the token expire this long after its creation; zero:
 	// it never expires.
-	ExpiresIn spec.Duration `json:"expiresIn,omitempty"`
+	ExpiresIn model.Duration `json:"expiresIn,omitempty"`
 }
 
 // NewToken is the answer of POST /v1/tokens: the token and its secret. The

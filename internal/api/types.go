@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/allot-sched/allot/internal/model"
-	"github.com/allot-sched/allot/internal/spec"
 )
 
 // The JSON bodies of the API. Clients (the CLI, the worker agent, any
@@ -65,7 +64,7 @@ type Job struct {
 	Ended     *time.Time     `json:"ended,omitempty"`
 	Counts    map[string]int `json:"counts"` // tasks per state
 	Tasks     []Task         `json:"tasks,omitempty"`
-	Spec      *spec.Job      `json:"spec,omitempty"`
+	Spec      *model.JobSpec `json:"spec,omitempty"`
 	// Admission is set for a job with an endpoint or a dead-lettered job
 	// (docs/endpoints.md).
 	Admission *Admission `json:"admission,omitempty"`
@@ -110,14 +109,14 @@ type TaskLog struct {
 
 // Worker is a worker as the API shows it.
 type Worker struct {
-	Name        string            `json:"name"`
-	State       string            `json:"state"`
-	Resources   spec.Resources    `json:"resources"`
-	Labels      map[string]string `json:"labels,omitempty"`
-	Slots       int               `json:"slots"`
-	Running     int               `json:"running"`
-	CostPerHour float64           `json:"costPerHour"`
-	LastSeen    time.Time         `json:"lastSeen"`
+	Name        string             `json:"name"`
+	State       string             `json:"state"`
+	Resources   model.ResourceSpec `json:"resources"`
+	Labels      map[string]string  `json:"labels,omitempty"`
+	Slots       int                `json:"slots"`
+	Running     int                `json:"running"`
+	CostPerHour float64            `json:"costPerHour"`
+	LastSeen    time.Time          `json:"lastSeen"`
 	// DisabledBy says who disabled a disabled worker: "elastic" (the
 	// elastic coordinator) or "manual" (an operator).
 	DisabledBy string `json:"disabledBy,omitempty"`
@@ -146,12 +145,12 @@ type PriorityChange struct {
 
 // Register is the body a worker sends to POST /v1/workers.
 type Register struct {
-	Name        string            `json:"name"`
-	Resources   spec.Resources    `json:"resources"`
-	Labels      map[string]string `json:"labels,omitempty"`
-	Slots       int               `json:"slots,omitempty"`
-	CostPerHour *float64          `json:"costPerHour,omitempty"`
-	Cached      []string          `json:"cached,omitempty"`
+	Name        string             `json:"name"`
+	Resources   model.ResourceSpec `json:"resources"`
+	Labels      map[string]string  `json:"labels,omitempty"`
+	Slots       int                `json:"slots,omitempty"`
+	CostPerHour *float64           `json:"costPerHour,omitempty"`
+	Cached      []string           `json:"cached,omitempty"`
 	// Cache lists models and datasets the worker holds, with their kind
 	// and when it last used each (cache hints for context reuse).
 	Cache []CacheHint `json:"cache,omitempty"`
@@ -171,7 +170,7 @@ type Attempt struct {
 type LeaseRequest struct {
 	// Wait is how long the server may hold the request when it has nothing
 	// for the worker (long poll), at most MaxLeaseWait.
-	Wait spec.Duration `json:"wait,omitempty"`
+	Wait model.Duration `json:"wait,omitempty"`
 	// Running, when set, lists every attempt the worker holds: running,
 	// queued for a slot, or with a report not yet delivered. It confirms
 	// that the previous lease answer arrived: an attempt that answer
@@ -199,7 +198,7 @@ type Assignment struct {
 	Command []string          `json:"command,omitempty"`
 	Env     map[string]string `json:"env,omitempty"`
 	WorkDir string            `json:"workdir,omitempty"`
-	Timeout spec.Duration     `json:"timeout,omitempty"`
+	Timeout model.Duration    `json:"timeout,omitempty"`
 	// User is the Unix user the job asks its tasks to run as (the job's
 	// user field); the worker runs the attempt as that user only if its
 	// --allow-user list allows it, and fails the attempt otherwise.
@@ -223,8 +222,8 @@ type Assignment struct {
 // Grace.
 type StopOrder struct {
 	Attempt
-	Reason model.Reason  `json:"reason"`
-	Grace  spec.Duration `json:"grace"`
+	Reason model.Reason   `json:"reason"`
+	Grace  model.Duration `json:"grace"`
 }
 
 // Reports is the body of POST /v1/workers/{name}/reports: many results in one

@@ -6,7 +6,7 @@ import (
 	"net/url"
 
 	"github.com/allot-sched/allot/internal/api"
-	"github.com/allot-sched/allot/internal/spec"
+	"github.com/allot-sched/allot/internal/model"
 )
 
 // Endpoints lists the endpoints with their configuration and scheduling
@@ -16,7 +16,7 @@ func (c *Client) Endpoints(ctx context.Context) (api.EndpointList, error) {
 }
 
 // SetEndpoint adds or replaces an endpoint at run time. endpoint is the
-// endpoint block as the configuration file writes it (a spec.Endpoint, or a
+// endpoint block as the configuration file writes it (a model.EndpointSpec, or a
 // json.RawMessage sent as is).
 func (c *Client) SetEndpoint(ctx context.Context, name string, endpoint any) (api.Endpoint, error) {
 	return callJSON[api.Endpoint](ctx, c, http.MethodPut, "/v1/endpoints/"+url.PathEscape(name), endpoint)
@@ -28,14 +28,14 @@ func (c *Client) RemoveEndpoint(ctx context.Context, name string) error {
 }
 
 // Throttling returns the throttling settings in force, every field set.
-func (c *Client) Throttling(ctx context.Context) (spec.Throttling, error) {
-	return callJSON[spec.Throttling](ctx, c, http.MethodGet, "/v1/throttling", nil)
+func (c *Client) Throttling(ctx context.Context) (model.ThrottlingSpec, error) {
+	return callJSON[model.ThrottlingSpec](ctx, c, http.MethodGet, "/v1/throttling", nil)
 }
 
 // SetThrottling replaces the throttling settings; omitted fields take the
 // defaults, so change a field of what Throttling returned.
-func (c *Client) SetThrottling(ctx context.Context, t spec.Throttling) (spec.Throttling, error) {
-	return callJSON[spec.Throttling](ctx, c, http.MethodPut, "/v1/throttling", t)
+func (c *Client) SetThrottling(ctx context.Context, t model.ThrottlingSpec) (model.ThrottlingSpec, error) {
+	return callJSON[model.ThrottlingSpec](ctx, c, http.MethodPut, "/v1/throttling", t)
 }
 
 // DeadLetters lists the jobs whose inputs could not be read, oldest first.

@@ -80,7 +80,7 @@ func (c *Controller) Endpoints() api.EndpointList {
 		get(d.Name).Config = &se
 	}
 	for i := range snap.Endpoints {
-		get(snap.Endpoints[i].Endpoint).Stats = &snap.Endpoints[i]
+		get(snap.Endpoints[i].Endpoint).Stats = apiEndpointStats(snap.Endpoints[i])
 	}
 	slices.Sort(names)
 	out := api.EndpointList{At: snap.At, Throttling: specThrottling(settings), Endpoints: make([]api.Endpoint, 0, len(names))}
@@ -254,7 +254,7 @@ func sameJSON(a, b any) bool {
 // fields take the seed's defaults, as in the configuration file; the change
 // is stored.
 func (c *Controller) SetThrottling(ctx context.Context, th spec.Throttling) (spec.Throttling, error) {
-	s := th.Settings()
+	s := spec.ThrottlingSettings(th)
 	if err := fieldErrors(admit.Config{Settings: s}.Problems(), "throttling."); err != nil {
 		return spec.Throttling{}, err
 	}
@@ -266,7 +266,7 @@ func (c *Controller) SetThrottling(ctx context.Context, th spec.Throttling) (spe
 		c.mu.Lock()
 		c.engCfg.Admission.Settings = now
 		c.mu.Unlock()
-		raw, _ := json.Marshal(storedThrottling{Config: c.cfg.Scheduling.Throttling.Settings(), Value: now})
+		raw, _ := json.Marshal(storedThrottling{Config: spec.ThrottlingSettings(c.cfg.Scheduling.Throttling), Value: now})
 		t.kv(store.ThrottlingKey, raw)
 		view := specThrottling(now)
 		t.event(EventThrottlingChanged, "", "", "", model.Reason{Message: fmt.Sprintf("throttling enabled %t, capacity target percentage %g",
@@ -308,7 +308,7 @@ func (c *Controller) deadLetterNew(t *txn, lj *liveJob, why string) (any, error)
 	r := c.recordDeadLetter(t, lj.rec.ID, why)
 	t.changed = true
 	out := jobHeader(lj.rec)
-	out.Spec = &lj.spec
+	out.Spec = (*model.JobSpec)(&lj.spec)
 	out.Admission = &api.Admission{Endpoint: lj.model.Endpoint, Variant: lj.model.Variant, State: api.AdmissionDeadLettered, Reason: &r}
 	return out, nil
 }
@@ -432,7 +432,7 @@ func (c *Controller) Redrive(ctx context.Context, id string) (api.Redriven, erro
 			r := c.recordDeadLetter(t, id, why)
 			t.changed = true
 			out := jobHeader(rec)
-			out.Spec = &js
+			out.Spec = (*model.JobSpec)(&js)
 			out.Admission = &api.Admission{Endpoint: d.Job.Endpoint, Variant: d.Job.Variant, State: api.AdmissionDeadLettered, Reason: &r}
 			return api.Redriven{Job: out}, nil
 		}
@@ -553,7 +553,7 @@ func (c *Controller) recoverAdmission(ctx context.Context, now time.Time, q *qua
 		var st storedThrottling
 		if err := json.Unmarshal(raw, &st); err != nil {
 			q.setting(store.ThrottlingKey, raw, err)
-		} else if cfg := c.cfg.Scheduling.Throttling.Settings(); sameJSON(st.Config, cfg) {
+		} else if cfg := spec.ThrottlingSettings(c.cfg.Scheduling.Throttling); sameJSON(st.Config, cfg) {
 			if err := c.eng.Apply(engine.SetThrottling{Settings: st.Value, At: now}); err != nil {
 				q.setting(store.ThrottlingKey, raw, err)
 			}

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/allot-sched/allot/internal/api"
-	"github.com/allot-sched/allot/internal/engine/admit"
 	"github.com/allot-sched/allot/internal/model"
 	"github.com/allot-sched/allot/internal/spec"
 )
@@ -45,10 +44,10 @@ func endpointJob(id string, load int, inputs ...string) spec.Job {
 
 // stats returns the last cycle's metrics of endpoint name's only (or
 // first) variant, waiting until cond holds for them.
-func (p *plane) variantStats(name string, what string, cond func(admit.VariantStats) bool) admit.VariantStats {
+func (p *plane) variantStats(name string, what string, cond func(api.VariantStats) bool) api.VariantStats {
 	p.t.Helper()
 	deadline := time.Now().Add(testTimeout)
-	var last admit.VariantStats
+	var last api.VariantStats
 	for {
 		for _, e := range p.c.Endpoints().Endpoints {
 			if e.Name == name && e.Stats != nil && len(e.Stats.Variants) > 0 {
@@ -88,7 +87,7 @@ func TestRuntimeEndpointChangeTakesEffectAtTheNextCycle(t *testing.T) {
 				t.Fatalf("%s: %v", s.name, err)
 			}
 		}
-		vs := p.variantStats("det", s.name, func(v admit.VariantStats) bool {
+		vs := p.variantStats("det", s.name, func(v api.VariantStats) bool {
 			return v.TargetCapacity == s.wantTarget && v.RunningJobs == s.wantRunning
 		})
 		if vs.Load != 2*s.wantRunning || vs.Available != s.wantTarget-vs.Load {
@@ -218,7 +217,7 @@ func TestInaccessibleInputIsDeadLetteredWithoutCapacityAndRedriven(t *testing.T)
 			if len(dl.DeadLetters) != 1 || dl.DeadLetters[0].Job != "img" || dl.DeadLetters[0].Reason.Code != "input_inaccessible" {
 				t.Fatalf("dead letters %+v", dl)
 			}
-			vs := p.variantStats("det", "the dead letter counted as an error", func(v admit.VariantStats) bool { return v.Errors == 1 })
+			vs := p.variantStats("det", "the dead letter counted as an error", func(v api.VariantStats) bool { return v.Errors == 1 })
 			if vs.Load != 0 || vs.Buffered != 0 || vs.Visible != 0 {
 				t.Errorf("a dead letter takes capacity: %+v", vs)
 			}
@@ -407,7 +406,7 @@ func TestThrottleTimeSurvivesARestart(t *testing.T) {
 	p.register("w1", 4)
 	p.submit(endpointJob("a", 2))
 	p.submit(endpointJob("b", 2))
-	p.variantStats("det", "b throttled", func(v admit.VariantStats) bool { return v.Throttles == 1 })
+	p.variantStats("det", "b throttled", func(v api.VariantStats) bool { return v.Throttles == 1 })
 	before := p.job("b").Admission
 	if before == nil || before.ThrottledSince == nil {
 		t.Fatalf("b's admission %+v, want throttled", before)
@@ -416,7 +415,7 @@ func TestThrottleTimeSurvivesARestart(t *testing.T) {
 	restartWith(p, detConfig(1))
 	a := p.task("a", "t")
 	p.register("w1", 4, api.Attempt{Job: "a", Task: "t", Attempt: a.Attempt})
-	p.variantStats("det", "b throttled again", func(v admit.VariantStats) bool { return v.Throttles == 1 && v.Visible == 1 })
+	p.variantStats("det", "b throttled again", func(v api.VariantStats) bool { return v.Throttles == 1 && v.Visible == 1 })
 	after := p.job("b").Admission
 	if after == nil || after.ThrottledSince == nil || !after.ThrottledSince.Equal(*before.ThrottledSince) {
 		t.Errorf("after the restart b is throttled since %v, want %v", after.ThrottledSince, *before.ThrottledSince)
@@ -442,7 +441,7 @@ func TestDeadLetterKeepsItsTimeAcrossARestart(t *testing.T) {
 		t.Fatalf("after the restart %+v %v, want the entry of %v", after, err, before.DeadLetters[0].At)
 	}
 	p.register("w1", 1) // a round with a cycle publishes the snapshot
-	vs := p.variantStats("det", "a cycle after the restart", func(admit.VariantStats) bool { return true })
+	vs := p.variantStats("det", "a cycle after the restart", func(api.VariantStats) bool { return true })
 	if vs.Errors != 0 {
 		t.Errorf("the restored dead letter is counted again: %d errors since the restart", vs.Errors)
 	}

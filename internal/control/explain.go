@@ -54,7 +54,7 @@ func (c *Controller) Explain(ctx context.Context, id string) (api.Explanation, e
 	}
 	est := r.replay.Estimate(id, ExplainWhatIf)
 	r.x.Estimate = &est
-	return r.x, nil
+	return APIExplanation(r.x)
 }
 
 // explainSlots bounds the start-time estimates simulated at once.

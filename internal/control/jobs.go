@@ -333,7 +333,7 @@ func (c *Controller) Job(ctx context.Context, id string) (api.Job, error) {
 func (c *Controller) view(lj *liveJob, withTasks bool) api.Job {
 	out := jobHeader(lj.rec)
 	spec := lj.spec
-	out.Spec = &spec
+	out.Spec = (*model.JobSpec)(&spec)
 	out.Admission = c.admissionView(lj.rec.ID)
 	for _, mt := range lj.model.Tasks {
 		rec := lj.tasks[mt.Name]
@@ -370,7 +370,7 @@ func storedView(j store.Job, tasks []store.Task) api.Job {
 	out := jobHeader(j)
 	var js spec.Job
 	if json.Unmarshal(j.Spec, &js) == nil {
-		out.Spec = &js
+		out.Spec = (*model.JobSpec)(&js)
 	}
 	needs := map[string][]string{}
 	if ex, err := js.Expand("", j.Submitted); err == nil {

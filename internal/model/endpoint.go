@@ -50,6 +50,6 @@ type Variant struct {
 // ImageSize is the size of a job's image in pixels; with the job's region
 // and tile geometry it gives the job's load on its endpoint.
 type ImageSize struct {
-	Width  int `json:"width"`
-	Height int `json:"height"`
+	Width  int `yaml:"width" json:"width"`
+	Height int `yaml:"height" json:"height"`
 }

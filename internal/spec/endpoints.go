@@ -11,31 +11,19 @@ import (
 	"github.com/allot-sched/allot/internal/model"
 )
 
-// Throttling is the `throttling:` block: the settings of seed 000 under its
-// names, each of which an environment variable of the seed's name can
-// override (ApplyEnv). Omitted fields take the seed's defaults.
-type Throttling struct {
-	// ThrottlingEnabled (SCHEDULER_THROTTLING_ENABLED, default true).
-	ThrottlingEnabled *bool `yaml:"throttlingEnabled,omitempty" json:"throttlingEnabled,omitempty"`
-	// CapacityTargetPercentage (CAPACITY_TARGET_PERCENTAGE, default 1.0,
-	// 0.0-1.5).
-	CapacityTargetPercentage *float64 `yaml:"capacityTargetPercentage,omitempty" json:"capacityTargetPercentage,omitempty"`
-	// DefaultInstanceConcurrency (DEFAULT_INSTANCE_CONCURRENCY, default 2).
-	DefaultInstanceConcurrency int `yaml:"defaultInstanceConcurrency,omitempty" json:"defaultInstanceConcurrency,omitempty"`
-	// DefaultHTTPEndpointConcurrency (DEFAULT_HTTP_ENDPOINT_CONCURRENCY,
-	// default 10).
-	DefaultHTTPEndpointConcurrency int `yaml:"defaultHttpEndpointConcurrency,omitempty" json:"defaultHttpEndpointConcurrency,omitempty"`
-	// TileWorkersPerInstance (TILE_WORKERS_PER_INSTANCE, default 4).
-	TileWorkersPerInstance int `yaml:"tileWorkersPerInstance,omitempty" json:"tileWorkersPerInstance,omitempty"`
-	// StarvationWait (SCHEDULER_STARVATION_WAIT, default 5m; 0 disables)
-	// is Allot's anti-starvation rule.
-	StarvationWait *Duration `yaml:"starvationWait,omitempty" json:"starvationWait,omitempty"`
-	// AdmissionsPerCycle caps the jobs admitted per cycle (0: no cap).
-	AdmissionsPerCycle int `yaml:"admissionsPerCycle,omitempty" json:"admissionsPerCycle,omitempty"`
-}
+// Throttling is the `throttling:` block (model.ThrottlingSpec);
+// ThrottlingSettings resolves it against the seed's defaults.
+type Throttling = model.ThrottlingSpec
 
-// Settings resolves t against the seed's defaults.
-func (t Throttling) Settings() admit.Settings {
+// Endpoint is an entry of the `endpoints:` block (model.EndpointSpec); its
+// Model method converts it to the engine's endpoint.
+type Endpoint = model.EndpointSpec
+
+// Variant is a production variant of an endpoint (model.VariantSpec).
+type Variant = model.VariantSpec
+
+// ThrottlingSettings resolves t against the seed's defaults.
+func ThrottlingSettings(t Throttling) admit.Settings {
 	s := admit.Defaults()
 	if t.ThrottlingEnabled != nil {
 		s.Enabled = *t.ThrottlingEnabled
@@ -59,51 +47,10 @@ func (t Throttling) Settings() admit.Settings {
 	return s
 }
 
-// Endpoint is an entry of the `endpoints:` block.
-type Endpoint struct {
-	Name string `yaml:"name" json:"name"`
-	// Type is serverless, instance-backed or http.
-	Type string `yaml:"type" json:"type"`
-	// MaxConcurrency is a serverless endpoint's capacity, or overrides an
-	// HTTP endpoint's default.
-	MaxConcurrency int `yaml:"maxConcurrency,omitempty" json:"maxConcurrency,omitempty"`
-	// Instances × InstanceConcurrency is an instance-backed endpoint's
-	// capacity; InstanceConcurrency is the osml:instance-concurrency tag of
-	// the seed, default throttling.defaultInstanceConcurrency.
-	Instances           int       `yaml:"instances,omitempty" json:"instances,omitempty"`
-	InstanceConcurrency int       `yaml:"instanceConcurrency,omitempty" json:"instanceConcurrency,omitempty"`
-	Variants            []Variant `yaml:"variants,omitempty" json:"variants,omitempty"`
-}
-
-// Variant is a production variant of an endpoint.
-type Variant struct {
-	Name string `yaml:"name" json:"name"`
-	// Weight is the variant's CurrentWeight; default 1.
-	Weight              *float64 `yaml:"weight,omitempty" json:"weight,omitempty"`
-	MaxConcurrency      int      `yaml:"maxConcurrency,omitempty" json:"maxConcurrency,omitempty"`
-	Instances           int      `yaml:"instances,omitempty" json:"instances,omitempty"`
-	InstanceConcurrency int      `yaml:"instanceConcurrency,omitempty" json:"instanceConcurrency,omitempty"`
-}
-
-// Model converts e to the engine's endpoint.
-func (e Endpoint) Model() model.Endpoint {
-	out := model.Endpoint{Name: e.Name, Type: model.EndpointType(e.Type), MaxConcurrency: e.MaxConcurrency,
-		Instances: e.Instances, InstanceConcurrency: e.InstanceConcurrency}
-	for _, v := range e.Variants {
-		w := 1.0
-		if v.Weight != nil {
-			w = *v.Weight
-		}
-		out.Variants = append(out.Variants, model.Variant{Name: v.Name, Weight: w, MaxConcurrency: v.MaxConcurrency,
-			Instances: v.Instances, InstanceConcurrency: v.InstanceConcurrency})
-	}
-	return out
-}
-
 // admission checks the throttling and endpoints blocks into c and returns
 // the engine's admission configuration.
 func (s Scheduling) admission(c *errs) admit.Config {
-	cfg := admit.Config{Settings: s.Throttling.Settings()}
+	cfg := admit.Config{Settings: ThrottlingSettings(s.Throttling)}
 	for _, e := range s.Endpoints {
 		cfg.Endpoints = append(cfg.Endpoints, e.Model())
 	}

@@ -105,13 +105,13 @@ func TestApplyEnvOverlaysTheSeedsVariables(t *testing.T) {
 	}
 	want := admit.Settings{Enabled: false, CapacityTargetPercentage: 0.5, DefaultInstanceConcurrency: 3,
 		DefaultHTTPEndpointConcurrency: 20, TileWorkersPerInstance: 6, StarvationWait: 90 * time.Second}
-	if got := s.Throttling.Settings(); got != want {
+	if got := ThrottlingSettings(s.Throttling); got != want {
 		t.Errorf("settings %+v, want %+v", got, want)
 	}
 
 	var untouched Scheduling
-	if err := untouched.ApplyEnv(env(nil)); err != nil || untouched.Throttling.Settings() != admit.Defaults() {
-		t.Errorf("no variables: %v, %+v", err, untouched.Throttling.Settings())
+	if err := untouched.ApplyEnv(env(nil)); err != nil || ThrottlingSettings(untouched.Throttling) != admit.Defaults() {
+		t.Errorf("no variables: %v, %+v", err, ThrottlingSettings(untouched.Throttling))
 	}
 
 	err = s.ApplyEnv(env(map[string]string{"SCHEDULER_THROTTLING_ENABLED": "maybe", "CAPACITY_TARGET_PERCENTAGE": "1.6",

@@ -23,105 +23,23 @@ const (
 	MaxPriority = 1_000_000
 )
 
-// Job is a job as a user writes it.
-type Job struct {
-	ID        string            `yaml:"id,omitempty" json:"id,omitempty"`
-	Queue     string            `yaml:"queue,omitempty" json:"queue,omitempty"`
-	Requestor string            `yaml:"requestor,omitempty" json:"requestor,omitempty"`
-	Share     string            `yaml:"share,omitempty" json:"share,omitempty"`
-	Priority  int               `yaml:"priority,omitempty" json:"priority,omitempty"`
-	Urgent    bool              `yaml:"urgent,omitempty" json:"urgent,omitempty"`
-	SLAGroup  string            `yaml:"slaGroup,omitempty" json:"slaGroup,omitempty"`
-	Endpoint  string            `yaml:"endpoint,omitempty" json:"endpoint,omitempty"`
-	Variant   string            `yaml:"variant,omitempty" json:"variant,omitempty"`
-	Load      int               `yaml:"load,omitempty" json:"load,omitempty"`
-	Selector  map[string]string `yaml:"selector,omitempty" json:"selector,omitempty"`
-	// Labels are the job's own key/value metadata (team, pipeline, ...),
-	// shown by the API; they do not affect scheduling.
-	Labels   map[string]string `yaml:"labels,omitempty" json:"labels,omitempty"`
-	MaxSlots int               `yaml:"maxSlots,omitempty" json:"maxSlots,omitempty"`
-	Tasks    []Task            `yaml:"tasks" json:"tasks"`
+// Job is a job as a user writes it: model.JobSpec, the type the API shows,
+// with the checks that turn it into the engine's job (Expand,
+// CheckRunnable). (*model.JobSpec)(&j) is the same value for the API.
+type Job model.JobSpec
 
-	// Regions, or Image with RegionSize, TileSize and TileOverlap, estimate
-	// the job's load on its endpoint when Load is not given
-	// (docs/endpoints.md).
-	Regions     int        `yaml:"regions,omitempty" json:"regions,omitempty"`
-	Image       *ImageSize `yaml:"image,omitempty" json:"image,omitempty"`
-	RegionSize  int        `yaml:"regionSize,omitempty" json:"regionSize,omitempty"`
-	TileSize    int        `yaml:"tileSize,omitempty" json:"tileSize,omitempty"`
-	TileOverlap *int       `yaml:"tileOverlap,omitempty" json:"tileOverlap,omitempty"`
-	// Inputs are URLs the job reads; they are checked for access at
-	// submission, and a job with an inaccessible input is dead-lettered.
-	Inputs []string `yaml:"inputs,omitempty" json:"inputs,omitempty"`
+// Task is a task, or with Count a group of identical tasks, as a user
+// writes it (model.TaskSpec).
+type Task = model.TaskSpec
 
-	// User is the Unix user the job's tasks run as. A worker runs them as
-	// that user only if its --allow-user list allows it, and fails the
-	// attempt otherwise (docs/agent.md); empty runs them as the worker's
-	// default user.
-	User string `yaml:"user,omitempty" json:"user,omitempty"`
-}
+// ImageSize is an image's size in pixels (model.ImageSize).
+type ImageSize = model.ImageSize
 
-// ImageSize is an image's size in pixels.
-type ImageSize struct {
-	Width  int `yaml:"width" json:"width"`
-	Height int `yaml:"height" json:"height"`
-}
+// Resources is what a task asks for, or a worker offers (model.ResourceSpec);
+// its Model method converts it to the engine's resources.
+type Resources = model.ResourceSpec
 
-// Task is a task, or with Count a group of identical tasks, as a user writes
-// it.
-type Task struct {
-	Name string `yaml:"name" json:"name"`
-	// Count expands the entry into Count tasks named name-0, name-1, ...
-	// (zero-padded); a `needs` that names the entry means all of them.
-	Count       int       `yaml:"count,omitempty" json:"count,omitempty"`
-	Resources   Resources `yaml:"resources,omitempty" json:"resources,omitempty"`
-	Needs       []string  `yaml:"needs,omitempty" json:"needs,omitempty"`
-	Duration    Duration  `yaml:"duration,omitempty" json:"duration,omitempty"`
-	Category    string    `yaml:"category,omitempty" json:"category,omitempty"`
-	MaxAttempts int       `yaml:"maxAttempts,omitempty" json:"maxAttempts,omitempty"`
-	Model       string    `yaml:"model,omitempty" json:"model,omitempty"`
-	Dataset     string    `yaml:"dataset,omitempty" json:"dataset,omitempty"`
-	// StickTo names a task this one needs whose checkpoint or adapter it
-	// loads: with stage stickiness on, the task runs where that one ran.
-	// When empty, a ${tasks.P.result.F} reference whose F names a
-	// checkpoint or adapter sets it (docs/placement.md).
-	StickTo string `yaml:"stickTo,omitempty" json:"stickTo,omitempty"`
-	// Run is a shell script, run with `sh -c`. A server job sets Run or
-	// Command; a scenario task sets neither.
-	Run string `yaml:"run,omitempty" json:"run,omitempty"`
-	// Command is a program and its arguments, run without a shell.
-	Command []string `yaml:"command,omitempty" json:"command,omitempty"`
-	// Env adds environment variables. Run, Command and Env may reference a
-	// result of a task this one needs: ${tasks.NAME.result.FIELD}.
-	Env     map[string]string `yaml:"env,omitempty" json:"env,omitempty"`
-	WorkDir string            `yaml:"workdir,omitempty" json:"workdir,omitempty"`
-	// Timeout stops the task when it runs longer; 0 means no limit.
-	Timeout Duration `yaml:"timeout,omitempty" json:"timeout,omitempty"`
-	// Running (scenarios only) says how many of the Count tasks are already
-	// running at time zero of `allot plan`.
-	Running int `yaml:"running,omitempty" json:"running,omitempty"`
-	// RunningFor (scenarios only) says how long those tasks have run at
-	// time zero; policies that pick victims by running time read it.
-	RunningFor Duration `yaml:"runningFor,omitempty" json:"runningFor,omitempty"`
-	// Fails (scenarios only) makes the simulator fail each task this many
-	// times before it succeeds.
-	Fails int `yaml:"fails,omitempty" json:"fails,omitempty"`
-}
-
-// Resources is what a task asks for, or a worker offers.
-type Resources struct {
-	CPU       CPU    `yaml:"cpu,omitempty" json:"cpu,omitempty"`
-	Memory    Memory `yaml:"memory,omitempty" json:"memory,omitempty"`
-	GPUs      int    `yaml:"gpus,omitempty" json:"gpus,omitempty"`
-	GPUMemory Memory `yaml:"gpuMemory,omitempty" json:"gpuMemory,omitempty"`
-}
-
-// Model converts r to the engine's resources.
-func (r Resources) Model() model.Resources {
-	return model.Resources{MilliCPU: int64(r.CPU), MemoryMB: int64(r.Memory), GPUs: int64(r.GPUs), GPUMemoryMB: int64(r.GPUMemory)}
-}
-
-func (r Resources) check(c *errs, path string) {
+func checkResources(c *errs, path string, r Resources) {
 	if r.GPUs < 0 || r.GPUs > MaxGPUs {
 		c.add(path+".gpus", "must be a whole number between 0 and %d (got %d)", MaxGPUs, r.GPUs)
 	}
@@ -246,7 +164,7 @@ func (j Job) Expand(path string, submitted time.Time) (Expanded, error) {
 		if len(t.Needs) > MaxNeeds {
 			c.add(tp+".needs", "has %d entries, more than %d", len(t.Needs), MaxNeeds)
 		}
-		t.Resources.check(&c, tp+".resources")
+		checkResources(&c, tp+".resources", t.Resources)
 		names := expandNames(t.Name, t.Count)
 		members[t.Name] = names
 		kept[i] = true

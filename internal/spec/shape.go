@@ -71,6 +71,12 @@ var (
 	jsonUnmarshalerType = reflect.TypeFor[json.Unmarshaler]()
 	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
 	shaperType          = reflect.TypeFor[shaper]()
+	// quantityTypes are the types of a document that read their own text
+	// (encoding.TextUnmarshaler): the checker reads a node of theirs the
+	// same way, to name the field and line of a bad quantity.
+	quantityTypes = map[reflect.Type]bool{
+		reflect.TypeFor[CPU](): true, reflect.TypeFor[Memory](): true, reflect.TypeFor[Duration](): true,
+	}
 )
 
 // shaper is a type that decodes through another type built at run time
@@ -179,6 +185,10 @@ func (c *shapeChecker) decodesItself(n *yaml.Node, t reflect.Type, path string) 
 			raw, _ = json.Marshal(n.Value)
 		}
 		err = reflect.New(t).Interface().(json.Unmarshaler).UnmarshalJSON(raw)
+	case c.tag == "yaml" && quantityTypes[t]:
+		// The decoder hands a scalar's text to UnmarshalText; read any
+		// node's text, as the decoder would report any other kind by type.
+		err = reflect.New(t).Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(n.Value))
 	case p.Implements(textUnmarshalerType):
 		return true
 	case t == durationType && c.tag == "yaml":

@@ -82,7 +82,7 @@ func (w Worker) Expand(path string, now time.Time) ([]model.Worker, error) {
 			c.add(p(fmt.Sprintf("cached[%d]", i)), "must be 1 to %d bytes", MaxLabelValueLen)
 		}
 	}
-	w.Resources.check(&c, p("resources"))
+	checkResources(&c, p("resources"), w.Resources)
 	if err := c.err(); err != nil {
 		return nil, err
 	}
