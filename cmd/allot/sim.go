@@ -14,6 +14,7 @@ import (
 	"github.com/allot-sched/allot/internal/model"
 	"github.com/allot-sched/allot/internal/scenario"
 	"github.com/allot-sched/allot/internal/sim"
+	"github.com/allot-sched/allot/internal/sim/report"
 	"github.com/allot-sched/allot/internal/sim/trace"
 )
 
@@ -117,12 +118,12 @@ policies, endpoints and workers come from -f when given; otherwise one queue wit
 				return err
 			}
 			if plot != "" {
-				if err := writeFile(plot, res.WriteSVG); err != nil {
+				if err := writeFile(plot, func(w io.Writer) error { return report.WriteSVG(w, res) }); err != nil {
 					return err
 				}
 			}
 			if density != "" {
-				if err := writeFile(density, res.Density.WriteJSON); err != nil {
+				if err := writeFile(density, func(w io.Writer) error { return report.WriteDensityJSON(w, res.Density) }); err != nil {
 					return err
 				}
 			}
@@ -131,14 +132,14 @@ policies, endpoints and workers come from -f when given; otherwise one queue wit
 				if file != "" {
 					title += " — " + file
 				}
-				if err := writeFile(densityPlot, func(w io.Writer) error { return res.Density.WriteSVG(w, title) }); err != nil {
+				if err := writeFile(densityPlot, func(w io.Writer) error { return report.WriteDensitySVG(w, res.Density, title) }); err != nil {
 					return err
 				}
 			}
 			if output == "json" {
-				return res.WriteJSON(cmd.OutOrStdout())
+				return report.WriteJSON(cmd.OutOrStdout(), res)
 			}
-			return res.WriteText(cmd.OutOrStdout())
+			return report.WriteText(cmd.OutOrStdout(), res)
 		},
 	}
 	f := cmd.Flags()

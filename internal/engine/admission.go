@@ -2,6 +2,7 @@ package engine
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -216,18 +217,31 @@ func (e *Engine) redrive(ev Redrive) error {
 }
 
 // checkAdmission refuses a job naming an endpoint or variant that is not
-// configured.
+// configured: the error wraps a *model.FieldError on the job's field, which
+// wraps ErrInvalid and, for a name that is not configured,
+// ErrUnknownEndpoint or ErrUnknownVariant.
 func (e *Engine) checkAdmission(spec *model.Job) error {
 	if spec.Endpoint == "" {
 		if spec.Variant != "" {
-			return fmt.Errorf("job %q: variant: %w: a variant needs an endpoint", spec.ID, ErrInvalid)
+			return invalidJobField(spec.ID, &model.FieldError{Path: "variant", Msg: "a variant needs an endpoint"})
 		}
 		return nil
 	}
-	if field, err := e.adm.ctl.Check(*spec); err != nil {
-		return fmt.Errorf("job %q: %s: %w: %w", spec.ID, field, ErrInvalid, err)
+	if fe := e.adm.ctl.Check(*spec); fe != nil {
+		return invalidJobField(spec.ID, fe)
 	}
 	return nil
+}
+
+// invalidJobField is the error refusing job id for the problem fe: fe, its
+// message marked as ErrInvalid ("job "j": endpoint: invalid: unknown
+// endpoint "x""), wrapping ErrInvalid and fe's cause.
+func invalidJobField(id string, fe *model.FieldError) error {
+	return fmt.Errorf("job %q: %w", id, &model.FieldError{
+		Path: fe.Path,
+		Msg:  fmt.Sprintf("%v: %s", ErrInvalid, fe.Msg),
+		Err:  errors.Join(ErrInvalid, fe.Err),
+	})
 }
 
 // enqueue starts admission of a committed job: one without an endpoint is

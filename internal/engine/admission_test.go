@@ -140,10 +140,11 @@ func TestUnknownEndpointOrVariantIsRefusedAndChangesNothing(t *testing.T) {
 		job   *jobB
 		want  error
 		field string
+		path  string // the field error's path, as data
 	}{
-		{"unknown endpoint", newJob("n").endpoint("nope", "", 1).task("x"), ErrUnknownEndpoint, `job "n": endpoint: invalid: unknown endpoint "nope"`},
-		{"unknown variant", newJob("n").endpoint("ab", "v3", 1).task("x"), ErrUnknownVariant, `job "n": variant: invalid: unknown variant "v3"`},
-		{"variant without endpoint", newJob("n").endpoint("", "v1", 1).task("x"), ErrInvalid, `job "n": variant:`},
+		{"unknown endpoint", newJob("n").endpoint("nope", "", 1).task("x"), ErrUnknownEndpoint, `job "n": endpoint: invalid: unknown endpoint "nope"`, "endpoint"},
+		{"unknown variant", newJob("n").endpoint("ab", "v3", 1).task("x"), ErrUnknownVariant, `job "n": variant: invalid: unknown variant "v3"`, "variant"},
+		{"variant without endpoint", newJob("n").endpoint("", "v1", 1).task("x"), ErrInvalid, `job "n": variant:`, "variant"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -151,6 +152,10 @@ func TestUnknownEndpointOrVariantIsRefusedAndChangesNothing(t *testing.T) {
 			err := e.Apply(tc.job.submit())
 			if !errors.Is(err, tc.want) || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.field) {
 				t.Fatalf("err = %v, want %v naming %q", err, tc.want, tc.field)
+			}
+			var fe *model.FieldError
+			if !errors.As(err, &fe) || fe.Path != tc.path {
+				t.Fatalf("err = %#v, want a field error at %q", err, tc.path)
 			}
 			if got, want := decisionsJSON(t, e.Cycle(t0)), decisionsJSON(t, twin.Cycle(t0)); got != want {
 				t.Fatalf("state changed:\n got %s\nwant %s", got, want)

@@ -100,22 +100,22 @@ func New(cfg Config) (*Engine, error) {
 		lazyPending: cfg.LazyPending,
 	}
 	if len(cfg.Queues) == 0 {
-		return nil, fmt.Errorf("queues: at least one queue is required")
+		return nil, model.Invalid("queues", "at least one queue is required")
 	}
 	if err := e.initAdmission(cfg); err != nil {
 		return nil, err
 	}
 	for i, qc := range cfg.Queues {
 		if qc.Name == "" {
-			return nil, fmt.Errorf("queues[%d].name: required", i)
+			return nil, model.Invalid(fmt.Sprintf("queues[%d].name", i), "required")
 		}
 		if _, dup := e.queueBy[qc.Name]; dup {
-			return nil, fmt.Errorf("queues[%d].name: queue %q is defined twice", i, qc.Name)
+			return nil, model.Invalid(fmt.Sprintf("queues[%d].name", i), "queue %q is defined twice", qc.Name)
 		}
 		q := &queue{name: qc.Name, priority: qc.Priority, pool: qc.Pool, groups: map[string]*group{}}
 		if err := e.setPolicy(q, qc.Policy, time.Time{}); err != nil {
 			// Policy errors name a field of the policy block.
-			return nil, fmt.Errorf("queues[%d].policy.%w", i, err)
+			return nil, model.FieldErrorOf(fmt.Sprintf("queues[%d].policy", i), err)
 		}
 		e.queues = append(e.queues, q)
 		e.queueBy[q.name] = q

@@ -79,8 +79,12 @@ func TestNewRejectsBadConfigNamingTheField(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := New(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.field) {
+			_, err := New(tc.cfg)
+			if err == nil || !strings.Contains(err.Error(), tc.field) {
 				t.Fatalf("err = %v, want one naming %q", err, tc.field)
+			}
+			if got := model.FieldErrorOf("", err).Path; got != tc.field {
+				t.Fatalf("field error at %q, want %q (the path as data)", got, tc.field)
 			}
 		})
 	}

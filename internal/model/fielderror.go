@@ -83,12 +83,9 @@ func (es FieldErrors) Err() error {
 // FieldErrorsOf turns err into field errors rooted under prefix: a
 // FieldError or FieldErrors keeps its paths (joined under prefix); an
 // errors.Join of them is flattened; any other error becomes one field error
-// at prefix, with err as its cause.
-//
-// An error that is still only text of the form "path: message", with no
-// space in path (the policy validators of internal/engine/policy return
-// those today: "classload.classes[1].percent: must be …"), is split into
-// its path and message: a fallback until they return field errors.
+// at prefix, its whole text the message and err its cause. The text of an
+// error is never parsed for a path: a validator that knows the field
+// returns a FieldError.
 func FieldErrorsOf(prefix string, err error) FieldErrors {
 	if err == nil {
 		return nil
@@ -111,7 +108,7 @@ func FieldErrorsOf(prefix string, err error) FieldErrors {
 	if errors.As(err, &fe) {
 		return FieldErrors{fe.Under(prefix)}
 	}
-	return FieldErrors{textFieldError(prefix, err)}
+	return FieldErrors{{Path: prefix, Msg: err.Error(), Err: err}}
 }
 
 // FieldErrorOf is FieldErrorsOf for an error that names one field: the
@@ -121,16 +118,6 @@ func FieldErrorOf(prefix string, err error) *FieldError {
 		return list[0]
 	}
 	return &FieldError{Path: prefix}
-}
-
-// textFieldError is the fallback of FieldErrorsOf for an error that names
-// its field in its text only.
-func textFieldError(prefix string, err error) *FieldError {
-	msg := err.Error()
-	if i := strings.Index(msg, ": "); i > 0 && !strings.Contains(msg[:i], " ") {
-		return &FieldError{Path: JoinPath(prefix, msg[:i]), Msg: msg[i+2:], Err: err}
-	}
-	return &FieldError{Path: prefix, Msg: msg, Err: err}
 }
 
 // JoinPath joins two field paths: "a" and "b" make "a.b", "a" and "[2].b"

@@ -17,10 +17,11 @@ func TestFieldErrorsOfRootsEveryPathUnderThePrefix(t *testing.T) {
 		{"a list", FieldErrors{Invalid("a", "x"), Invalid("[2].b", "y")}, []string{"placement.a: x", "placement[2].b: y"}},
 		{"a joined list", errors.Join(Invalid("a", "x"), FieldErrors{Invalid("b", "y")}), []string{"placement.a: x", "placement.b: y"}},
 		{"a wrapped field error", fmt.Errorf("checking: %w", &FieldError{Path: "c", Msg: "z", Line: 3}), []string{"line 3: placement.c: z"}},
-		// The fallback for validators that still name the field in text.
-		{"a text path", errors.New("fairshare.shares[0].share: required"), []string{"placement.fairshare.shares[0].share: required"}},
+		// An error that is not a field error is kept whole at the prefix:
+		// its text is never parsed for a path.
+		{"text that looks like a path", errors.New("fairshare.shares[0].share: required"), []string{"placement: fairshare.shares[0].share: required"}},
 		{"text with no path", errors.New("something went wrong: badly"), []string{"placement: something went wrong: badly"}},
-		{"a cause", fmt.Errorf("x: %w", cause), []string{"placement.x: cause"}},
+		{"a cause", fmt.Errorf("x: %w", cause), []string{"placement: x: cause"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -3,9 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
-	"io"
 	"sort"
-	"text/tabwriter"
 
 	"github.com/allot-sched/allot/internal/engine"
 	"github.com/allot-sched/allot/internal/engine/admit"
@@ -112,6 +110,10 @@ func (r *runner) admission(d *engine.Decisions) {
 	}
 }
 
+// Label names the endpoint variant as the timeline and the report do:
+// "endpoint/variant", or the endpoint alone when it has no variants.
+func (e EndpointResult) Label() string { return endpointLabel(e.Endpoint, e.Variant) }
+
 func endpointLabel(endpoint, variant string) string {
 	if variant == "" {
 		return endpoint
@@ -155,20 +157,4 @@ func (r *runner) endpointResults(res *Result) {
 		a.AdmissionWait = waitStats(a.waits)
 		res.Endpoints = append(res.Endpoints, a.EndpointResult)
 	}
-}
-
-// writeEndpoints writes the endpoint table of the text summary.
-func (r *Result) writeEndpoints(w io.Writer) error {
-	if len(r.Endpoints) == 0 {
-		return nil
-	}
-	fmt.Fprintln(w, "\nEndpoints (load = concurrent requests of admitted jobs):")
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "ENDPOINT\tMAX\tTARGET\tJOBS\tPEAK\tPEAK ≥2 JOBS\tMEAN\tTHROTTLED\tEXCEPTIONS\tADMIT WAIT P50\tP95\tP99\tMAX\t")
-	for _, e := range r.Endpoints {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%.1f\t%d\t%d\t%s\t%s\t%s\t%s\t\n", endpointLabel(e.Endpoint, e.Variant),
-			e.MaxCapacity, e.TargetCapacity, e.Jobs, e.PeakLoad, e.PeakLoadShared, e.MeanLoad, e.Throttled, e.SingleJobExceptions,
-			fmtSeconds(e.AdmissionWait.P50), fmtSeconds(e.AdmissionWait.P95), fmtSeconds(e.AdmissionWait.P99), fmtSeconds(e.AdmissionWait.Max))
-	}
-	return tw.Flush()
 }

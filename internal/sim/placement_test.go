@@ -1,8 +1,6 @@
 package sim
 
 import (
-	"bytes"
-	"encoding/json"
 	"math"
 	"strings"
 	"testing"
@@ -131,18 +129,6 @@ func TestDensitySeries(t *testing.T) {
 		if got := (row{b.Submitted, b.Started, b.ActiveWorkers, b.PeakActiveWorkers, b.EnabledWorkers}); got != w {
 			t.Errorf("bucket %d: %+v, want %+v", i, got, w)
 		}
-	}
-	var buf bytes.Buffer
-	if err := d.WriteJSON(&buf); err != nil {
-		t.Fatal(err)
-	}
-	var back Density
-	if err := json.Unmarshal(buf.Bytes(), &back); err != nil || len(back.Buckets) != 3 {
-		t.Fatalf("round trip: %v", err)
-	}
-	buf.Reset()
-	if err := d.WriteSVG(&buf, "density"); err != nil || !strings.HasPrefix(buf.String(), "<svg") || !strings.Contains(buf.String(), "active workers") {
-		t.Fatalf("svg: %v", err)
 	}
 }
 

@@ -400,7 +400,7 @@ func groupKeyFunc(cfg engine.Config, by string) (func(*model.Job) string, error)
 		for i, q := range cfg.Queues {
 			p, err := policy.New(q.Policy)
 			if err != nil {
-				return nil, fmt.Errorf("queues[%d].%w", i, err)
+				return nil, model.FieldErrorOf(fmt.Sprintf("queues[%d].policy", i), err)
 			}
 			pols[q.Name] = p
 		}

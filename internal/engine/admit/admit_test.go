@@ -1,6 +1,7 @@
 package admit
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -218,7 +219,7 @@ func newCtl(t *testing.T, s Settings, eps ...model.Endpoint) *ctlT {
 func (x *ctlT) submit(id, endpoint, variant string, load int, at time.Time) *Job {
 	x.t.Helper()
 	j := model.Job{ID: id, Endpoint: endpoint, Variant: variant, Load: load}
-	if _, err := x.c.Check(j); err != nil {
+	if err := x.c.Check(j); err != nil {
 		x.t.Fatalf("check %s: %v", id, err)
 	}
 	x.seq++
@@ -398,11 +399,12 @@ func TestVariantSelectionHonoursTheJob(t *testing.T) {
 	if j := x.submit("o", "one", "", 1, t0); j.Variant != "only" {
 		t.Errorf("single variant: %q", j.Variant)
 	}
-	if _, err := x.c.Check(model.Job{ID: "bad", Endpoint: "ab", Variant: "v9"}); err == nil || !strings.Contains(err.Error(), `unknown variant "v9"`) {
+	if err := x.c.Check(model.Job{ID: "bad", Endpoint: "ab", Variant: "v9"}); err == nil || err.Path != "variant" ||
+		!errors.Is(err, ErrUnknownVariant) || !strings.Contains(err.Error(), `unknown variant "v9"`) {
 		t.Errorf("unknown variant: %v", err)
 	}
-	if f, err := x.c.Check(model.Job{ID: "bad", Endpoint: "nope"}); f != "endpoint" || err == nil {
-		t.Errorf("unknown endpoint: %s %v", f, err)
+	if err := x.c.Check(model.Job{ID: "bad", Endpoint: "nope"}); err == nil || err.Path != "endpoint" || !errors.Is(err, ErrUnknownEndpoint) {
+		t.Errorf("unknown endpoint: %v", err)
 	}
 }
 
@@ -547,7 +549,7 @@ func TestEndpointChangesAtRunTime(t *testing.T) {
 	if err := x.c.RemoveEndpoint("det"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := x.c.Check(model.Job{Endpoint: "det"}); err == nil {
+	if err := x.c.Check(model.Job{Endpoint: "det"}); err == nil {
 		t.Error("a removed endpoint accepted a job")
 	}
 	es := x.c.Stats()

@@ -235,22 +235,23 @@ func (c *Controller) refresh(ep *endpoint) {
 }
 
 // Check says whether j may be submitted: its endpoint is configured and a
-// variant it names is one of the endpoint's. field names the offending job
-// field.
-func (c *Controller) Check(j model.Job) (field string, err error) {
+// variant it names is one of the endpoint's. A refusal is a field error on
+// the job's field (endpoint, variant) that wraps ErrUnknownEndpoint or
+// ErrUnknownVariant; nil means j may be submitted.
+func (c *Controller) Check(j model.Job) *model.FieldError {
 	ep, ok := c.eps[j.Endpoint]
 	if !ok || !ep.configured {
-		return "endpoint", fmt.Errorf("%w %q", ErrUnknownEndpoint, j.Endpoint)
+		return &model.FieldError{Path: "endpoint", Msg: fmt.Sprintf("%v %q", ErrUnknownEndpoint, j.Endpoint), Err: ErrUnknownEndpoint}
 	}
 	if j.Variant == "" {
-		return "", nil
+		return nil
 	}
 	for _, v := range Variants(ep.spec) {
 		if v.Name == j.Variant {
-			return "", nil
+			return nil
 		}
 	}
-	return "variant", fmt.Errorf("%w %q of endpoint %q", ErrUnknownVariant, j.Variant, j.Endpoint)
+	return &model.FieldError{Path: "variant", Msg: fmt.Sprintf("%v %q of endpoint %q", ErrUnknownVariant, j.Variant, j.Endpoint), Err: ErrUnknownVariant}
 }
 
 // Enqueue records a job that passed Check as waiting for admission: its load

@@ -2,10 +2,10 @@ package policy
 
 import (
 	"encoding/json"
-	"errors"
 	"strings"
 	"testing"
 
+	"github.com/allot-sched/allot/internal/model"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -16,7 +16,7 @@ type testSettings struct {
 
 func (s *testSettings) Validate() error {
 	if s != nil && s.Level < 0 {
-		return errors.New("alpha.level: must not be negative")
+		return model.Invalid("alpha.level", "must not be negative")
 	}
 	return nil
 }

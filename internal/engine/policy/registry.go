@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"fmt"
 	"reflect"
 	"sort"
 	"sync"
@@ -14,15 +13,18 @@ import (
 // declares. The package owns the type, so adding a setting or a policy
 // never touches this package.
 type Settings interface {
-	// Validate reports the first problem in the block, naming its field
-	// path from the block's key (fairshare.shares[1].weightFactor). It is
+	// Validate reports the first problem in the block as a
+	// *model.FieldError, its path from the block's key
+	// (fairshare.shares[1].weightFactor), so that the caller roots it under
+	// where the block sits (queues[0].policy) without parsing text. It is
 	// called on a nil pointer when the block is absent.
 	Validate() error
 }
 
 // JobChecker is Settings that refuse some jobs at submission: a priority
 // outside the configured levels, an SLA group the policy does not define.
-// It is called on a nil pointer when the block is absent.
+// It is called on a nil pointer when the block is absent. The error is a
+// *model.FieldError naming the job's field (priority, slaGroup).
 type JobChecker interface {
 	CheckJob(j *model.Job) error
 }
@@ -38,7 +40,7 @@ type Kind struct {
 	Settings Settings
 	// New builds the policy from its block. s is of Settings' type, a nil
 	// pointer when the block is absent (nil when Settings is nil). New
-	// validates s; its errors name the block's field path.
+	// validates s; its errors are *model.FieldError from the block's key.
 	New func(s Settings) (Policy, error)
 }
 
@@ -71,11 +73,13 @@ func lookup(name string) (Kind, bool) {
 	return k, ok
 }
 
-// New builds the policy cfg names; an empty kind is fifo.
+// New builds the policy cfg names; an empty kind is fifo. Its errors are
+// *model.FieldError with paths from the block's root (kind,
+// fairshare.shares[0].share).
 func New(cfg Config) (Policy, error) {
 	k, ok := lookup(cfg.kind())
 	if !ok {
-		return nil, fmt.Errorf("kind: unknown policy %q (known: %v)", cfg.Kind, Names())
+		return nil, model.Invalid("kind", "unknown policy %q (known: %v)", cfg.Kind, Names())
 	}
 	s, err := k.settings(cfg.Settings)
 	if err != nil {
@@ -112,7 +116,7 @@ func (k Kind) settings(s Settings) (Settings, error) {
 		return k.Settings, nil
 	}
 	if reflect.TypeOf(s) != reflect.TypeOf(k.Settings) {
-		return nil, fmt.Errorf("%s: settings of type %T belong to another policy", k.Name, s)
+		return nil, model.Invalid(k.Name, "settings of type %T belong to another policy", s)
 	}
 	return s, nil
 }

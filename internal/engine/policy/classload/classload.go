@@ -1,7 +1,6 @@
 package classload
 
 import (
-	"fmt"
 	"regexp"
 	"time"
 
@@ -20,7 +19,7 @@ var Kind = policy.Kind{
 	New: func(s policy.Settings) (policy.Policy, error) {
 		cfg := s.(*Config)
 		if cfg == nil {
-			return nil, fmt.Errorf("classload: required when kind is %q", Name)
+			return nil, cfg.Validate() // the block is required
 		}
 		return New(*cfg)
 	},

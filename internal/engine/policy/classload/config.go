@@ -3,11 +3,12 @@ package classload
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/allot-sched/allot/internal/model"
 )
 
 // Config configures the classload policy (seed 004, Twitter Scoot's
@@ -60,47 +61,50 @@ type RequestorRule struct {
 	Pattern string `yaml:"pattern" json:"pattern"`
 }
 
-// Validate checks the block and returns the first problem, named by its
-// field path (e.g. "classload.classes[1].percent: must be between 0 and
-// 100") so a user can find it in a config file.
+// Validate checks the block and returns the first problem as a
+// *model.FieldError whose path starts at the block's key (e.g.
+// "classload.classes[1].percent", "must be between 0 and 100"), so a user
+// can find it in a config file and the API can name the field.
 func (c *Config) Validate() error {
 	if c == nil {
-		return fmt.Errorf("classload: required when kind is %q", Name)
+		return model.Invalid(Name, "required when kind is %q", Name)
 	}
 	if len(c.Classes) == 0 {
-		return errors.New("classload.classes: at least one class is required")
+		return model.Invalid("classload.classes", "at least one class is required")
 	}
 	seen := make(map[string]int, len(c.Classes))
 	sum := 0
 	for i, cl := range c.Classes {
+		path := fmt.Sprintf("classload.classes[%d]", i)
 		switch {
 		case strings.TrimSpace(cl.Name) == "":
-			return fmt.Errorf("classload.classes[%d].name: required", i)
+			return model.Invalid(path+".name", "required")
 		case cl.Percent < 0 || cl.Percent > 100:
-			return fmt.Errorf("classload.classes[%d].percent: must be between 0 and 100, got %d", i, cl.Percent)
+			return model.Invalid(path+".percent", "must be between 0 and 100, got %d", cl.Percent)
 		}
 		if first, dup := seen[cl.Name]; dup {
-			return fmt.Errorf("classload.classes[%d].name: class %q is already defined at classes[%d]", i, cl.Name, first)
+			return model.Invalid(path+".name", "class %q is already defined at classes[%d]", cl.Name, first)
 		}
 		seen[cl.Name] = i
 		sum += cl.Percent
 	}
 	if sum == 0 {
-		return errors.New("classload.classes: every percent is 0; at least one class needs a positive percent")
+		return model.Invalid("classload.classes", "every percent is 0; at least one class needs a positive percent")
 	}
 	for i, r := range c.RequestorMap {
+		path := fmt.Sprintf("classload.requestorMap[%d]", i)
 		if _, ok := seen[r.Class]; !ok {
-			return fmt.Errorf("classload.requestorMap[%d].class: unknown class %q", i, r.Class)
+			return model.Invalid(path+".class", "unknown class %q", r.Class)
 		}
 		if _, err := regexp.Compile(r.Pattern); err != nil {
-			return fmt.Errorf("classload.requestorMap[%d].pattern: does not compile: %w", i, err)
+			return &model.FieldError{Path: path + ".pattern", Msg: "does not compile: " + err.Error(), Err: err}
 		}
 	}
 	if c.RebalanceThreshold < 0 {
-		return fmt.Errorf("classload.rebalanceThreshold: must not be negative, got %d", c.RebalanceThreshold)
+		return model.Invalid("classload.rebalanceThreshold", "must not be negative, got %d", c.RebalanceThreshold)
 	}
 	if c.RebalanceMinimumDuration < 0 {
-		return fmt.Errorf("classload.rebalanceMinimumDuration: must not be negative, got %s", c.RebalanceMinimumDuration)
+		return model.Invalid("classload.rebalanceMinimumDuration", "must not be negative, got %s", c.RebalanceMinimumDuration)
 	}
 	return nil
 }
@@ -124,7 +128,8 @@ func (c Config) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the minimum duration from a string such as "5m". A
 // bare number is refused: JSON would read it as nanoseconds, which nobody
-// means. Unknown keys are refused too.
+// means. Unknown keys are refused too. Errors are *model.FieldError, their
+// path from the block's key.
 func (c *Config) UnmarshalJSON(b []byte) error {
 	var in struct {
 		classLoadJSON
@@ -133,7 +138,7 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields() // a misspelt key must not silently drop a setting
 	if err := dec.Decode(&in); err != nil {
-		return fmt.Errorf("classload: %w", err)
+		return &model.FieldError{Path: Name, Msg: err.Error(), Err: err}
 	}
 	*c = Config(in.classLoadJSON)
 	c.RebalanceMinimumDuration = 0
@@ -143,11 +148,11 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
-		return fmt.Errorf("classload.rebalanceMinimumDuration: want a duration string such as \"5m\", got %s", raw)
+		return model.Invalid("classload.rebalanceMinimumDuration", "want a duration string such as \"5m\", got %s", raw)
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
-		return fmt.Errorf("classload.rebalanceMinimumDuration: %w", err)
+		return &model.FieldError{Path: "classload.rebalanceMinimumDuration", Msg: err.Error(), Err: err}
 	}
 	c.RebalanceMinimumDuration = d
 	return nil

@@ -1,6 +1,10 @@
 package fairshare
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/allot-sched/allot/internal/model"
+)
 
 // Reservation models of the fairshare policy: how computeReservation turns
 // into a fraction of the pool held back for shares that have no jobs yet.
@@ -76,7 +80,8 @@ func (c *Config) Model() string {
 	return c.ReservationModel
 }
 
-// Validate reports the first problem in c, naming the field path. A nil
+// Validate reports the first problem in c as a *model.FieldError whose
+// path starts at the block's key (fairshare.shares[1].weightFactor). A nil
 // config is valid: it means all defaults.
 func (c *Config) Validate() error {
 	if c == nil {
@@ -85,27 +90,27 @@ func (c *Config) Validate() error {
 	first := map[string]int{}
 	for i, s := range c.Shares {
 		if s.Share == "" {
-			return fmt.Errorf("fairshare.shares[%d].share: required", i)
+			return model.Invalid(fmt.Sprintf("fairshare.shares[%d].share", i), "required")
 		}
 		if j, dup := first[s.Share]; dup {
-			return fmt.Errorf("fairshare.shares[%d].share: share %q is already named at shares[%d]", i, s.Share, j)
+			return model.Invalid(fmt.Sprintf("fairshare.shares[%d].share", i), "share %q is already named at shares[%d]", s.Share, j)
 		}
 		first[s.Share] = i
 		// Written so that NaN fails too.
 		if w := s.Weight(); !(w >= MinWeightFactor && w <= MaxWeightFactor) {
-			return fmt.Errorf("fairshare.shares[%d].weightFactor: must be between %g and %g", i, MinWeightFactor, MaxWeightFactor)
+			return model.Invalid(fmt.Sprintf("fairshare.shares[%d].weightFactor", i), "must be between %g and %g", MinWeightFactor, MaxWeightFactor)
 		}
 	}
 	if c.ShareDecaySeconds < 0 {
-		return fmt.Errorf("fairshare.shareDecaySeconds: must not be negative")
+		return model.Invalid("fairshare.shareDecaySeconds", "must not be negative")
 	}
 	if c.ComputeReservation < 0 || c.ComputeReservation > MaxComputeReservation {
-		return fmt.Errorf("fairshare.computeReservation: must be between 0 and %d", MaxComputeReservation)
+		return model.Invalid("fairshare.computeReservation", "must be between 0 and %d", MaxComputeReservation)
 	}
 	switch c.ReservationModel {
 	case "", ReservationEven, ReservationExponential:
 	default:
-		return fmt.Errorf("fairshare.reservationModel: unknown model %q (known: %s, %s)", c.ReservationModel, ReservationEven, ReservationExponential)
+		return model.Invalid("fairshare.reservationModel", "unknown model %q (known: %s, %s)", c.ReservationModel, ReservationEven, ReservationExponential)
 	}
 	return nil
 }

@@ -5,9 +5,10 @@
 package perjob
 
 import (
-	"fmt"
 	"math"
 	"time"
+
+	"github.com/allot-sched/allot/internal/model"
 )
 
 // Bounds of the usage window, shared by the priority and sla policies so
@@ -22,14 +23,14 @@ const (
 	MaxUsageWindow = 24 * time.Hour
 )
 
-// CheckWindow validates a usage window field named field; 0 means the
-// default.
+// CheckWindow validates a usage window field at path field; 0 means the
+// default. The error is a *model.FieldError at field.
 func CheckWindow(field string, w time.Duration) error {
 	if w < 0 {
-		return fmt.Errorf("%s: must not be negative (got %s)", field, w)
+		return model.Invalid(field, "must not be negative (got %s)", w)
 	}
 	if w > MaxUsageWindow {
-		return fmt.Errorf("%s: %s is longer than the maximum %s", field, w, MaxUsageWindow)
+		return model.Invalid(field, "%s is longer than the maximum %s", w, MaxUsageWindow)
 	}
 	return nil
 }

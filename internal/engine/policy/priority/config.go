@@ -111,8 +111,9 @@ func (c *Config) WithDefaults() Config {
 	return out
 }
 
-// Validate checks c and names the offending field, e.g.
-// "priority.weights[3]: must not be negative". A nil c is valid (defaults).
+// Validate checks c and returns the first problem as a *model.FieldError
+// naming the offending field from the block's key, e.g. "priority.weights[3]"
+// "must not be negative". A nil c is valid (defaults).
 func (c *Config) Validate() error {
 	if c == nil {
 		return nil
@@ -122,64 +123,65 @@ func (c *Config) Validate() error {
 	case levels == 0:
 		levels = DefaultPriorityLevels
 	case levels < 2:
-		return fmt.Errorf("priority.levels: %d is too few; want at least 2 (level 0 is suspended)", c.Levels)
+		return model.Invalid("priority.levels", "%d is too few; want at least 2 (level 0 is suspended)", c.Levels)
 	case levels > MaxPriorityLevels:
-		return fmt.Errorf("priority.levels: %d is too many; want at most %d", c.Levels, MaxPriorityLevels)
+		return model.Invalid("priority.levels", "%d is too many; want at most %d", c.Levels, MaxPriorityLevels)
 	}
 	if len(c.Weights) > 0 {
 		if len(c.Weights) != levels {
-			return fmt.Errorf("priority.weights: has %d entries, want %d (one per level)", len(c.Weights), levels)
+			return model.Invalid("priority.weights", "has %d entries, want %d (one per level)", len(c.Weights), levels)
 		}
 		positive := false
 		for k, w := range c.Weights {
 			switch {
 			case math.IsNaN(w) || math.IsInf(w, 0):
-				return fmt.Errorf("priority.weights[%d]: must be a finite number", k)
+				return model.Invalid(fmt.Sprintf("priority.weights[%d]", k), "must be a finite number")
 			case w < 0:
-				return fmt.Errorf("priority.weights[%d]: must not be negative", k)
+				return model.Invalid(fmt.Sprintf("priority.weights[%d]", k), "must not be negative")
 			case k == 0 && w != 0:
-				return fmt.Errorf("priority.weights[0]: level 0 is suspended, so its weight must be 0 (got %g)", w)
+				return model.Invalid("priority.weights[0]", "level 0 is suspended, so its weight must be 0 (got %g)", w)
 			case w > 0:
 				positive = true
 			}
 		}
 		if !positive {
-			return fmt.Errorf("priority.weights: every weight is 0, so every job would be suspended")
+			return model.Invalid("priority.weights", "every weight is 0, so every job would be suspended")
 		}
 	}
 	switch c.Algorithm {
 	case "", AlgorithmUsage, AlgorithmTime:
 	default:
-		return fmt.Errorf("priority.algorithm: unknown algorithm %q (want %q or %q)", c.Algorithm, AlgorithmUsage, AlgorithmTime)
+		return model.Invalid("priority.algorithm", "unknown algorithm %q (want %q or %q)", c.Algorithm, AlgorithmUsage, AlgorithmTime)
 	}
 	if c.Aggregation && c.Algorithm == AlgorithmTime {
-		return fmt.Errorf("priority.aggregation: applies to the %q algorithm only, not %q", AlgorithmUsage, AlgorithmTime)
+		return model.Invalid("priority.aggregation", "applies to the %q algorithm only, not %q", AlgorithmUsage, AlgorithmTime)
 	}
 	if err := perjob.CheckWindow("priority.usageWindow", c.UsageWindow); err != nil {
 		return err
 	}
 	if c.PreemptDelay < 0 {
-		return fmt.Errorf("priority.preemptDelay: must not be negative (got %s)", c.PreemptDelay)
+		return model.Invalid("priority.preemptDelay", "must not be negative (got %s)", c.PreemptDelay)
 	}
 	if c.PreemptablePercent < 0 || c.PreemptablePercent > 100 {
-		return fmt.Errorf("priority.preemptablePercent: must be 0-100 (got %d)", c.PreemptablePercent)
+		return model.Invalid("priority.preemptablePercent", "must be 0-100 (got %d)", c.PreemptablePercent)
 	}
 	if c.PreemptThreshold < 0 {
-		return fmt.Errorf("priority.preemptThreshold: must not be negative (got %s)", c.PreemptThreshold)
+		return model.Invalid("priority.preemptThreshold", "must not be negative (got %s)", c.PreemptThreshold)
 	}
 	if c.AffinityWait < 0 {
-		return fmt.Errorf("priority.affinityWait: must not be negative (got %s)", c.AffinityWait)
+		return model.Invalid("priority.affinityWait", "must not be negative (got %s)", c.AffinityWait)
 	}
 	return nil
 }
 
 // CheckJob checks that j's priority is one of the configured levels, so a
 // job the policy cannot weigh is rejected at submission rather than
-// silently clamped. A nil c checks against the default levels.
+// silently clamped; the error is a *model.FieldError on the job's
+// "priority". A nil c checks against the default levels.
 func (c *Config) CheckJob(j *model.Job) error {
 	levels := c.WithDefaults().Levels
 	if j.Priority < 0 || j.Priority >= levels {
-		return fmt.Errorf("priority: %d is outside levels 0-%d", j.Priority, levels-1)
+		return model.Invalid("priority", "%d is outside levels 0-%d", j.Priority, levels-1)
 	}
 	return nil
 }

@@ -52,29 +52,30 @@ func (c *Config) Fractional() bool {
 	return c != nil && len(c.Groups) > 0 && c.Groups[0].Value < 1
 }
 
-// Validate checks c and names the offending field, e.g.
-// "sla.groups: mixes slot counts and fractions". The sla policy cannot run
-// without groups, so a nil c is an error.
+// Validate checks c and returns the first problem as a *model.FieldError
+// naming the offending field from the block's key, e.g. "sla.groups" "mixes
+// slot counts and fractions". The sla policy cannot run without groups, so a
+// nil c is an error.
 func (c *Config) Validate() error {
 	if c == nil || len(c.Groups) == 0 {
-		return fmt.Errorf("sla.groups: at least one group is required")
+		return model.Invalid("sla.groups", "at least one group is required")
 	}
 	seen := make(map[string]int, len(c.Groups))
 	firstCount, firstFrac := -1, -1
 	for i, g := range c.Groups {
 		if g.Name == "" {
-			return fmt.Errorf("sla.groups[%d].name: required", i)
+			return model.Invalid(fmt.Sprintf("sla.groups[%d].name", i), "required")
 		}
 		if prev, dup := seen[g.Name]; dup {
-			return fmt.Errorf("sla.groups[%d].name: group %q is already defined by groups[%d]", i, g.Name, prev)
+			return model.Invalid(fmt.Sprintf("sla.groups[%d].name", i), "group %q is already defined by groups[%d]", g.Name, prev)
 		}
 		seen[g.Name] = i
 		v := g.Value
 		switch {
 		case math.IsNaN(v) || math.IsInf(v, 0):
-			return fmt.Errorf("sla.groups[%d].value: must be a finite number", i)
+			return model.Invalid(fmt.Sprintf("sla.groups[%d].value", i), "must be a finite number")
 		case v <= 0:
-			return fmt.Errorf("sla.groups[%d].value: must be positive (got %g)", i, v)
+			return model.Invalid(fmt.Sprintf("sla.groups[%d].value", i), "must be positive (got %g)", v)
 		case v < 1:
 			if firstFrac < 0 {
 				firstFrac = i
@@ -84,11 +85,11 @@ func (c *Config) Validate() error {
 				firstCount = i
 			}
 		default:
-			return fmt.Errorf("sla.groups[%d].value: a fraction must be between 0 and 1 (exclusive), and a slot count a whole number (got %g)", i, v)
+			return model.Invalid(fmt.Sprintf("sla.groups[%d].value", i), "a fraction must be between 0 and 1 (exclusive), and a slot count a whole number (got %g)", v)
 		}
 	}
 	if firstCount >= 0 && firstFrac >= 0 {
-		return fmt.Errorf("sla.groups: mixes slot counts and fractions (groups[%d] %q is %g slots, groups[%d] %q the fraction %g)",
+		return model.Invalid("sla.groups", "mixes slot counts and fractions (groups[%d] %q is %g slots, groups[%d] %q the fraction %g)",
 			firstCount, c.Groups[firstCount].Name, c.Groups[firstCount].Value,
 			firstFrac, c.Groups[firstFrac].Name, c.Groups[firstFrac].Value)
 	}
@@ -96,10 +97,11 @@ func (c *Config) Validate() error {
 }
 
 // CheckJob checks that j names one of the SLA groups. GridServer rejects a
-// session without a valid SLA group, and so does Allot, at submission.
+// session without a valid SLA group, and so does Allot, at submission; the
+// error is a *model.FieldError on the job's "slaGroup".
 func (c *Config) CheckJob(j *model.Job) error {
 	if c == nil {
-		return fmt.Errorf("slaGroup: the queue's sla policy has no groups")
+		return model.Invalid("slaGroup", "the queue's sla policy has no groups")
 	}
 	for _, g := range c.Groups {
 		if g.Name == j.SLAGroup {
@@ -107,9 +109,9 @@ func (c *Config) CheckJob(j *model.Job) error {
 		}
 	}
 	if j.SLAGroup == "" {
-		return fmt.Errorf("slaGroup: required by the sla policy (groups: %s)", c.groupNames())
+		return model.Invalid("slaGroup", "required by the sla policy (groups: %s)", c.groupNames())
 	}
-	return fmt.Errorf("slaGroup: %q is not an SLA group (groups: %s)", j.SLAGroup, c.groupNames())
+	return model.Invalid("slaGroup", "%q is not an SLA group (groups: %s)", j.SLAGroup, c.groupNames())
 }
 
 func (c *Config) groupNames() string {

@@ -1,4 +1,4 @@
-package sim
+package report
 
 import (
 	"bufio"
@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/allot-sched/allot/internal/sim"
 )
 
 // Chart geometry, in SVG user units.
@@ -31,9 +33,9 @@ var palette = []string{"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
 // the capacity line, axes, a legend and a title, and below it Jain's index
 // over time. The busiest groups are drawn; beyond nine the rest are merged
 // into "other". It uses only the standard library.
-func (r *Result) WriteSVG(w io.Writer) error {
+func WriteSVG(w io.Writer, r *sim.Result) error {
 	bw := bufio.NewWriter(w)
-	series := r.svgSeries()
+	series := chartSeries(r)
 	s := r.Series
 	n := len(s.T)
 	span := 0.0
@@ -145,15 +147,17 @@ func (r *Result) WriteSVG(w io.Writer) error {
 	return bw.Flush()
 }
 
+// svgSeries is one stacked area of the chart: a group, or the groups
+// merged into "other".
 type svgSeries struct {
 	label  string
 	share  float64
 	values []float64
 }
 
-// svgSeries picks the groups to draw: all when they are few, else the
+// chartSeries picks the groups to draw: all when they are few, else the
 // busiest (ties by key) plus "other", in key order with "other" last.
-func (r *Result) svgSeries() []svgSeries {
+func chartSeries(r *sim.Result) []svgSeries {
 	n := len(r.Series.T)
 	idx := make([]int, len(r.Groups))
 	for i := range idx {

@@ -1,29 +1,23 @@
-package sim
+package report
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"sort"
 	"strings"
 	"text/tabwriter"
-)
 
-// WriteJSON writes the whole Result as indented JSON.
-func (r *Result) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
-}
+	"github.com/allot-sched/allot/internal/sim"
+)
 
 // maxTextUnfinished caps the unfinished jobs the text summary lists.
 const maxTextUnfinished = 20
 
 // WriteText writes the human summary: the run, cluster figures, a table of
 // groups, stops by reason, unfinished jobs and the timeline excerpt.
-func (r *Result) WriteText(w io.Writer) error {
+func WriteText(w io.Writer, r *sim.Result) error {
 	bw := bufio.NewWriter(w)
 	var queues []string
 	for _, q := range r.Queues {
@@ -73,7 +67,7 @@ func (r *Result) WriteText(w io.Writer) error {
 		return err
 	}
 
-	if err := r.writeEndpoints(bw); err != nil {
+	if err := writeEndpoints(bw, r); err != nil {
 		return err
 	}
 
@@ -122,7 +116,25 @@ func (r *Result) WriteText(w io.Writer) error {
 	return bw.Flush()
 }
 
-func timelineText(e TimelineEntry) string {
+// writeEndpoints writes the endpoint table of the text summary.
+func writeEndpoints(w io.Writer, r *sim.Result) error {
+	if len(r.Endpoints) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\nEndpoints (load = concurrent requests of admitted jobs):")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "ENDPOINT\tMAX\tTARGET\tJOBS\tPEAK\tPEAK ≥2 JOBS\tMEAN\tTHROTTLED\tEXCEPTIONS\tADMIT WAIT P50\tP95\tP99\tMAX\t")
+	for _, e := range r.Endpoints {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%.1f\t%d\t%d\t%s\t%s\t%s\t%s\t\n", e.Label(),
+			e.MaxCapacity, e.TargetCapacity, e.Jobs, e.PeakLoad, e.PeakLoadShared, e.MeanLoad, e.Throttled, e.SingleJobExceptions,
+			fmtSeconds(e.AdmissionWait.P50), fmtSeconds(e.AdmissionWait.P95), fmtSeconds(e.AdmissionWait.P99), fmtSeconds(e.AdmissionWait.Max))
+	}
+	return tw.Flush()
+}
+
+// timelineText is the last column of a timeline line: the tasks and
+// workers of the entry, then its detail.
+func timelineText(e sim.TimelineEntry) string {
 	var b strings.Builder
 	if e.Count > 0 {
 		b.WriteString(strings.Join(e.Tasks, ", "))
@@ -173,4 +185,12 @@ func fmtSeconds(s float64) string {
 	}
 	t := int64(math.Round(s / 3600))
 	return fmt.Sprintf("%dd%02dh", t/24, t%24)
+}
+
+// plural says "1 group", "3 groups".
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
