@@ -3,7 +3,6 @@ package engine
 import (
 	"cmp"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -106,26 +105,9 @@ type AffinityWaitExplain struct {
 	PassedOver int `json:"passedOver"`
 }
 
-// Placement filters, in the order Explain applies them: what a worker can
-// never offer first (labels, then hardware, scarcest first, as
-// model.Resources.Shortfall orders it), then its state, a static-worker
-// binding to another job, the task being pinned to another worker (stage
-// stickiness, a fixed-pipeline type), and last whether it is busy now.
-const (
-	FilterLabels    = "labels"
-	FilterGPUs      = "gpus"
-	FilterGPUMemory = "gpu_memory"
-	FilterMemory    = "memory"
-	FilterCPU       = "cpu"
-	FilterState     = "draining_or_disabled"
-	FilterBound     = "bound_to_other_job"
-	FilterAssigned  = "not_assigned_worker"
-	FilterBusy      = "busy"
-)
-
-var filterOrder = [...]string{FilterLabels, FilterGPUs, FilterGPUMemory, FilterMemory, FilterCPU, FilterState, FilterBound, FilterAssigned, FilterBusy}
-
-// FilterCount is how many workers one filter removed, and why.
+// FilterCount is how many workers one filter removed, and why. Filter is
+// the filter's name (place.FilterCode's String); the filters are those of
+// place's chain, in its order.
 type FilterCount struct {
 	Filter  string `json:"filter"`
 	Workers int    `json:"workers"`
@@ -199,12 +181,16 @@ func (e *Engine) pinOf(t *task) pin {
 			why = "is " + string(w.Spec.State)
 		case w.BoundTo() != "":
 			why = "is bound to job " + w.BoundTo()
-		case !s.Sel.Matches(w.Spec.Labels):
-			why = "does not match the selector " + s.Sel.String()
-		case !s.Req.FitsIn(w.Spec.Capacity):
-			why = "can never run it (it lacks " + strings.ReplaceAll(s.Req.Shortfall(w.Spec.Capacity), "_", " ") + ")"
 		default:
-			return pin{w: w, by: AssignedSticky, name: p.spec.Name}
+			code, never := e.fleet.Never(s, w)
+			switch {
+			case !never:
+				return pin{w: w, by: AssignedSticky, name: p.spec.Name}
+			case code == place.FilterLabels:
+				why = "does not match the selector " + s.Sel.String()
+			default:
+				why = "can never run it (it lacks " + code.Words() + ")"
+			}
 		}
 		return pin{note: fmt.Sprintf("stage stickiness does not hold the task: worker %s, which ran its parent %s, %s; the task is placed like any other",
 			w.Spec.Name, p.spec.Name, why)}
@@ -357,96 +343,41 @@ func placementReason(p *PlacementExplain, job model.Reason) model.Reason {
 	for _, f := range p.Removed {
 		removed[f.Filter] = f.Workers
 	}
-	switch {
+	busy := removed[place.FilterBusy.String()] + removed[place.FilterBound.String()]
+	switch off := removed[place.FilterState.String()]; {
 	case p.Workers == 0:
 		return model.Because(model.ReasonUnschedulable, "no workers are registered")
-	case removed[FilterBusy]+removed[FilterBound] > 0:
-		return model.Because(model.ReasonNoFreeSlot, "needs %s; all %d workers that fit are busy", p.Needs, removed[FilterBusy]+removed[FilterBound])
-	case removed[FilterState] > 0:
-		return model.Because(model.ReasonWorkersDisabled, "needs %s; the %d workers that fit are draining or disabled", p.Needs, removed[FilterState])
+	case busy > 0:
+		return model.Because(model.ReasonNoFreeSlot, "needs %s; all %d workers that fit are busy", p.Needs, busy)
+	case off > 0:
+		return model.Because(model.ReasonWorkersDisabled, "needs %s; the %d workers that fit are draining or disabled", p.Needs, off)
 	}
 	return model.Because(model.ReasonUnschedulable, "needs %s; no worker can ever run it", p.Needs)
 }
 
-// explainPlacement runs shape s past every registered worker; pn is the
+// explainPlacement runs shape s down placement's filter chain; pn is the
 // worker the tasks are pinned to, if any.
 func (e *Engine) explainPlacement(j *job, s *place.Shape, pn pin) *PlacementExplain {
-	p := &PlacementExplain{Needs: s.Req, Selector: s.Sel, Removed: []FilterCount{}, NotAssigned: pn.note}
-	counts := map[string]int{}
-	why := map[string]string{}
-	var bestKey [3]float64
-	keys := slices.Sorted(maps.Keys(s.Sel))
-	var bestW *place.Worker
-	othersFree, pinFits := 0, false
-	for _, w := range e.fleet.Workers() {
-		if w.Gone() {
-			continue
-		}
-		p.Workers++
-		lacks, hard, soft, deficit := workerLacks(j, s, keys, w, pn, false)
-		filter := ""
-		if len(lacks) > 0 {
-			filter = lacks[0].What
-			if strings.HasPrefix(filter, "label ") {
-				filter = FilterLabels
-			}
-		}
-		switch filter {
-		case "":
-			p.FitNow++
-			pinFits = pinFits || w == pn.w
-		case "state":
-			counts[FilterState]++
-		case "bound":
-			counts[FilterBound]++
-		case "assigned":
-			counts[FilterAssigned]++
-		case "slot", "free " + FilterGPUs, "free " + FilterMemory, "free " + FilterCPU:
-			counts[FilterBusy]++
-		default:
-			counts[filter]++
-		}
-		if pn.w != nil && w != pn.w && len(lacks) == 1 && (filter == "assigned" || filter == "bound" && w.BoundTo() == "") {
-			othersFree++ // it would take the task now, were the task not pinned
-		}
-		if filter == FilterLabels && why[FilterLabels] == "" {
-			why[FilterLabels] = fmt.Sprintf("selector %s does not match (e.g. %s has %s)", s.Sel, w.Spec.Name, lacks[0].Have)
-		}
-		if filter == "" || pn.w != nil {
-			continue
-		}
-		key := [3]float64{float64(hard), float64(soft), deficit}
-		if bestW == nil || less3(key, bestKey) {
-			bestW, bestKey = w, key
+	sc := place.Scope{Job: j.id, Pin: pn.w, PinBound: pn.by == AssignedBound}
+	if pn.w != nil {
+		sc.PinWhy = pinPhrase(j, pn)
+	}
+	m := e.fleet.Filter(s, &sc)
+	p := &PlacementExplain{Needs: s.Req, Selector: s.Sel, Workers: m.Workers, Removed: []FilterCount{}, FitNow: m.FitNow, NotAssigned: pn.note}
+	for _, code := range place.Filters() {
+		if n := m.Removed[code]; n > 0 {
+			p.Removed = append(p.Removed, FilterCount{Filter: code.String(), Workers: n, Why: m.Why[code]})
 		}
 	}
 	if pn.w != nil {
-		bestW = pn.w // a pinned task comes nearest to its own worker, whatever the others offer
-		p.Assigned = e.assignedWorker(pn, pinFits, othersFree)
-		why[FilterAssigned] = fmt.Sprintf("the tasks may only run on worker %s, %s", pn.w.Spec.Name, pinPhrase(j, pn))
+		p.Assigned = e.assignedWorker(pn, m.PinFits, m.OthersFree)
 	}
-	if p.FitNow == 0 && bestW != nil {
-		lacks, _, _, _ := workerLacks(j, s, keys, bestW, pn, true)
-		p.Closest = &ClosestWorker{Worker: bestW.Spec.Name, State: bestW.Spec.State, Lacks: lacks}
-	}
-	need := s.Req
-	defaults := map[string]string{
-		FilterGPUs:      fmt.Sprintf("fewer than %d GPUs", need.GPUs),
-		FilterGPUMemory: fmt.Sprintf("GPUs with less than %d MB each", need.GPUMemoryMB),
-		FilterMemory:    fmt.Sprintf("less than %d MB of memory", need.MemoryMB),
-		FilterCPU:       fmt.Sprintf("fewer than %g CPUs", float64(need.MilliCPU)/1000),
-		FilterState:     "draining or disabled: they take no new tasks",
-		FilterBound:     "bound to another job, or not the worker this job is bound to (static-worker mode)",
-		FilterBusy:      "every slot in use, or too little left unused by the tasks they run",
-	}
-	for _, f := range filterOrder {
-		if n := counts[f]; n > 0 {
-			w := why[f]
-			if w == "" {
-				w = defaults[f]
-			}
-			p.Removed = append(p.Removed, FilterCount{Filter: f, Workers: n, Why: w})
+	if w := m.Closest; w != nil {
+		lacks := make([]Lack, len(m.Lacks))
+		for i, l := range m.Lacks {
+			lacks[i] = Lack{What: l.What, Need: l.Need, Have: l.Have}
 		}
+		p.Closest = &ClosestWorker{Worker: w.Spec.Name, State: w.Spec.State, Lacks: lacks}
 	}
 	return p
 }
@@ -490,104 +421,6 @@ func (e *Engine) assignedWorker(pn pin, fits bool, othersFree int) *AssignedWork
 	}
 	return a
 }
-
-func less3(a, b [3]float64) bool {
-	for i := range a {
-		if a[i] != b[i] {
-			return a[i] < b[i]
-		}
-	}
-	return false
-}
-
-// workerLacks lists what w does not offer shape s, in filter order: the
-// first entry is the filter that removes it. hard counts what the worker
-// can never offer (labels, hardware), soft what it may offer later (ready
-// state, a free slot); deficit sums the relative hardware shortfalls. pn is
-// the worker j's task is pinned to (its job's in static-worker mode, its
-// type's, its parent's), if any: the task runs nowhere else. keys are
-// s.Sel's keys, sorted. Without detail only What is filled, so that
-// counting 10,000 workers formats nothing.
-func workerLacks(j *job, s *place.Shape, keys []string, w *place.Worker, pn pin, detail bool) (lacks []Lack, hard, soft int, deficit float64) {
-	add := func(what string, isHard bool, need, have string) {
-		lacks = append(lacks, Lack{What: what, Need: need, Have: have})
-		if isHard {
-			hard++
-		} else {
-			soft++
-		}
-	}
-	for _, k := range keys {
-		if have, ok := w.Spec.Labels[k]; !ok || have != s.Sel[k] {
-			if !ok {
-				have = "(none)"
-			}
-			add("label "+k, true, s.Sel[k], have)
-		}
-	}
-	need, capa := s.Req, w.Spec.Capacity
-	short := func(what string, n, h int64, unit func(int64) string) {
-		deficit += relCut(n, h)
-		if detail {
-			add(what, true, unit(n), unit(h))
-		} else {
-			add(what, true, "", "")
-		}
-	}
-	if need.GPUs > capa.GPUs {
-		short(FilterGPUs, need.GPUs, capa.GPUs, gpus)
-	}
-	if need.GPUs > 0 && need.GPUMemoryMB > capa.GPUMemoryMB {
-		short(FilterGPUMemory, need.GPUMemoryMB, capa.GPUMemoryMB, mb)
-	}
-	if need.MemoryMB > capa.MemoryMB {
-		short(FilterMemory, need.MemoryMB, capa.MemoryMB, mb)
-	}
-	if need.MilliCPU > capa.MilliCPU {
-		short(FilterCPU, need.MilliCPU, capa.MilliCPU, milliCPUs)
-	}
-	if w.Spec.State != model.WorkerReady {
-		add("state", false, string(model.WorkerReady), string(w.Spec.State))
-	}
-	if b := w.BoundTo(); b != "" && b != j.id {
-		add("bound", false, "unbound or bound to "+j.id, "bound to "+b)
-	} else if pn.w != nil && pn.w != w {
-		what, needS := "assigned", ""
-		if pn.by == AssignedBound {
-			what = "bound"
-		}
-		if detail {
-			needS = "worker " + pn.w.Spec.Name + ", " + pinPhrase(j, pn)
-		}
-		add(what, false, needS, "another worker")
-	}
-	if w.FreeSlots() < 1 {
-		have := ""
-		if detail {
-			have = fmt.Sprintf("%d of %d slots in use", w.Running, w.Spec.Slots)
-		}
-		add("slot", false, "a free slot", have)
-	} else if hard == 0 {
-		free := capa.Sub(w.Used)
-		var what, needS, haveS string
-		switch need.Shortfall(free) {
-		case "gpus":
-			what, needS, haveS = FilterGPUs, gpus(need.GPUs), gpus(free.GPUs)
-		case "memory":
-			what, needS, haveS = FilterMemory, mb(need.MemoryMB), mb(free.MemoryMB)
-		case "cpu":
-			what, needS, haveS = FilterCPU, milliCPUs(need.MilliCPU), milliCPUs(free.MilliCPU)
-		}
-		if what != "" {
-			add("free "+what, false, needS, haveS+" unused")
-		}
-	}
-	return lacks, hard, soft, deficit
-}
-
-func gpus(n int64) string      { return fmt.Sprintf("%d GPU", n) }
-func mb(n int64) string        { return fmt.Sprintf("%d MB", n) }
-func milliCPUs(m int64) string { return fmt.Sprintf("%g CPU", float64(m)/1000) }
 
 // placementHelp computes counterfactuals for one group of ready tasks when
 // no worker takes them now: the largest smaller request that a free ready

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/allot-sched/allot/internal/engine"
+	"github.com/allot-sched/allot/internal/engine/place"
 	"github.com/allot-sched/allot/internal/model"
 	"github.com/allot-sched/allot/internal/scenario"
 )
@@ -167,7 +168,7 @@ func TestExplainSections(t *testing.T) {
 				t.Fatalf("pending = %+v, want one group of 4 unschedulable tasks", x.Pending)
 			}
 			p := x.Pending[0].Placement
-			if got := removed(p); got[engine.FilterGPUMemory] != 3 || got[engine.FilterGPUs] != 1 || p.FitNow != 0 || p.Workers != 4 {
+			if got := removed(p); got[place.FilterGPUMemory.String()] != 3 || got[place.FilterGPUs.String()] != 1 || p.FitNow != 0 || p.Workers != 4 {
 				t.Errorf("removed = %v, fitNow %d of %d; want 3 by gpu memory, 1 by gpus", got, p.FitNow, p.Workers)
 			}
 			if p.Closest == nil || p.Closest.Worker != "gpu-0" ||
@@ -181,7 +182,7 @@ func TestExplainSections(t *testing.T) {
 		}, nil, nil},
 		{"fewer GPUs would start now on the free worker", "gpu-count", "wide", func(t *testing.T, x engine.Explanation, est engine.Estimate) {
 			p := x.Pending[0].Placement
-			if removed(p)[engine.FilterGPUs] != 3 || p.Closest == nil || p.Closest.Worker != "w3" {
+			if removed(p)[place.FilterGPUs.String()] != 3 || p.Closest == nil || p.Closest.Worker != "w3" {
 				t.Errorf("placement = %+v, want 3 removed for GPUs and w3 (the free one) closest", p)
 			}
 			hasHelp(t, x, "smaller_request", "asking for 1 GPU instead of 2 would start now on worker w3")
@@ -312,7 +313,7 @@ func TestExplainSections(t *testing.T) {
 				!a.NextEnd.Equal(end) || len(a.Running) != 1 || a.Running[0].Job != "other" || a.Running[0].Task != "main" {
 				t.Fatalf("assigned = %+v, want gpu-0 (ran sft) busy with other/main until 02:10, 2 other workers free", a)
 			}
-			if p.FitNow != 0 || removed(p)[engine.FilterAssigned] != 3 || p.Closest == nil || p.Closest.Worker != "gpu-0" {
+			if p.FitNow != 0 || removed(p)[place.FilterAssigned.String()] != 3 || p.Closest == nil || p.Closest.Worker != "gpu-0" {
 				t.Errorf("placement = %+v, want the 3 other workers removed as not assigned, gpu-0 closest", p)
 			}
 			hasHelp(t, x, "assigned_worker", "waits for worker gpu-0, which ran it (stage stickiness); gpu-0 is busy running other/main (expected to end at 2026-01-01T02:10:00Z)")

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/bits"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/allot-sched/allot/internal/model"
@@ -149,7 +148,7 @@ func (f *Fleet) assigned(r *Request, k int, w *Worker, info Info, what func() st
 	switch {
 	case !f.feasible(r.Shape, w.class):
 		return Choice{}, model.Because(model.ReasonUnschedulable, "%s, which can never run it (it lacks %s)", what(),
-			strings.ReplaceAll(r.Shape.short[w.class.idx], "_", " "))
+			r.Shape.short[w.class.idx].Words())
 	case !w.Takes():
 		return Choice{}, model.Because(model.ReasonAssignedWorkerBusy, "%s, which is %s", what(), w.Spec.State)
 	case w.FreeSlots() < 1 || !fitsNow(w, r.Shape.Req):
@@ -301,16 +300,19 @@ func (f *Fleet) bestReuse(r *Request, k int) *Worker {
 }
 
 // scanAll is placement without the per-class feasibility cache: every free
-// worker's labels and hardware are checked for every task, and the strategy
+// worker is checked by the class filters for every task, and the strategy
 // looks at all of them. Benchmarks use it as the baseline.
 func (f *Fleet) scanAll(r *Request, k int) (*Worker, Via) {
 	s := r.Shape
 	var best *Worker
 	bestHits, bestScore := 0, 0.0
 	reuse := f.cfg.strategy == Best && f.cfg.mode == Adaptive && f.cfg.reuse && (r.Model != "" || r.Dataset != "")
+	never := compileNever(s)
 	for _, w := range f.workers {
-		if !w.Takes() || w.FreeSlots() < 1 || w.boundTo != "" || !s.Sel.Matches(w.Spec.Labels) ||
-			s.Req.Shortfall(w.Spec.Capacity) != "" || !fitsNow(w, s.Req) {
+		if !w.Takes() || w.FreeSlots() < 1 || w.boundTo != "" || !fitsNow(w, s.Req) {
+			continue
+		}
+		if never.fails(&w.Spec) {
 			continue
 		}
 		switch f.cfg.strategy {
@@ -348,16 +350,16 @@ func viaOf(s Strategy) Via {
 }
 
 // roundRobin hands r to the first free worker at or after the one after the
-// previous choice, in registration order, wrapping around. Only labels (the
-// queue's pool and the job's selector) are checked: the seed's baseline
-// does not look at a task's resources, so a task may land on a worker that
-// lacks them.
+// previous choice, in registration order, wrapping around. Only the filters
+// marked roundRobin (labels: the queue's pool and the job's selector) are
+// applied: the seed's baseline does not look at a task's resources, so a
+// task may land on a worker that lacks them.
 func (f *Fleet) roundRobin(r *Request, k int, info Info) (Choice, model.Reason) {
 	s := r.Shape
 	var after, first *Worker
 	pool := 0
 	for _, c := range f.classes {
-		if c.free.n == 0 || !f.labelsOK(s, c) {
+		if c.free.n == 0 || !f.rrFeasible(s, c) {
 			continue
 		}
 		pool += c.free.n
@@ -386,7 +388,7 @@ func (f *Fleet) roundRobin(r *Request, k int, info Info) (Choice, model.Reason) 
 func (f *Fleet) rrReason(s *Shape) model.Reason {
 	total, off := 0, 0
 	for _, c := range f.classes {
-		if c.workers == 0 || !f.labelsOK(s, c) {
+		if c.workers == 0 || !f.rrFeasible(s, c) {
 			continue
 		}
 		total += c.workers
@@ -401,21 +403,28 @@ func (f *Fleet) rrReason(s *Shape) model.Reason {
 	return model.Because(model.ReasonNoFreeSlot, "round-robin: all %d ready workers in the pool are busy (%d draining or disabled)", total-off, off)
 }
 
-// labelsOK reports whether class c's labels match s's selector, cached.
-func (f *Fleet) labelsOK(s *Shape, c *class) bool {
-	for len(s.labels) <= c.idx {
-		s.labels = append(s.labels, 0)
+// rrFeasible reports whether class c passes the filters the round-robin
+// mode applies, cached.
+func (f *Fleet) rrFeasible(s *Shape, c *class) bool {
+	for len(s.rr) <= c.idx {
+		s.rr = append(s.rr, 0)
 	}
-	switch s.labels[c.idx] {
+	switch s.rr[c.idx] {
 	case 1:
 		return true
 	case 2:
 		return false
 	}
-	ok := s.Sel.Matches(c.labels)
-	s.labels[c.idx] = 2
+	ok := true
+	for i := range chain {
+		if chain[i].roundRobin && chain[i].never(s, &c.spec) {
+			ok = false
+			break
+		}
+	}
+	s.rr[c.idx] = 2
 	if ok {
-		s.labels[c.idx] = 1
+		s.rr[c.idx] = 1
 	}
 	return ok
 }

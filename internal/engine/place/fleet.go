@@ -74,15 +74,9 @@ type class struct {
 	// category slot k; set by Fleet.normalise.
 	mu, costN float64
 	base      [3]float64
-}
-
-// classKey identifies a class: workers with equal keys are interchangeable
-// for placement.
-type classKey struct {
-	capacity model.Resources
-	labels   string
-	slots    int
-	cost     float64
+	// spec is the registration of the class's first worker: what the
+	// class filters read is the same for all members.
+	spec model.Worker
 }
 
 // shapeKey identifies a shape.
@@ -98,20 +92,24 @@ type Shape struct {
 	Req model.Resources
 	Sel model.Selector
 	// feas[c] is 0 when unknown, 1 when class c can run the shape, and 2 when
-	// it cannot (then short[c] says why).
+	// it cannot (then short[c] is the first class filter that removes it).
 	feas  []uint8
-	short []string
-	// labels[c] caches whether class c's labels match Sel alone (0 unknown,
-	// 1 yes, 2 no): the round-robin mode checks nothing else.
-	labels []uint8
+	short []FilterCode
+	// rr[c] caches whether class c passes the filters the round-robin mode
+	// applies (0 unknown, 1 yes, 2 no).
+	rr []uint8
 	// A shape that found no worker stays unplaceable until capacity is
 	// released: failEpoch remembers the fleet epoch of the failure.
 	failEpoch uint64
 	failed    model.Reason
-	// The last diagnosis, reused while its figures stay the same.
-	diagCounts diagCounts
-	diagReason model.Reason
-	diagValid  bool
+	// metric holds the workers each filter removed, counted per class at
+	// fleet epoch metricEpoch; the last diagnosis reason is reused while
+	// its figures stay the same.
+	metric      metric
+	metricEpoch uint64
+	diagMetric  metric
+	diagReason  model.Reason
+	diagValid   bool
 }
 
 // Fleet is the set of workers with their classes.
@@ -119,7 +117,7 @@ type Fleet struct {
 	workers  []*Worker
 	byName   map[string]*Worker
 	classes  []*class
-	classIdx map[classKey]*class
+	classIdx map[string]*class // by classKeyOf
 	shapes   map[shapeKey]*Shape
 	pools    map[string][]bool // selector key → matches class c
 	strategy Strategy
@@ -163,7 +161,7 @@ func NewFleetConfig(cfg Config) (*Fleet, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Fleet{byName: map[string]*Worker{}, classIdx: map[classKey]*class{},
+	return &Fleet{byName: map[string]*Worker{}, classIdx: map[string]*class{},
 		shapes: map[shapeKey]*Shape{}, pools: map[string][]bool{}, strategy: st.strategy, epoch: 1,
 		cfg: st, hints: map[string]*hint{}, bound: map[string]*Worker{}, pipeline: map[string]*Worker{}}, nil
 }
@@ -206,10 +204,11 @@ func (f *Fleet) Add(spec model.Worker) (*Worker, error) {
 	if spec.State == "" {
 		spec.State = model.WorkerReady
 	}
-	key := classKey{capacity: spec.Capacity, labels: spec.Labels.String(), slots: spec.Slots, cost: spec.CostPerHour}
+	key := classKeyOf(&spec)
 	c, ok := f.classIdx[key]
 	if !ok {
-		c = &class{idx: len(f.classes), capacity: spec.Capacity, labels: spec.Labels, slots: spec.Slots, cost: spec.CostPerHour}
+		c = &class{idx: len(f.classes), capacity: spec.Capacity, labels: spec.Labels, slots: spec.Slots, cost: spec.CostPerHour, spec: spec}
+		c.spec.Cached = nil
 		f.classes = append(f.classes, c)
 		f.classIdx[key] = c
 	}
@@ -311,11 +310,13 @@ func (f *Fleet) Shape(req model.Resources, sel model.Selector) *Shape {
 	return s
 }
 
-// feasible reports whether class c can ever run shape s, caching the answer.
+// feasible reports whether class c can ever run shape s: whether it passes
+// every class filter of the chain. The answer is cached per shape and
+// class.
 func (f *Fleet) feasible(s *Shape, c *class) bool {
 	for len(s.feas) <= c.idx {
 		s.feas = append(s.feas, 0)
-		s.short = append(s.short, "")
+		s.short = append(s.short, 0)
 	}
 	switch s.feas[c.idx] {
 	case 1:
@@ -323,19 +324,39 @@ func (f *Fleet) feasible(s *Shape, c *class) bool {
 	case 2:
 		return false
 	}
-	why := ""
-	if !s.Sel.Matches(c.labels) {
-		why = "labels"
-	} else {
-		why = s.Req.Shortfall(c.capacity)
+	if code, ok := neverRuns(s, &c.spec); ok {
+		s.short[c.idx], s.feas[c.idx] = code, 2
+		return false
 	}
-	s.short[c.idx] = why
-	if why == "" {
-		s.feas[c.idx] = 1
-		return true
+	s.feas[c.idx] = 1
+	return true
+}
+
+// neverRuns returns the first class filter that removes a worker
+// registered as w for shape s, if one does.
+func neverRuns(s *Shape, w *model.Worker) (FilterCode, bool) {
+	for i := range chain {
+		switch fl := &chain[i]; {
+		case fl.dim != nil:
+			if fl.dim.short(&s.Req, &w.Capacity) {
+				return FilterCode(i), true
+			}
+		case fl.never != nil:
+			if fl.never(s, w) {
+				return FilterCode(i), true
+			}
+		}
 	}
-	s.feas[c.idx] = 2
-	return false
+	return 0, false
+}
+
+// Never returns the first class filter that removes w for shape s, if one
+// does: w can never run a task of shape s. It reads the feasibility cache.
+func (f *Fleet) Never(s *Shape, w *Worker) (FilterCode, bool) {
+	if f.feasible(s, w.class) {
+		return 0, false
+	}
+	return s.short[w.class.idx], true
 }
 
 // fitsNow reports whether w's unused resources hold req. It reads the
@@ -388,72 +409,78 @@ func (c *class) firstFit(req model.Resources) *Worker {
 // diagnose explains why no worker takes shape s, counting the workers each
 // filter removed: the answer to "why is my task pending".
 func (f *Fleet) diagnose(s *Shape) model.Reason {
-	var k diagCounts
+	m := f.counts(s)
+	// The figures rarely change between failures of one shape (a failure
+	// is diagnosed again each time capacity is freed): reuse the message.
+	if s.diagValid && s.diagMetric == *m {
+		return s.diagReason
+	}
+	r := m.reason(s)
+	s.diagMetric, s.diagReason, s.diagValid = *m, r, true
+	return r
+}
+
+// metric counts the registered workers each filter of the chain removed
+// for one task shape, by filter code, as placement records them when a
+// placement fails (Nomad's AllocMetric.FilterNode, per class): the class
+// filters' counts, the draining and disabled workers among the rest, and
+// the others as busy, whatever keeps them (their slots, a binding to
+// another job). Explain reads the class filters' counts and asks the
+// worker filters of each worker (Fleet.Filter).
+type metric struct {
+	Workers int
+	Removed [NumFilters]int
+}
+
+// counts returns the metric of shape s, recorded at the current epoch or
+// counted now (and recorded).
+func (f *Fleet) counts(s *Shape) *metric {
+	if s.metricEpoch == f.epoch {
+		return &s.metric
+	}
+	m := metric{}
 	for _, c := range f.classes {
 		if c.workers == 0 {
 			continue
 		}
-		k.total += c.workers
+		m.Workers += c.workers
 		if !f.feasible(s, c) {
-			for i, name := range shortfalls {
-				if s.short[c.idx] == name {
-					k.removed[i] += c.workers
-				}
-			}
+			m.Removed[s.short[c.idx]] += c.workers
 			continue
 		}
-		k.unavailable += c.draining + c.disabled
-		k.busy += c.workers - c.draining - c.disabled
+		m.Removed[FilterState] += c.draining + c.disabled
+		m.Removed[FilterBusy] += c.workers - c.draining - c.disabled
 	}
-	// The figures rarely change between failures of one shape (a failure
-	// is diagnosed again each time capacity is freed): reuse the message.
-	if s.diagValid && s.diagCounts == k {
-		return s.diagReason
-	}
-	r := k.reason(s)
-	s.diagCounts, s.diagReason, s.diagValid = k, r, true
-	return r
+	s.metric, s.metricEpoch = m, f.epoch
+	return &s.metric
 }
 
-// shortfalls name the filters in the order a diagnosis lists them: labels
-// first, then hardware, scarcest first. (Which one a worker is counted under
-// is model.Resources.Shortfall's choice.)
-var shortfalls = [...]string{"labels", "gpu_memory", "gpus", "memory", "cpu"}
-
-// diagCounts are the figures of a diagnosis: workers removed by each filter,
-// and among those that fit, how many are busy or unavailable.
-type diagCounts struct {
-	removed                  [len(shortfalls)]int
-	busy, unavailable, total int
-}
-
-func (k diagCounts) reason(s *Shape) model.Reason {
+func (m *metric) reason(s *Shape) model.Reason {
 	var parts []string
-	for i, n := range k.removed {
-		if n > 0 {
-			parts = append(parts, fmt.Sprintf("%d lack %s", n, strings.ReplaceAll(shortfalls[i], "_", " ")))
+	for _, code := range reasonOrder {
+		switch n := m.Removed[code]; {
+		case n == 0:
+		case code.Never():
+			parts = append(parts, fmt.Sprintf("%d lack %s", n, code.Words()))
+		default:
+			parts = append(parts, fmt.Sprintf("%d %s", n, code.Words()))
 		}
 	}
-	if k.unavailable > 0 {
-		parts = append(parts, fmt.Sprintf("%d draining or disabled", k.unavailable))
-	}
-	if k.busy > 0 {
-		parts = append(parts, fmt.Sprintf("%d busy", k.busy))
-	}
+	busy, unavailable := m.Removed[FilterBusy], m.Removed[FilterState]
 	detail := strings.Join(parts, ", ")
 	need := s.Req.String()
 	if len(s.Sel) > 0 {
 		need += " on " + s.Sel.String()
 	}
 	switch {
-	case k.total == 0:
+	case m.Workers == 0:
 		return model.Because(model.ReasonUnschedulable, "no workers are registered")
-	case k.busy > 0:
-		return model.Because(model.ReasonNoFreeSlot, "needs %s; all %d workers that fit are busy (%d workers: %s)", need, k.busy, k.total, detail)
-	case k.unavailable > 0:
-		return model.Because(model.ReasonWorkersDisabled, "needs %s; the %d workers that fit are draining or disabled (%d workers: %s)", need, k.unavailable, k.total, detail)
+	case busy > 0:
+		return model.Because(model.ReasonNoFreeSlot, "needs %s; all %d workers that fit are busy (%d workers: %s)", need, busy, m.Workers, detail)
+	case unavailable > 0:
+		return model.Because(model.ReasonWorkersDisabled, "needs %s; the %d workers that fit are draining or disabled (%d workers: %s)", need, unavailable, m.Workers, detail)
 	default:
-		return model.Because(model.ReasonUnschedulable, "needs %s; no worker can ever run it (%d workers: %s)", need, k.total, detail)
+		return model.Because(model.ReasonUnschedulable, "needs %s; no worker can ever run it (%d workers: %s)", need, m.Workers, detail)
 	}
 }
 
