@@ -18,6 +18,7 @@ import (
 
 	"github.com/allot-sched/allot/internal/api/rest"
 	"github.com/allot-sched/allot/internal/auth"
+	"github.com/allot-sched/allot/internal/config"
 	"github.com/allot-sched/allot/internal/control"
 	"github.com/allot-sched/allot/internal/datadir"
 	"github.com/allot-sched/allot/internal/metrics"
@@ -303,7 +304,7 @@ func loadServerConfig(file string) (spec.ServerConfig, error) {
 	var cfg spec.ServerConfig
 	if file != "" {
 		var err error
-		if cfg, err = spec.LoadServerConfig(file); err != nil {
+		if cfg, err = config.LoadServer(file); err != nil {
 			return cfg, fmt.Errorf("%s:\n%w", file, err)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/allot-sched/allot/internal/api"
+	"github.com/allot-sched/allot/internal/config"
 	"github.com/allot-sched/allot/internal/engine"
 	"github.com/allot-sched/allot/internal/inputs"
 	"github.com/allot-sched/allot/internal/spec"
@@ -139,7 +140,7 @@ func New(ctx context.Context, cfg Config, st store.Store) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	engCfg, err := cfg.Scheduling.EngineConfig()
+	engCfg, err := config.Engine(cfg.Scheduling)
 	if err != nil {
 		return nil, err
 	}

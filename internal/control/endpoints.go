@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/allot-sched/allot/internal/api"
+	"github.com/allot-sched/allot/internal/config"
 	"github.com/allot-sched/allot/internal/engine"
 	"github.com/allot-sched/allot/internal/engine/admit"
 	"github.com/allot-sched/allot/internal/inputs"
@@ -254,7 +255,7 @@ func sameJSON(a, b any) bool {
 // fields take the seed's defaults, as in the configuration file; the change
 // is stored.
 func (c *Controller) SetThrottling(ctx context.Context, th spec.Throttling) (spec.Throttling, error) {
-	s := spec.ThrottlingSettings(th)
+	s := config.ThrottlingSettings(th)
 	if err := fieldErrors(admit.Config{Settings: s}.Problems(), "throttling."); err != nil {
 		return spec.Throttling{}, err
 	}
@@ -266,7 +267,7 @@ func (c *Controller) SetThrottling(ctx context.Context, th spec.Throttling) (spe
 		c.mu.Lock()
 		c.engCfg.Admission.Settings = now
 		c.mu.Unlock()
-		raw, _ := json.Marshal(storedThrottling{Config: spec.ThrottlingSettings(c.cfg.Scheduling.Throttling), Value: now})
+		raw, _ := json.Marshal(storedThrottling{Config: config.ThrottlingSettings(c.cfg.Scheduling.Throttling), Value: now})
 		t.kv(store.ThrottlingKey, raw)
 		view := specThrottling(now)
 		t.event(EventThrottlingChanged, "", "", "", model.Reason{Message: fmt.Sprintf("throttling enabled %t, capacity target percentage %g",
@@ -553,7 +554,7 @@ func (c *Controller) recoverAdmission(ctx context.Context, now time.Time, q *qua
 		var st storedThrottling
 		if err := json.Unmarshal(raw, &st); err != nil {
 			q.setting(store.ThrottlingKey, raw, err)
-		} else if cfg := spec.ThrottlingSettings(c.cfg.Scheduling.Throttling); sameJSON(st.Config, cfg) {
+		} else if cfg := config.ThrottlingSettings(c.cfg.Scheduling.Throttling); sameJSON(st.Config, cfg) {
 			if err := c.eng.Apply(engine.SetThrottling{Settings: st.Value, At: now}); err != nil {
 				q.setting(store.ThrottlingKey, raw, err)
 			}

@@ -53,3 +53,23 @@ type ImageSize struct {
 	Width  int `yaml:"width" json:"width"`
 	Height int `yaml:"height" json:"height"`
 }
+
+// Tiling defaults of the seed's system (OSML ModelRunner): REGION_SIZE
+// (10240, 10240), and an image request's tile size (1024, 1024) and tile
+// overlap (50, 50). Admission estimates loads with them and the job spec
+// checks a job's geometry against them, so both read them here.
+const (
+	DefaultRegionSize  = 10240
+	DefaultTileSize    = 1024
+	DefaultTileOverlap = 50
+)
+
+// Bounds that admission enforces and the documents check first, so that a
+// problem names its field and line.
+const (
+	// MaxCapacityTargetPercentage is the highest capacity target the seed
+	// allows.
+	MaxCapacityTargetPercentage = 1.5
+	// MaxLoad bounds a job's load, regions and image size.
+	MaxLoad = 1_000_000_000
+)

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/allot-sched/allot/internal/config"
 	"github.com/allot-sched/allot/internal/engine"
 	"github.com/allot-sched/allot/internal/engine/admit"
 	"github.com/allot-sched/allot/internal/engine/policy"
@@ -108,7 +109,7 @@ func (f *File) check() (*Scenario, error) {
 			list = append(list, &model.FieldError{Msg: err.Error()})
 		}
 	}
-	cfg, err := f.EngineConfig()
+	cfg, err := config.Engine(f.Scheduling)
 	collect(err)
 	s := &Scenario{Config: cfg, Start: DefaultStart, History: f.State.Queues, Inputs: admit.StaticChecker(f.InaccessibleInputs)}
 	if f.Start != "" {

@@ -5,14 +5,12 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"time"
 
-	"github.com/allot-sched/allot/internal/engine/admit"
 	"github.com/allot-sched/allot/internal/model"
 )
 
 // Throttling is the `throttling:` block (model.ThrottlingSpec);
-// ThrottlingSettings resolves it against the seed's defaults.
+// config.ThrottlingSettings resolves it against the seed's defaults.
 type Throttling = model.ThrottlingSpec
 
 // Endpoint is an entry of the `endpoints:` block (model.EndpointSpec); its
@@ -21,42 +19,6 @@ type Endpoint = model.EndpointSpec
 
 // Variant is a production variant of an endpoint (model.VariantSpec).
 type Variant = model.VariantSpec
-
-// ThrottlingSettings resolves t against the seed's defaults.
-func ThrottlingSettings(t Throttling) admit.Settings {
-	s := admit.Defaults()
-	if t.ThrottlingEnabled != nil {
-		s.Enabled = *t.ThrottlingEnabled
-	}
-	if t.CapacityTargetPercentage != nil {
-		s.CapacityTargetPercentage = *t.CapacityTargetPercentage
-	}
-	if t.DefaultInstanceConcurrency != 0 {
-		s.DefaultInstanceConcurrency = t.DefaultInstanceConcurrency
-	}
-	if t.DefaultHTTPEndpointConcurrency != 0 {
-		s.DefaultHTTPEndpointConcurrency = t.DefaultHTTPEndpointConcurrency
-	}
-	if t.TileWorkersPerInstance != 0 {
-		s.TileWorkersPerInstance = t.TileWorkersPerInstance
-	}
-	if t.StarvationWait != nil {
-		s.StarvationWait = time.Duration(*t.StarvationWait)
-	}
-	s.AdmissionsPerCycle = t.AdmissionsPerCycle
-	return s
-}
-
-// admission checks the throttling and endpoints blocks into c and returns
-// the engine's admission configuration.
-func (s Scheduling) admission(c *errs) admit.Config {
-	cfg := admit.Config{Settings: ThrottlingSettings(s.Throttling)}
-	for _, e := range s.Endpoints {
-		cfg.Endpoints = append(cfg.Endpoints, e.Model())
-	}
-	c.list = append(c.list, cfg.Problems()...)
-	return cfg
-}
 
 // CheckJobEndpoint reports a job that names an endpoint or variant the
 // configuration does not define; path prefixes the field ("jobs[3]"). The
@@ -139,8 +101,8 @@ func (s *Scheduling) ApplyEnv(lookup func(string) (string, bool)) error {
 		switch {
 		case err != nil || math.IsNaN(f):
 			c.add(EnvCapacityTargetPercentage, "%q is not a number", v)
-		case f < 0 || f > admit.MaxCapacityTargetPercentage:
-			c.add(EnvCapacityTargetPercentage, "must be between 0.0 and %.1f (got %s)", admit.MaxCapacityTargetPercentage, v)
+		case f < 0 || f > model.MaxCapacityTargetPercentage:
+			c.add(EnvCapacityTargetPercentage, "must be between 0.0 and %.1f (got %s)", model.MaxCapacityTargetPercentage, v)
 		default:
 			t.CapacityTargetPercentage = &f
 		}
@@ -177,8 +139,8 @@ func (s *Scheduling) ApplyEnv(lookup func(string) (string, bool)) error {
 // checkImage checks the fields that estimate a job's load and its inputs.
 func checkImage(c *errs, p func(string) string, j Job) {
 	between := func(field string, v, lo int) {
-		if v < lo || v > admit.MaxLoad {
-			c.add(p(field), "must be between %d and %d (got %d)", lo, admit.MaxLoad, v)
+		if v < lo || v > model.MaxLoad {
+			c.add(p(field), "must be between %d and %d (got %d)", lo, model.MaxLoad, v)
 		}
 	}
 	between("regions", j.Regions, 0)
@@ -213,12 +175,12 @@ const MaxInputs = 1_000
 // geometry returns the job's region size, tile size and tile overlap with
 // the defaults of the seed's system filled in.
 func (j Job) geometry() (region, tile, overlap int) {
-	region, tile, overlap = j.RegionSize, j.TileSize, admit.DefaultTileOverlap
+	region, tile, overlap = j.RegionSize, j.TileSize, model.DefaultTileOverlap
 	if region == 0 {
-		region = admit.DefaultRegionSize
+		region = model.DefaultRegionSize
 	}
 	if tile == 0 {
-		tile = admit.DefaultTileSize
+		tile = model.DefaultTileSize
 	}
 	if j.TileOverlap != nil {
 		overlap = *j.TileOverlap

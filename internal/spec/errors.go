@@ -27,12 +27,6 @@ func (c *errs) add(path, format string, args ...any) {
 	c.list = append(c.list, &FieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
 }
 
-// addErr records the field errors of err under prefix (see
-// model.FieldErrorsOf).
-func (c *errs) addErr(prefix string, err error) {
-	c.list = append(c.list, model.FieldErrorsOf(prefix, err)...)
-}
-
 // FieldErrorOf turns err into a field error under prefix: a field error
 // keeps its path, joined under the prefix (model.FieldErrorOf).
 func FieldErrorOf(prefix string, err error) *FieldError {

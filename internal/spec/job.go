@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/allot-sched/allot/internal/engine/admit"
 	"github.com/allot-sched/allot/internal/model"
 )
 
@@ -87,8 +86,8 @@ func (j Job) Expand(path string, submitted time.Time) (Expanded, error) {
 	if j.MaxSlots < 0 {
 		c.add(p("maxSlots"), "must not be negative")
 	}
-	if j.Load < 0 || j.Load > admit.MaxLoad {
-		c.add(p("load"), "must be between 0 and %d (got %d)", admit.MaxLoad, j.Load)
+	if j.Load < 0 || j.Load > model.MaxLoad {
+		c.add(p("load"), "must be between 0 and %d (got %d)", model.MaxLoad, j.Load)
 	}
 	if j.User != "" && !ValidUserName(j.User) {
 		c.add(p("user"), "%.40q is not a Unix user name: start with a letter or '_', then letters, digits, '_', '-' or '.' (a final '$' is allowed), at most %d characters",

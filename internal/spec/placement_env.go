@@ -1,12 +1,14 @@
 package spec
 
 import (
+	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/allot-sched/allot/internal/engine/place"
+	"github.com/allot-sched/allot/internal/model"
 )
 
 // Environment variables of seed 002 that ApplyEnv reads into the placement
@@ -35,12 +37,30 @@ const (
 // seedModeNames maps the seed's spellings of modes and strategies to
 // Allot's.
 var seedModeNames = map[string]string{
-	"static_worker":      place.StaticWorker.String(),
-	"fixed_pipeline":     place.FixedPipeline.String(),
-	"static_round_robin": place.RoundRobin.String(),
-	"round_robin":        place.RoundRobin.String(),
-	"first_fit":          place.FirstFit.String(),
-	"min_satisfying":     place.MinSatisfying.String(),
+	"static_worker":      "static-worker",
+	"fixed_pipeline":     "fixed-pipeline",
+	"static_round_robin": "round-robin",
+	"round_robin":        "round-robin",
+	"first_fit":          "first-fit",
+	"min_satisfying":     "min-satisfying",
+}
+
+// CheckDispatchMode refuses a dispatcher mode the engine does not know,
+// with the engine's message (place.ParseMode); empty is the default.
+func CheckDispatchMode(name string) error {
+	if name == "" || slices.Contains(model.DispatchModes, name) {
+		return nil
+	}
+	return fmt.Errorf("unknown dispatcher mode %q (known: %s)", name, strings.Join(model.DispatchModes, ", "))
+}
+
+// CheckSelectionStrategy refuses a selection strategy the engine does not
+// know, with the engine's message (place.ParseStrategy).
+func CheckSelectionStrategy(name string) error {
+	if name == "" || slices.Contains(model.SelectionStrategies, name) {
+		return nil
+	}
+	return fmt.Errorf("unknown selection strategy %q (known: best, first-fit, min-satisfying)", name)
 }
 
 // applyPlacementEnv overlays seed 002's variables onto p, checking each
@@ -53,14 +73,14 @@ func applyPlacementEnv(c *errs, get func(string) (string, bool), p *Placement) {
 		return strings.ToLower(v)
 	}
 	if v, ok := get(EnvDispatchMode); ok {
-		if _, err := place.ParseMode(name(v)); err != nil {
+		if err := CheckDispatchMode(name(v)); err != nil {
 			c.add(EnvDispatchMode, "%v", err)
 		} else {
 			p.Mode = name(v)
 		}
 	}
 	if v, ok := get(EnvWorkerSelection); ok {
-		if _, err := place.ParseStrategy(name(v)); err != nil {
+		if err := CheckSelectionStrategy(name(v)); err != nil {
 			c.add(EnvWorkerSelection, "%v", err)
 		} else {
 			p.Strategy = name(v)

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"path"
 	"strings"
 )
@@ -60,28 +59,9 @@ type TLSSettings struct {
 	Key  string `yaml:"key,omitempty" json:"key,omitempty"`
 }
 
-// LoadServerConfig reads and checks a server configuration file.
-func LoadServerConfig(path string) (ServerConfig, error) {
-	var c ServerConfig
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return c, err
-	}
-	root, err := Decode(data, &c)
-	if err != nil {
-		return c, err
-	}
-	if _, err := c.EngineConfig(); err != nil {
-		return c, WithLines(err, root)
-	}
-	if err := c.Server.check(); err != nil {
-		return c, WithLines(err, root)
-	}
-	return c, nil
-}
-
-// check refuses settings that cannot mean anything.
-func (s ServerSettings) check() error {
+// Check refuses settings that cannot mean anything, naming each field
+// under "server"; config.LoadServer runs it after the engine's checks.
+func (s ServerSettings) Check() error {
 	var c errs
 	for _, d := range []struct {
 		field string

@@ -6,11 +6,11 @@ import (
 
 // Tiling defaults of the seed's system (OSML ModelRunner): REGION_SIZE
 // (10240, 10240), and an image request's tile size (1024, 1024) and tile
-// overlap (50, 50).
+// overlap (50, 50); model holds them, as job specs check against them.
 const (
-	DefaultRegionSize  = 10240
-	DefaultTileSize    = 1024
-	DefaultTileOverlap = 50
+	DefaultRegionSize  = model.DefaultRegionSize
+	DefaultTileSize    = model.DefaultTileSize
+	DefaultTileOverlap = model.DefaultTileOverlap
 )
 
 // Load sources, as Estimate reports them.

@@ -28,7 +28,7 @@ const (
 	// DefaultCapacityTargetPercentage uses the full capacity.
 	DefaultCapacityTargetPercentage = 1.0
 	// MaxCapacityTargetPercentage is the highest target the seed allows.
-	MaxCapacityTargetPercentage = 1.5
+	MaxCapacityTargetPercentage = model.MaxCapacityTargetPercentage
 	// DefaultRegionCount is the region count of a job whose size is
 	// unknown ("typical for large images" in the seed's code).
 	DefaultRegionCount = 20
@@ -53,7 +53,7 @@ const (
 	// change.
 	MaxEndpoints = 1_000
 	// MaxLoad bounds a job's load, regions and image size.
-	MaxLoad = 1_000_000_000
+	MaxLoad = model.MaxLoad
 )
 
 // Settings are the throttling settings. The zero value disables throttling;

@@ -8,19 +8,6 @@ import (
 	"github.com/allot-sched/allot/internal/model"
 )
 
-// Settings is one policy's own configuration block (the `fairshare:` block
-// beside `kind: fairshare`): a pointer to the config type its package
-// declares. The package owns the type, so adding a setting or a policy
-// never touches this package.
-type Settings interface {
-	// Validate reports the first problem in the block as a
-	// *model.FieldError, its path from the block's key
-	// (fairshare.shares[1].weightFactor), so that the caller roots it under
-	// where the block sits (queues[0].policy) without parsing text. It is
-	// called on a nil pointer when the block is absent.
-	Validate() error
-}
-
 // JobChecker is Settings that refuse some jobs at submission: a priority
 // outside the configured levels, an SLA group the policy does not define.
 // It is called on a nil pointer when the block is absent. The error is a
@@ -44,12 +31,10 @@ type Kind struct {
 	New func(s Settings) (Policy, error)
 }
 
-// registry holds the kinds that Register made known, and the shape of a
-// `policy:` block built from them (see Config).
+// registry holds the kinds that Register made known.
 var registry struct {
 	sync.Mutex
 	kinds map[string]Kind
-	shape *shape // nil until asked for after a change
 }
 
 // Register makes a policy available by kind. The engine registers every
@@ -62,7 +47,7 @@ func Register(k Kind) {
 		registry.kinds = map[string]Kind{}
 	}
 	registry.kinds[k.Name] = k
-	registry.shape = nil
+	model.RegisterPolicyBlock(k.Name, k.Settings)
 }
 
 // lookup returns the kind named name.
@@ -77,7 +62,7 @@ func lookup(name string) (Kind, bool) {
 // *model.FieldError with paths from the block's root (kind,
 // fairshare.shares[0].share).
 func New(cfg Config) (Policy, error) {
-	k, ok := lookup(cfg.kind())
+	k, ok := lookup(kindOf(cfg))
 	if !ok {
 		return nil, model.Invalid("kind", "unknown policy %q (known: %v)", cfg.Kind, Names())
 	}
@@ -92,7 +77,7 @@ func New(cfg Config) (Policy, error) {
 // outside the configured levels, an SLA group the sla policy does not
 // define), so that such a job is refused at submission.
 func CheckJob(cfg Config, j *model.Job) error {
-	k, ok := lookup(cfg.kind())
+	k, ok := lookup(kindOf(cfg))
 	if !ok {
 		return nil
 	}

@@ -1,11 +1,14 @@
-package spec
+package config
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"os"
+	"path/filepath"
+
+	"github.com/allot-sched/allot/internal/spec"
 )
 
 func TestServerConfigChecksItsSettingsNamingTheField(t *testing.T) {
@@ -36,7 +39,7 @@ func TestServerConfigChecksItsSettingsNamingTheField(t *testing.T) {
 			if err := os.WriteFile(path, []byte(tc.yaml), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			cfg, err := LoadServerConfig(path)
+			cfg, err := LoadServer(path)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("valid file refused: %v", err)
@@ -51,20 +54,20 @@ func TestServerConfigChecksItsSettingsNamingTheField(t *testing.T) {
 
 // The example server configuration loads, with what its comments say.
 func TestExampleServerConfigLoads(t *testing.T) {
-	cfg, err := LoadServerConfig(filepath.Join("..", "..", "examples", "server", "allot.yaml"))
+	cfg, err := LoadServer(filepath.Join("..", "..", "examples", "server", "allot.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ec, err := cfg.EngineConfig()
+	ec, err := Engine(cfg.Scheduling)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(ec.Queues) != 2 || len(cfg.Endpoints) != 2 || len(cfg.Server.Inputs.Allow) != 2 || !cfg.Placement.Elastic.Enabled {
 		t.Errorf("queues %d endpoints %d inputs %v elastic %v", len(ec.Queues), len(cfg.Endpoints), cfg.Server.Inputs.Allow, cfg.Placement.Elastic.Enabled)
 	}
-	want := LimitSettings{MaxConnections: 4000, ReservedConnections: 200, MaxConnectionsPerAddress: 400,
-		IdleTimeout: Duration(time.Minute), HeaderTimeout: Duration(10 * time.Second), BodyTimeout: Duration(30 * time.Second),
-		MinBodyRate: 4096, WriteTimeout: Duration(30 * time.Second)}
+	want := spec.LimitSettings{MaxConnections: 4000, ReservedConnections: 200, MaxConnectionsPerAddress: 400,
+		IdleTimeout: spec.Duration(time.Minute), HeaderTimeout: spec.Duration(10 * time.Second), BodyTimeout: spec.Duration(30 * time.Second),
+		MinBodyRate: 4096, WriteTimeout: spec.Duration(30 * time.Second)}
 	if cfg.Server.Limits != want {
 		t.Errorf("limits %+v, want %+v", cfg.Server.Limits, want)
 	}
