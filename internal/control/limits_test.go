@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/spec"
@@ -55,11 +54,12 @@ func TestWhatWorkersReportIsBoundedBeforeItIsStored(t *testing.T) {
 	}
 }
 
-// TestSubmittingALongChainIsFast goes through everything a submission
+// TestSubmittingALongChainIsAccepted goes through everything a submission
 // does (checks, the engine, the store) with a chain of 10,000 tasks, each
-// referencing the first one's result: linear work, well under a second on
-// any machine; a walk over each task's ancestors took seconds to minutes.
-func TestSubmittingALongChainIsFast(t *testing.T) {
+// referencing the first one's result. How long that takes is measured by
+// BenchmarkValidateDAG and BenchmarkSubmitDAG (docs/performance.md), not
+// here: this checks that such a job is accepted whole.
+func TestSubmittingALongChainIsAccepted(t *testing.T) {
 	p := newPlane(t)
 	js := spec.Job{ID: "chain", Queue: "batch", Tasks: make([]spec.Task, 10_000)}
 	for i := range js.Tasks {
@@ -69,11 +69,7 @@ func TestSubmittingALongChainIsFast(t *testing.T) {
 			js.Tasks[i].Run = "echo ${tasks.t0.result.v}"
 		}
 	}
-	start := time.Now()
 	p.submit(js)
-	if took := time.Since(start); took > 3*time.Second {
-		t.Errorf("submitting a chain of 10,000 tasks took %s", took)
-	}
 	if n := len(p.job("chain").Tasks); n != 10_000 {
 		t.Errorf("the job has %d tasks", n)
 	}

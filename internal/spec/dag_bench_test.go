@@ -84,21 +84,16 @@ func BenchmarkValidateDAG(b *testing.B) {
 	}
 }
 
-// TestValidatingALongChainIsFast: validation is linear in tasks and
-// dependencies, so a chain of 10,000 tasks whose every task references the
-// first one's result (as much as a submitted job may hold) is checked in
-// milliseconds, not the seconds to minutes a walk over each task's
-// ancestors took.
-func TestValidatingALongChainIsFast(t *testing.T) {
+// TestValidatingALongChainIsAccepted: a chain of 10,000 tasks whose every
+// task references the first one's result (as much as a submitted job may
+// hold) is valid. That the check is linear is measured by
+// BenchmarkValidateDAG, not here.
+func TestValidatingALongChainIsAccepted(t *testing.T) {
 	j := chainJob(10_000, true)
-	start := time.Now()
 	if _, err := j.Expand("", time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := j.CheckRunnable(""); err != nil {
 		t.Fatal(err)
-	}
-	if took := time.Since(start); took > time.Second {
-		t.Errorf("validating a chain of 10,000 tasks took %s", took)
 	}
 }
