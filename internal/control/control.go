@@ -16,6 +16,9 @@ import (
 
 	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/config"
+	"github.com/allot-sched/allot/internal/control/densityfeed"
+	"github.com/allot-sched/allot/internal/control/hook"
+	"github.com/allot-sched/allot/internal/density"
 	"github.com/allot-sched/allot/internal/engine"
 	"github.com/allot-sched/allot/internal/inputs"
 	"github.com/allot-sched/allot/internal/spec"
@@ -106,8 +109,15 @@ type Controller struct {
 	running map[string]map[*store.Task]struct{}
 	// recent keeps each queue's recent runtimes, for explain's estimate.
 	recent map[string]*whatif.Window
-	// nextHistory is when the policies' history is stored next.
-	nextHistory time.Time
+	// features are the loop's features (features.go), and what each hook
+	// point runs of them, in the order registerFeatures documents.
+	features  []hook.Feature
+	onRecover []hook.Recoverer
+	onTick    []func(*txn)
+	onEnd     []func(*txn)
+	onStop    []hook.Stopper
+	// density feeds the density series (GET /v1/density).
+	density *densityfeed.Feed
 	// degradedLogged is when the log last said the store refuses writes.
 	degradedLogged time.Time
 
@@ -152,10 +162,12 @@ func New(ctx context.Context, cfg Config, st store.Store) (*Controller, error) {
 		done: make(chan struct{}), closing: make(chan struct{}), jobs: map[string]*liveJob{}, workers: map[string]*liveWorker{},
 		running: map[string]map[*store.Task]struct{}{},
 		boxes:   map[string]*mailbox{}, notifyCh: make(chan struct{})}
+	win := density.NewWindow(densityBucket(cfg.Scheduling.Placement), density.WindowBuckets)
+	c.registerFeatures(win)
 	if err := c.recover(ctx); err != nil {
 		return nil, fmt.Errorf("rebuilding the engine from the store: %w", err)
 	}
-	if err := c.initPlacement(ctx); err != nil {
+	if err := c.initPlacement(ctx, win); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -168,7 +180,7 @@ func New(ctx context.Context, cfg Config, st store.Store) (*Controller, error) {
 // store has not, so the server must restart and rebuild from the store.
 func (c *Controller) Run(ctx context.Context) error {
 	defer close(c.done)
-	defer c.saveHistoryAtStop() // however the loop ends, before done closes
+	defer c.stopFeatures() // however the loop ends, before done closes
 	tick := time.NewTicker(c.cfg.CycleEvery)
 	defer tick.Stop()
 	batch := make([]*request, 0, c.cfg.MaxBatch)
@@ -233,15 +245,17 @@ func (c *Controller) round(ctx context.Context, batch []*request, ticked bool) e
 		r.val, r.err = r.fn(t)
 	}
 	if ticked {
-		c.saveHistory(t, false)
-		c.checkLost(t)
-		c.pollElastic(t)
+		for _, f := range c.onTick {
+			f(t)
+		}
 	}
 	if t.changed || ticked {
 		c.cycle(t)
 	}
 	t.flush()
-	c.noteDensity(t)
+	for _, f := range c.onEnd {
+		f(t)
+	}
 	if !t.batch.Empty() {
 		start := time.Now()
 		if err := c.commitUntilStored(ctx, t); err != nil {

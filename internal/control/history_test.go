@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/allot-sched/allot/internal/control/history"
 	"github.com/allot-sched/allot/internal/engine"
 	"github.com/allot-sched/allot/internal/engine/policy"
 	"github.com/allot-sched/allot/internal/engine/policy/classload"
@@ -142,7 +143,7 @@ func TestTheRebalanceClockDoesNotRunWhileTheServerIsDown(t *testing.T) {
 	}
 	defer st.Close()
 	stopped := time.Date(2026, 3, 1, 11, 0, 0, 0, time.UTC)
-	raw, _ := json.Marshal(storedHistory{At: stopped, Policy: "classload",
+	raw, _ := json.Marshal(history.Stored{At: stopped, Policy: "classload",
 		History: policy.History{RebalanceExceededFor: time.Minute}})
 	if err := st.Commit(context.Background(), store.Batch{KV: map[string][]byte{store.QueueHistoryKey("build"): raw}}); err != nil {
 		t.Fatal(err)

@@ -23,7 +23,8 @@ import (
 )
 
 // This file is the server side of placement (seed 002) but for the elastic
-// loop (elastic.go) and the density series (density.go): cache hints that
+// loop (elastic.go) and the density series (internal/control/densityfeed):
+// cache hints that
 // workers report or earn by succeeding, who disabled a worker, the fleet's
 // cost without its disabled workers, and what each dispatch records.
 
@@ -72,7 +73,7 @@ type cacheReport struct {
 
 // newPlacementState builds the bookkeeping from the configuration; errors
 // name the placement field.
-func newPlacementState(cfg spec.Placement, engCfg engine.PlacementConfig) (*placementState, error) {
+func newPlacementState(engCfg engine.PlacementConfig, win *density.Window) (*placementState, error) {
 	co, err := elastic.New(engCfg.Elastic)
 	if err != nil {
 		return nil, model.FieldErrors{{Path: "placement.elastic", Msg: err.Error()}}
@@ -81,13 +82,17 @@ func newPlacementState(cfg spec.Placement, engCfg engine.PlacementConfig) (*plac
 	if ttl <= 0 {
 		ttl = place.DefaultCacheTTL
 	}
-	bucket := density.DefaultBucket
-	if cfg.DensityBucket != nil {
-		bucket = time.Duration(*cfg.DensityBucket)
-	}
 	return &placementState{ttl: ttl, coord: co, workers: map[string]*workerPlacement{},
 		deferred: map[string]map[string]bool{}, reported: map[string]cacheReport{}, fleetDirty: true,
-		density: density.NewWindow(bucket, density.WindowBuckets)}, nil
+		density: win}, nil
+}
+
+// densityBucket is the density series' bucket (placement.densityBucket).
+func densityBucket(cfg spec.Placement) time.Duration {
+	if cfg.DensityBucket != nil {
+		return time.Duration(*cfg.DensityBucket)
+	}
+	return density.DefaultBucket
 }
 
 func (p *placementState) worker(name string) *workerPlacement {
@@ -321,6 +326,23 @@ func (c *Controller) forgetPlacement(worker string) {
 	c.mu.Unlock()
 }
 
+// noteFleet asks for the fleet to be counted again when a worker came, left
+// or changed state in the round, and counts it if so (a built-in feature at
+// the round's end, features.go: the density feed that follows records the
+// enabled workers it sets).
+func (c *Controller) noteFleet(t *txn) {
+	for i := range t.batch.Events {
+		switch t.batch.Events[i].Kind {
+		case EventWorkerRegistered, EventWorkerLost, EventWorkerState:
+			c.pl.fleetDirty = true
+		}
+	}
+	c.countFleet()
+}
+
+// Density returns the task/worker density series without a loop round.
+func (c *Controller) Density() api.Density { return c.density.Series() }
+
 // countFleet counts the workers' cost when something changed it. It walks
 // every worker, so it runs only in rounds that registered, lost or
 // toggled one.
@@ -427,8 +449,8 @@ func (c *Controller) recordDeferred(t *txn, d *engine.Decisions) {
 
 // initPlacement builds the placement bookkeeping after the engine was
 // rebuilt from the store.
-func (c *Controller) initPlacement(ctx context.Context) error {
-	pl, err := newPlacementState(c.cfg.Scheduling.Placement, c.engCfg.Placement)
+func (c *Controller) initPlacement(ctx context.Context, win *density.Window) error {
+	pl, err := newPlacementState(c.engCfg.Placement, win)
 	if err != nil {
 		return err
 	}

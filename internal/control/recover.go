@@ -41,8 +41,10 @@ func (c *Controller) recover(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := c.restoreHistory(ctx, q); err != nil {
-		return err
+	for _, f := range c.onRecover { // the features' own settings (features.go)
+		if err := f.Recover(ctx, recovery{c: c, q: q}); err != nil {
+			return err
+		}
 	}
 	workers, err := c.st.Workers(ctx)
 	if err != nil {

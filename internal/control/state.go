@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/allot-sched/allot/internal/api"
+	"github.com/allot-sched/allot/internal/control/hook"
+	"github.com/allot-sched/allot/internal/engine"
 	"github.com/allot-sched/allot/internal/model"
 	"github.com/allot-sched/allot/internal/spec"
 	"github.com/allot-sched/allot/internal/store"
@@ -164,11 +166,40 @@ func (t *txn) kv(key string, value []byte) {
 	t.batch.KV[key] = value
 }
 
+// The round as the loop's features see it (hook.Round, features.go).
+
+// Now is the round's time.
+func (t *txn) Now() time.Time { return t.now }
+
+// Events lists the events the round appends so far.
+func (t *txn) Events() []store.Event { return t.batch.Events }
+
+// KV writes a key in the round's transaction.
+func (t *txn) KV(key string, value []byte) { t.kv(key, value) }
+
+// Queues lists the queues with the policy in force.
+func (t *txn) Queues() []engine.QueueConfig { return t.c.engCfg.Queues }
+
+// Engine reads the engine.
+func (t *txn) Engine() hook.Engine { return t.c.eng }
+
+// JobTasks is how many tasks an unfinished job has.
+func (t *txn) JobTasks(job string) int {
+	if lj := t.c.jobs[job]; lj != nil {
+		return len(lj.tasks)
+	}
+	return 0
+}
+
+// BusyWorkers is how many workers run a task: exact once the round's
+// records are flushed.
+func (t *txn) BusyWorkers() int { return len(t.c.running) }
+
 // Event kinds of the event log.
 const (
-	EventJobSubmitted     = "job_submitted"
+	EventJobSubmitted     = hook.EventJobSubmitted
 	EventJobEnded         = "job_ended"
-	EventTaskStarted      = "task_started"
+	EventTaskStarted      = hook.EventTaskStarted
 	EventTaskSucceeded    = "task_succeeded"
 	EventTaskFailed       = "task_failed"
 	EventTaskRetry        = "task_retry"
