@@ -114,6 +114,7 @@ type Controller struct {
 	features  []hook.Feature
 	onRecover []hook.Recoverer
 	onTick    []func(*txn)
+	onDecide  []hook.DecisionsWatcher
 	onEnd     []func(*txn)
 	onStop    []hook.Stopper
 	// density feeds the density series (GET /v1/density).

@@ -114,7 +114,9 @@ func (c *Controller) record(t *txn, d *engine.Decisions) (again bool) {
 		t.event(EventJobEnded, je.Job, "", "", model.Reason{Code: string(je.State)}, nil)
 		t.finished = append(t.finished, je.Job)
 	}
-	c.recordDeferred(t, d)
+	for _, f := range c.onDecide { // the features that watch decisions (features.go)
+		f.Decisions(t, d)
+	}
 	return again
 }
 

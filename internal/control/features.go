@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/allot-sched/allot/internal/control/deferred"
 	"github.com/allot-sched/allot/internal/control/densityfeed"
 	"github.com/allot-sched/allot/internal/control/history"
 	"github.com/allot-sched/allot/internal/control/hook"
@@ -15,7 +16,8 @@ import (
 // The loop's features: what it does at fixed points of a round besides
 // applying requests and running the cycle. Each is a hook.Feature; those
 // that need no more of the loop than a hook.Round or hook.Recovery live in
-// packages of their own (internal/control/history, .../densityfeed), the
+// packages of their own (internal/control/history, .../deferred,
+// .../densityfeed), the
 // others are built-ins here, methods on *Controller, because they need the
 // loop's maps: the lost-worker check (lost.go) walks the workers and their
 // mailboxes and requeues their running tasks, the elastic poll (elastic.go)
@@ -29,6 +31,9 @@ import (
 //     workers and jobs): history;
 //   - tick (round, the ticked block, before the cycle): history, lost
 //     workers, elastic;
+//   - a cycle's decisions (record in cycle.go, after the decisions are
+//     recorded; admission's events, recordAdmission in endpoints.go, are
+//     recorded first, inline, as they need the loop's jobs): deferred tasks;
 //   - round end (round, after the records are flushed, before the commit):
 //     fleet count, density (which records the enabled workers the fleet
 //     count just set);
@@ -42,6 +47,7 @@ func (c *Controller) registerFeatures(win *density.Window) {
 		history.New(),
 		builtin{name: "lost workers", tick: c.checkLost},
 		builtin{name: "elastic", tick: c.pollElastic},
+		deferred.New(c.cfg.Logger),
 		builtin{name: "fleet cost", end: c.noteFleet},
 		c.density,
 	}
@@ -60,6 +66,9 @@ func (c *Controller) registerFeatures(win *density.Window) {
 		}
 		if tk, ok := f.(hook.Ticker); ok {
 			c.onTick = append(c.onTick, func(t *txn) { tk.Tick(t) })
+		}
+		if w, ok := f.(hook.DecisionsWatcher); ok {
+			c.onDecide = append(c.onDecide, w)
 		}
 		if e, ok := f.(hook.RoundEnder); ok {
 			c.onEnd = append(c.onEnd, func(t *txn) { e.RoundEnd(t) })

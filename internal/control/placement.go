@@ -39,9 +39,6 @@ type placementState struct {
 	// workers holds, per worker, its cache hints and who disabled it
 	// (loop).
 	workers map[string]*workerPlacement
-	// deferred lists, per job, the tasks that wait for a sticky worker and
-	// whose task_deferred event was written: one event per wait (loop).
-	deferred map[string]map[string]bool
 	// fleetDirty asks the round's end to count the fleet again (loop).
 	fleetDirty bool
 
@@ -83,7 +80,7 @@ func newPlacementState(engCfg engine.PlacementConfig, win *density.Window) (*pla
 		ttl = place.DefaultCacheTTL
 	}
 	return &placementState{ttl: ttl, coord: co, workers: map[string]*workerPlacement{},
-		deferred: map[string]map[string]bool{}, reported: map[string]cacheReport{}, fleetDirty: true,
+		reported: map[string]cacheReport{}, fleetDirty: true,
 		density: win}, nil
 }
 
@@ -410,9 +407,6 @@ func (c *Controller) startData(s engine.Start) json.RawMessage {
 		c.cfg.Logger.Debug("dispatch", "job", s.Job, "task", s.Task, "worker", s.Worker, "attempt", s.Attempt,
 			"via", in.Via.String(), "pool", in.Pool, "reuseHits", in.ReuseHits, "lambda", in.Lambda, "score", in.Score)
 	}
-	if m := c.pl.deferred[s.Job]; m != nil {
-		delete(m, s.Task) // its wait is over
-	}
 	return b
 }
 
@@ -423,28 +417,6 @@ func appendFloat(b []byte, f float64) []byte {
 		f = 0
 	}
 	return strconv.AppendFloat(b, f, 'g', -1, 64)
-}
-
-// recordDeferred writes one task_deferred event per task per wait for the
-// tasks the cycle held back for a sticky worker, and forgets the waits of
-// jobs that ended.
-func (c *Controller) recordDeferred(t *txn, d *engine.Decisions) {
-	for _, df := range d.Deferred {
-		m := c.pl.deferred[df.Job]
-		if m == nil {
-			m = map[string]bool{}
-			c.pl.deferred[df.Job] = m
-		}
-		if m[df.Task] {
-			continue
-		}
-		m[df.Task] = true
-		t.event(EventTaskDeferred, df.Job, df.Task, df.Worker, df.Reason, nil)
-		c.cfg.Logger.Debug("task deferred", "job", df.Job, "task", df.Task, "worker", df.Worker, "reason", df.Reason.Code)
-	}
-	for _, je := range d.JobsDone {
-		delete(c.pl.deferred, je.Job)
-	}
 }
 
 // initPlacement builds the placement bookkeeping after the engine was

@@ -174,6 +174,11 @@ func (t *txn) Now() time.Time { return t.now }
 // Events lists the events the round appends so far.
 func (t *txn) Events() []store.Event { return t.batch.Events }
 
+// Event appends an event to the round's log.
+func (t *txn) Event(kind, job, task, worker string, r model.Reason) {
+	t.event(kind, job, task, worker, r, nil)
+}
+
 // KV writes a key in the round's transaction.
 func (t *txn) KV(key string, value []byte) { t.kv(key, value) }
 
@@ -206,7 +211,7 @@ const (
 	EventTaskRequeued     = "task_requeued"
 	EventTaskPreempted    = "task_preempted"
 	EventTaskCancelled    = "task_cancelled"
-	EventTaskDeferred     = "task_deferred"
+	EventTaskDeferred     = hook.EventTaskDeferred
 	EventWorkerRegistered = "worker_registered"
 	EventWorkerLost       = "worker_lost"
 	EventWorkerState      = "worker_state"

@@ -5,25 +5,10 @@ import (
 	"time"
 
 	"github.com/allot-sched/allot/internal/control/hook"
+	"github.com/allot-sched/allot/internal/control/hook/hooktest"
 	"github.com/allot-sched/allot/internal/density"
-	"github.com/allot-sched/allot/internal/engine"
 	"github.com/allot-sched/allot/internal/store"
 )
-
-type fakeRound struct {
-	now    time.Time
-	events []store.Event
-	tasks  map[string]int
-	busy   int
-}
-
-func (r *fakeRound) Now() time.Time               { return r.now }
-func (r *fakeRound) Events() []store.Event        { return r.events }
-func (r *fakeRound) KV(string, []byte)            {}
-func (r *fakeRound) Queues() []engine.QueueConfig { return nil }
-func (r *fakeRound) Engine() hook.Engine          { return nil }
-func (r *fakeRound) JobTasks(job string) int      { return r.tasks[job] }
-func (r *fakeRound) BusyWorkers() int             { return r.busy }
 
 // A round's end counts every task of each submitted job, each start, and
 // the busy workers, with the enabled workers the fleet count set.
@@ -32,11 +17,11 @@ func TestRoundEndRecordsSubmissionsStartsAndBusyWorkers(t *testing.T) {
 	w.SetEnabled(3)
 	f := New(w)
 	at := time.Date(2026, 3, 1, 10, 0, 5, 0, time.UTC)
-	f.RoundEnd(&fakeRound{now: at, tasks: map[string]int{"j": 4, "k": 2}, busy: 2, events: []store.Event{
+	f.RoundEnd(&hooktest.Round{At: at, Tasks: map[string]int{"j": 4, "k": 2}, Busy: 2, Log: []store.Event{
 		{Kind: hook.EventJobSubmitted, Job: "j"}, {Kind: hook.EventTaskStarted, Job: "j"},
 		{Kind: hook.EventTaskStarted, Job: "j"}, {Kind: "task_succeeded", Job: "j"}, {Kind: hook.EventJobSubmitted, Job: "gone"},
 	}})
-	f.RoundEnd(&fakeRound{now: at.Add(time.Second), busy: 1, events: []store.Event{{Kind: hook.EventTaskStarted, Job: "j"}}})
+	f.RoundEnd(&hooktest.Round{At: at.Add(time.Second), Busy: 1, Log: []store.Event{{Kind: hook.EventTaskStarted, Job: "j"}}})
 	d := f.Series()
 	if d.BucketSeconds != 60 || len(d.Buckets) != 1 {
 		t.Fatalf("series %+v, want one 60 s bucket", d)

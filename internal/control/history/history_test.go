@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/allot-sched/allot/internal/control/hook"
+	"github.com/allot-sched/allot/internal/control/hook/hooktest"
 	"github.com/allot-sched/allot/internal/engine"
 	"github.com/allot-sched/allot/internal/engine/policy"
 	"github.com/allot-sched/allot/internal/store"
@@ -35,20 +36,6 @@ var queues = []engine.QueueConfig{
 	{Name: "b", Policy: policy.Config{Kind: "classload"}},
 }
 
-type fakeRound struct {
-	now time.Time
-	eng *fakeEngine
-	kv  map[string][]byte
-}
-
-func (r *fakeRound) Now() time.Time               { return r.now }
-func (r *fakeRound) Events() []store.Event        { return nil }
-func (r *fakeRound) KV(key string, value []byte)  { r.kv[key] = value }
-func (r *fakeRound) Queues() []engine.QueueConfig { return queues }
-func (r *fakeRound) Engine() hook.Engine          { return r.eng }
-func (r *fakeRound) JobTasks(string) int          { return 0 }
-func (r *fakeRound) BusyWorkers() int             { return 0 }
-
 // A tick stores the history of every queue whose policy has one, then not
 // again until SaveEvery has passed; a stop stores it whenever it comes.
 func TestSavesOnTicksEverySaveEveryAndAtStop(t *testing.T) {
@@ -56,9 +43,9 @@ func TestSavesOnTicksEverySaveEveryAndAtStop(t *testing.T) {
 	eng := &fakeEngine{now: t0, history: map[string]policy.History{"a": {Usage: map[string]float64{"x": 2}}}}
 	f := New()
 	tick := func(at time.Time) map[string][]byte {
-		r := &fakeRound{now: at, eng: eng, kv: map[string][]byte{}}
+		r := &hooktest.Round{At: at, Eng: eng, Qs: queues}
 		f.Tick(r)
-		return r.kv
+		return r.Written
 	}
 	kv := tick(t0)
 	if len(kv) != 1 || kv[store.QueueHistoryKey("a")] == nil {
@@ -74,10 +61,10 @@ func TestSavesOnTicksEverySaveEveryAndAtStop(t *testing.T) {
 	if kv := tick(t0.Add(SaveEvery)); len(kv) != 1 {
 		t.Fatalf("a tick at SaveEvery wrote %v", kv)
 	}
-	r := &fakeRound{now: t0.Add(SaveEvery + time.Second), eng: eng, kv: map[string][]byte{}}
+	r := &hooktest.Round{At: t0.Add(SaveEvery + time.Second), Eng: eng, Qs: queues}
 	f.Stop(r)
-	if len(r.kv) != 1 {
-		t.Fatalf("stop wrote %v", r.kv)
+	if len(r.Written) != 1 {
+		t.Fatalf("stop wrote %v", r.Written)
 	}
 }
 

@@ -1,6 +1,6 @@
 // Package hook declares the points of the scheduling loop where a feature
-// kept in a package of its own does its part: at recovery, on a tick, at the
-// end of a round and when the loop stops. The loop (internal/control) stays
+// kept in a package of its own does its part: at recovery, on a tick, with a
+// cycle's decisions, at the end of a round and when the loop stops. The loop (internal/control) stays
 // the only writer: a feature sees a narrow view of the round (its time, its
 // events, key-value writes into the round's one transaction, the engine
 // reads it needs), never the transaction or the loop's maps, so what it
@@ -16,11 +16,12 @@ import (
 
 	"github.com/allot-sched/allot/internal/engine"
 	"github.com/allot-sched/allot/internal/engine/policy"
+	"github.com/allot-sched/allot/internal/model"
 	"github.com/allot-sched/allot/internal/store"
 )
 
 // Feature is a part of the loop kept out of it. It implements one or more
-// of Recoverer, Ticker, RoundEnder and Stopper; the loop calls each only on
+// of Recoverer, Ticker, DecisionsWatcher, RoundEnder and Stopper; the loop calls each only on
 // its own goroutine.
 type Feature interface {
 	// Name names the feature in logs and docs.
@@ -49,6 +50,14 @@ type RoundEnder interface {
 	RoundEnd(r Round)
 }
 
+// DecisionsWatcher runs with each cycle's decisions, after the loop recorded
+// them (record, internal/control/cycle.go): a round may run more than one
+// cycle, and each cycle's decisions come once.
+type DecisionsWatcher interface {
+	Feature
+	Decisions(r Round, d *engine.Decisions)
+}
+
 // Stopper runs once as the loop stops; what it writes is committed on its
 // own, since no round follows.
 type Stopper interface {
@@ -73,6 +82,8 @@ type Round interface {
 	Now() time.Time
 	// Events lists the events the round appends so far.
 	Events() []store.Event
+	// Event appends an event to the round's log.
+	Event(kind, job, task, worker string, reason model.Reason)
 	// KV writes a key in the round's transaction; a nil value deletes it.
 	KV(key string, value []byte)
 	// Queues lists the queues with the policy in force.
@@ -109,4 +120,6 @@ const (
 	EventJobSubmitted = "job_submitted"
 	// EventTaskStarted is appended once per attempt started.
 	EventTaskStarted = "task_started"
+	// EventTaskDeferred says a task waits for a sticky worker.
+	EventTaskDeferred = "task_deferred"
 )
