@@ -8,40 +8,22 @@ import (
 	"testing"
 	"time"
 
-	"github.com/allot-sched/allot/internal/engine"
-	"github.com/allot-sched/allot/internal/engine/policy"
 	"github.com/allot-sched/allot/internal/model"
 	"github.com/allot-sched/allot/internal/sim"
 	"github.com/allot-sched/allot/internal/sim/report"
+	"github.com/allot-sched/allot/internal/sim/simtest"
 )
 
-var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+// The shared fixtures (package simtest), under the short names the tests use.
+var (
+	t0      = simtest.T0
+	fifo    = simtest.FIFO
+	workers = simtest.Workers
+	job     = simtest.Job
+	task    = simtest.Task
+)
 
 const sec = time.Second
-
-// fifo is a one-queue fifo configuration.
-func fifo() engine.Config {
-	return engine.Config{Queues: []engine.QueueConfig{{Name: "default", Policy: policy.Config{Kind: "fifo"}}}}
-}
-
-// workers returns n one-slot CPU workers w0…
-func workers(n int) []model.Worker {
-	out := make([]model.Worker, n)
-	for i := range out {
-		out[i] = model.Worker{Name: fmt.Sprintf("w%d", i), Capacity: model.Resources{MilliCPU: 4000, MemoryMB: 8192}}
-	}
-	return out
-}
-
-// job builds a job of the default queue arriving at offset at.
-func job(id, share string, at time.Duration, tasks ...model.Task) model.Job {
-	return model.Job{ID: id, Queue: "default", Share: share, Submitted: t0.Add(at), Tasks: tasks}
-}
-
-// task builds a one-slot task running for d after its needs.
-func task(name string, d time.Duration, needs ...string) model.Task {
-	return model.Task{Name: name, Duration: d, Needs: needs}
-}
 
 func mustRun(t *testing.T, in sim.Input, opt sim.Options) *sim.Result {
 	t.Helper()
