@@ -275,6 +275,17 @@ func (c *Client) SubmitJob(ctx context.Context, body []byte, contentType string)
 	return j, err
 }
 
+// SubmitJobs submits many job specs in one call (POST /v1/jobs/bulk):
+// body is a YAML stream (contentType "application/yaml", documents
+// separated by ---) or NDJSON ("application/x-ndjson"). The answer has one
+// result per document, in order; a refused job is a result, not an error.
+// At most api.MaxBulkJobs documents go in one call.
+func (c *Client) SubmitJobs(ctx context.Context, body []byte, contentType string) (api.BulkResults, error) {
+	var out api.BulkResults
+	err := c.do(ctx, request{method: http.MethodPost, path: "/v1/jobs/bulk", body: body, contentType: contentType}, &out)
+	return out, err
+}
+
 // Job returns a job with its tasks and the reasons they wait.
 func (c *Client) Job(ctx context.Context, id string) (api.Job, error) {
 	var j api.Job

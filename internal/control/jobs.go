@@ -67,6 +67,55 @@ func (c *Controller) SubmitBy(ctx context.Context, submitter string, js spec.Job
 	return v.(api.Job), nil
 }
 
+// Submission is the answer for one job of a bulk submission: the job as
+// stored, or Err, why nothing of it was stored.
+type Submission struct {
+	Job api.Job
+	Err error
+}
+
+// SubmitManyBy validates and stores jobs as SubmitBy does each, and answers
+// for each in order once they are durable. The accepted ones are applied in
+// one loop round, so they share its cycle and its commit: a script that
+// submits thousands of jobs pays for one round, not thousands. A job
+// refused (invalid, or its ID taken, by another job of the same call too)
+// leaves the others as they are. The error is for the call as a whole (the
+// loop stopped, the store refuses writes, ctx ended): then no answer is
+// known, as for SubmitBy.
+func (c *Controller) SubmitManyBy(ctx context.Context, submitter string, specs []spec.Job) ([]Submission, error) {
+	refused := make([]error, len(specs))
+	why := make([]string, len(specs))
+	for i, js := range specs {
+		if refused[i] = c.CheckJob(js); refused[i] != nil {
+			continue
+		}
+		var err error
+		if why[i], err = c.inputsProblem(ctx, js); err != nil { // I/O, outside the loop
+			return nil, err
+		}
+	}
+	v, err := c.do(ctx, func(t *txn) (any, error) {
+		out := make([]Submission, len(specs))
+		for i, js := range specs {
+			if refused[i] != nil {
+				out[i].Err = refused[i]
+				continue
+			}
+			v, err := c.submit(ctx, t, js, submitter, why[i])
+			if err != nil {
+				out[i].Err = err
+				continue
+			}
+			out[i].Job = v.(api.Job)
+		}
+		return out, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.([]Submission), nil
+}
+
 // CheckJob validates a job spec against the configuration, without the
 // loop: the spec itself, its queue, what the queue's policy requires (a
 // priority within the levels, a valid SLA group), its endpoint, and that its

@@ -153,23 +153,30 @@ func (q *queueDefault) get(ctx context.Context, ctrl Queues) (string, error) {
 }
 
 // allowSubmit answers 403 and returns false unless the caller may submit
-// js: its queue (or the default one) and its share must be the token's,
-// and its priority, urgency, requestor and SLA group within the token's
-// limits.
+// js (submitDenied).
 func (s *Server) allowSubmit(w http.ResponseWriter, r *http.Request, js spec.Job) bool {
+	return s.check(w, s.submitDenied(r, js))
+}
+
+// submitDenied returns why the caller of r may not submit js, or nil: its
+// queue (or the default one) and its share must be the token's, and its
+// priority, urgency, requestor and SLA group within the token's limits.
+func (s *Server) submitDenied(r *http.Request, js spec.Job) error {
 	p := principal(r)
 	if p.Role == auth.Admin {
-		return true
+		return nil
 	}
 	queue := js.Queue
 	if queue == "" {
 		var err error
 		if queue, err = s.defaultQueue.get(r.Context(), s.ctrl); err != nil {
-			s.fail(w, err)
-			return false
+			return err
 		}
 	}
-	return s.check(w, p.AllowSubmit(queue, js.Share)) && s.check(w, p.AllowScheduling(jobScheduling(js)))
+	if err := p.AllowSubmit(queue, js.Share); err != nil {
+		return err
+	}
+	return p.AllowScheduling(jobScheduling(js))
 }
 
 // jobScheduling is what js asks of the scheduler, for the token's limits.

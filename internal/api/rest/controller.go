@@ -23,6 +23,7 @@ import (
 type Jobs interface {
 	CheckJob(js spec.Job) error
 	SubmitBy(ctx context.Context, submitter string, js spec.Job) (api.Job, error)
+	SubmitManyBy(ctx context.Context, submitter string, specs []spec.Job) ([]control.Submission, error)
 	Job(ctx context.Context, id string) (api.Job, error)
 	Jobs(ctx context.Context, f store.JobFilter) (api.JobList, error)
 	Logs(ctx context.Context, id string) (api.Logs, error)

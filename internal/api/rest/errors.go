@@ -102,23 +102,32 @@ var errorKinds = []errorKind{
 // name files, queries or internal state, goes to the log with the
 // request's id, and the caller gets a generic message with that id.
 func (s *Server) fail(w http.ResponseWriter, err error) {
-	for _, k := range errorKinds {
-		e := api.Error{Code: k.code, Message: err.Error()}
-		if !k.match(err, &e) {
-			continue
-		}
-		if k.code == api.CodeStoreUnavailable {
-			s.opt.Logger.Debug("request refused: the store refuses writes", "err", err)
-		}
-		if k.retryAfter != nil {
-			w.Header().Set("Retry-After", k.retryAfter())
-		}
-		writeError(w, k.status, e)
+	k, e, ok := errorOf(err)
+	if !ok {
+		id := w.Header().Get(RequestIDHeader) // set by observe before any handler runs
+		s.opt.Logger.Error("request failed", "request_id", id, "err", err)
+		writeError(w, http.StatusInternalServerError, api.Error{Code: api.CodeInternal, Message: internalMessage(id)})
 		return
 	}
-	id := w.Header().Get(RequestIDHeader) // set by observe before any handler runs
-	s.opt.Logger.Error("request failed", "request_id", id, "err", err)
-	writeError(w, http.StatusInternalServerError, api.Error{Code: api.CodeInternal, Message: internalMessage(id)})
+	if k.code == api.CodeStoreUnavailable {
+		s.opt.Logger.Debug("request refused: the store refuses writes", "err", err)
+	}
+	if k.retryAfter != nil {
+		w.Header().Set("Retry-After", k.retryAfter())
+	}
+	writeError(w, k.status, e)
+}
+
+// errorOf looks err up in errorKinds: its kind and the error the answer
+// carries, or false for an error of no known kind.
+func errorOf(err error) (errorKind, api.Error, bool) {
+	for _, k := range errorKinds {
+		e := api.Error{Code: k.code, Message: err.Error()}
+		if k.match(err, &e) {
+			return k, e, true
+		}
+	}
+	return errorKind{}, api.Error{}, false
 }
 
 // internalMessage is what the caller of a request that failed inside the
@@ -145,6 +154,12 @@ func (s *Server) reply(w http.ResponseWriter, v any, err error) {
 const maxErrorMessage = 4 << 10
 
 func writeError(w http.ResponseWriter, status int, e api.Error) {
+	writeJSON(w, status, api.ErrorBody{Error: shortened(e)})
+}
+
+// shortened is e with its message, field and details cut to
+// maxErrorMessage each.
+func shortened(e api.Error) api.Error {
 	e.Message = shorten(e.Message)
 	if len(e.Details) > 0 {
 		details := make([]*model.FieldError, len(e.Details))
@@ -156,7 +171,7 @@ func writeError(w http.ResponseWriter, status int, e api.Error) {
 		e.Details = details
 	}
 	e.Field = shorten(e.Field)
-	writeJSON(w, status, api.ErrorBody{Error: e})
+	return e
 }
 
 func shorten(s string) string {

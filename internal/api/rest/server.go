@@ -93,6 +93,7 @@ func (s *Server) routes() {
 		_, _ = w.Write(openapiDoc)
 	})
 	s.handle("POST /v1/jobs", s.submit)
+	s.handle("POST /v1/jobs/bulk", s.submitBulk)
 	s.handle("GET /v1/jobs", s.listJobs)
 	s.handle("GET /v1/jobs/{id}", s.getJob)
 	s.handle("POST /v1/jobs/{id}/cancel", s.cancel)
