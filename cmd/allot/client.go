@@ -135,15 +135,31 @@ func addClientCommands(root *cobra.Command) {
 func newSubmitCmd(f *clientFlags) *cobra.Command {
 	var wait bool
 	cmd := &cobra.Command{
-		Use:   "submit FILE",
-		Short: "Submit a job from a YAML or JSON file (- reads standard input)",
+		Use:   "submit FILE|DIR",
+		Short: "Submit a job from a YAML or JSON file (- reads standard input), or many at once",
+		Long: `Submit a job from a YAML or JSON file (- reads standard input).
+
+A file of several YAML documents (separated by ---), an NDJSON file (.ndjson or
+.jsonl, one JSON job a line) or a directory (every *.yaml, *.yml, *.json,
+*.ndjson and *.jsonl file in it, in name order) submits every job it holds in
+bulk calls: each job is created or refused on its own, one line per job is
+printed, and the command fails if any was not created.`,
 		Example: `  allot submit examples/jobs/pipeline.yaml --wait
-  cat job.json | allot submit -`,
+  cat job.json | allot submit -
+  allot submit jobs.ndjson
+  allot submit jobs/`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := f.client()
 			if err != nil {
 				return err
+			}
+			if info, err := os.Stat(args[0]); args[0] != "-" && err == nil && info.IsDir() {
+				docs, err := readJobDir(args[0])
+				if err != nil {
+					return err
+				}
+				return bulkSubmit(cmd, f, c, docs, wait)
 			}
 			var body []byte
 			if args[0] == "-" {
@@ -153,6 +169,9 @@ func newSubmitCmd(f *clientFlags) *cobra.Command {
 			}
 			if err != nil {
 				return err
+			}
+			if docs, err := splitJobFile(args[0], body); err == nil && (len(docs) > 1 || isNDJSON(args[0])) {
+				return bulkSubmit(cmd, f, c, docs, wait)
 			}
 			ct := "application/yaml"
 			if strings.EqualFold(filepath.Ext(args[0]), ".json") {
@@ -192,6 +211,14 @@ func newSubmitCmd(f *clientFlags) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the job ends, showing progress; exit non-zero unless it succeeded")
 	return cmd
+}
+
+// bulkSubmit is `allot submit` of many jobs; --wait follows one job only.
+func bulkSubmit(cmd *cobra.Command, f *clientFlags, c *client.Client, docs []jobDocument, wait bool) error {
+	if wait {
+		return fmt.Errorf("--wait follows one job; %d jobs were given", len(docs))
+	}
+	return runBulkSubmit(cmd.Context(), f, c, cmd.OutOrStdout(), docs)
 }
 
 func total(counts map[string]int) int {

@@ -1,0 +1,232 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/allot-sched/allot/internal/api"
+	"github.com/allot-sched/allot/internal/client"
+	"github.com/allot-sched/allot/internal/spec"
+)
+
+// Bulk submission from the command line: `allot submit` of a directory, an
+// NDJSON file or a multi-document YAML file sends every job document in
+// bulk calls (POST /v1/jobs/bulk) and prints one line per job.
+
+// bulkExts are the files of a directory that `allot submit DIR` reads.
+var bulkExts = map[string]bool{".yaml": true, ".yml": true, ".json": true, ".ndjson": true, ".jsonl": true}
+
+// bulkCallBytes bounds the body of one bulk call the command sends, below
+// the server's default body limit; a longer list goes in several calls.
+const bulkCallBytes = 4 << 20
+
+// jobDocument is one job document read from a file, and where it is.
+type jobDocument struct {
+	file string
+	line int // the file's line its body starts on
+	body []byte
+}
+
+// readJobDir reads the job documents of every job file of a directory
+// (bulkExts), in name order.
+func readJobDir(dir string) ([]jobDocument, error) {
+	entries, err := os.ReadDir(dir) // sorted by name
+	if err != nil {
+		return nil, err
+	}
+	var out []jobDocument
+	for _, e := range entries {
+		if e.IsDir() || !bulkExts[strings.ToLower(filepath.Ext(e.Name()))] {
+			continue
+		}
+		f := filepath.Join(dir, e.Name())
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		docs, err := splitJobFile(f, b)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, docs...)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no job documents in its *.yaml, *.yml, *.json, *.ndjson files", dir)
+	}
+	return out, nil
+}
+
+// isNDJSON reports whether a file is read one JSON document a line.
+func isNDJSON(name string) bool {
+	ext := strings.ToLower(filepath.Ext(name))
+	return ext == ".ndjson" || ext == ".jsonl"
+}
+
+// splitJobFile splits a file's text into its job documents: NDJSON for
+// .ndjson and .jsonl, a YAML stream otherwise.
+func splitJobFile(name string, b []byte) ([]jobDocument, error) {
+	split := spec.SplitYAMLStream
+	if isNDJSON(name) {
+		split = spec.SplitNDJSON
+	}
+	docs, err := split(b, math.MaxInt)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	out := make([]jobDocument, len(docs))
+	for i, d := range docs {
+		out[i] = jobDocument{file: name, line: d.Line, body: d.Body}
+	}
+	return out, nil
+}
+
+// bulkOutcome is the result of one job document, with the document.
+type bulkOutcome struct {
+	doc jobDocument
+	api.BulkResult
+}
+
+// submitBulk sends docs in bulk calls of at most api.MaxBulkJobs documents
+// and bulkCallBytes each, and returns one outcome per document, in order.
+// A refused job's error lines are the lines of its file.
+func submitBulk(ctx context.Context, c *client.Client, docs []jobDocument) ([]bulkOutcome, error) {
+	out := make([]bulkOutcome, 0, len(docs))
+	for len(docs) > 0 {
+		var body bytes.Buffer
+		var starts []int // the line of the body each document's separator is on
+		line, n := 1, 0
+		for n < len(docs) && n < api.MaxBulkJobs && (n == 0 || body.Len()+len(docs[n].body) < bulkCallBytes) {
+			starts = append(starts, line)
+			body.WriteString("---\n")
+			body.Write(docs[n].body)
+			if !bytes.HasSuffix(docs[n].body, []byte("\n")) {
+				body.WriteByte('\n')
+			}
+			line += 1 + bytes.Count(docs[n].body, []byte("\n")) + boolInt(!bytes.HasSuffix(docs[n].body, []byte("\n")))
+			n++
+		}
+		res, err := c.SubmitJobs(ctx, body.Bytes(), "application/yaml")
+		if err != nil {
+			return out, err
+		}
+		if len(res.Results) != n {
+			return out, fmt.Errorf("the server answered %d results for %d jobs", len(res.Results), n)
+		}
+		for i, r := range res.Results {
+			r.Index = len(out)
+			if r.Error != nil {
+				fileLines(r.Error, docs[i].line-starts[i]-1)
+			}
+			out = append(out, bulkOutcome{doc: docs[i], BulkResult: r})
+		}
+		docs = docs[n:]
+	}
+	return out, nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+var linePrefix = regexp.MustCompile(`^line (\d+): `)
+
+// fileLines moves the lines of a refused job's error from the lines of
+// the call's body to the lines of the job's file.
+func fileLines(e *api.Error, by int) {
+	if e.Line > 0 {
+		e.Line += by
+		if m := linePrefix.FindStringSubmatch(e.Message); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			e.Message = fmt.Sprintf("line %d: %s", n+by, e.Message[len(m[0]):])
+		}
+	}
+	for _, d := range e.Details {
+		if d.Line > 0 {
+			d.Line += by
+		}
+	}
+}
+
+// bulkLine is the line `allot submit` prints for one job of a bulk
+// submission: where it is, what became of it, and the job's ID or why it
+// was refused.
+func bulkLine(o bulkOutcome) string {
+	where := fmt.Sprintf("%s:%d", o.doc.file, o.doc.line)
+	if o.Status != api.BulkRefused {
+		return fmt.Sprintf("%s: %s %s", where, o.Status, o.ID)
+	}
+	e := o.Error
+	var msg string
+	switch {
+	case e == nil:
+		msg = "no reason given"
+	case len(e.Details) > 0:
+		parts := make([]string, len(e.Details))
+		for i, d := range e.Details {
+			parts[i] = d.Error()
+		}
+		msg = strings.Join(parts, "; ")
+	default:
+		msg = e.Message
+	}
+	if e != nil && e.Code != "" {
+		msg = e.Code + ": " + msg
+	}
+	return fmt.Sprintf("%s: refused: %s", where, msg)
+}
+
+// bulkSummary is the error `allot submit` exits with when not every job was
+// created, or nil.
+func bulkSummary(outs []bulkOutcome) error {
+	refused := slices.IndexFunc(outs, func(o bulkOutcome) bool { return o.Status == api.BulkRefused }) >= 0
+	dead := slices.IndexFunc(outs, func(o bulkOutcome) bool { return o.Status == api.BulkDeadLettered }) >= 0
+	if !refused && !dead {
+		return nil
+	}
+	counts := map[string]int{}
+	for _, o := range outs {
+		counts[o.Status]++
+	}
+	return fmt.Errorf("%d of %d jobs created, %d refused, %d dead-lettered", counts[api.BulkCreated], len(outs),
+		counts[api.BulkRefused], counts[api.BulkDeadLettered])
+}
+
+// runBulkSubmit submits docs in bulk, prints one line per job (or the
+// results as JSON or YAML) and fails unless every job was created.
+func runBulkSubmit(ctx context.Context, f *clientFlags, c *client.Client, w io.Writer, docs []jobDocument) error {
+	outs, err := submitBulk(ctx, c, docs)
+	results := api.BulkResults{Results: make([]api.BulkResult, len(outs))}
+	for i, o := range outs {
+		results.Results[i] = o.BulkResult
+	}
+	perr := f.print(w, results, func(w io.Writer) error {
+		for _, o := range outs {
+			if _, err := fmt.Fprintln(w, bulkLine(o)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		if len(outs) > 0 {
+			return fmt.Errorf("after %d of %d jobs: %w", len(outs), len(docs), err)
+		}
+		return err
+	}
+	if perr != nil {
+		return perr
+	}
+	return bulkSummary(outs)
+}
