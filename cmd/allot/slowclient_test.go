@@ -240,10 +240,9 @@ func closedWithin(conn net.Conn, deadline time.Time) bool {
 	return !(errors.As(err, &ne) && ne.Timeout())
 }
 
-// stillOpen counts the connections the server has not closed, looking at
-// each for at most a short while (all of them together).
-func stillOpen(conns []net.Conn) int {
-	deadline := time.Now().Add(100 * time.Millisecond)
+// stillOpen counts the connections the server has not closed by deadline
+// (all of them looked at together until then).
+func stillOpen(conns []net.Conn, deadline time.Time) int {
 	open := 0
 	for _, c := range conns {
 		if !closedWithin(c, deadline) {
@@ -348,7 +347,10 @@ func TestSlowClients(t *testing.T) {
 			}
 		}
 		// No address holds more than its share.
-		if open := stillOpen(flood[0]); open > slowLimits.MaxConnectionsPerAddress {
+		// A shed connection's close reaches the client at once on a quiet
+		// machine, later when the cores are busy: look until half the idle
+		// timeout, well before the idle cut would close them all anyway.
+		if open := stillOpen(flood[0], floodAnswered.Add(time.Duration(slowLimits.IdleTimeout)/2)); open > slowLimits.MaxConnectionsPerAddress {
 			t.Errorf("127.0.0.2 holds %d connections open, more than the limit of %d per address", open, slowLimits.MaxConnectionsPerAddress)
 		}
 		// And the flood is gone within the idle timeout.
