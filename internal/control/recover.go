@@ -101,7 +101,11 @@ func (c *Controller) checkQueuesOf(jobs []store.Job) error {
 	names := slices.Sorted(maps.Keys(missing))
 	parts := make([]string, len(names))
 	for i, n := range names {
-		parts[i] = fmt.Sprintf("%q (%d unfinished jobs)", n, missing[n])
+		jobs := "jobs"
+		if missing[n] == 1 {
+			jobs = "job"
+		}
+		parts[i] = fmt.Sprintf("%q (%d unfinished %s)", n, missing[n], jobs)
 	}
 	return fmt.Errorf("the store has unfinished jobs in queues this configuration does not define: %s; "+
 		"start with the configuration that defines them (--config), or, to retire a queue, cancel its jobs first",
