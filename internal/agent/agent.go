@@ -268,6 +268,12 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err := a.report.flush(flushCtx); err != nil {
 		return fmt.Errorf("agent: shutting down: %w", err)
 	}
+	// Every report is in: tell the server the worker is gone, so it hands
+	// it nothing while waiting for a heartbeat timeout. A server that does
+	// not answer declares the worker lost later, as before.
+	if err := a.c.Report(flushCtx, a.reg.Name, api.Reports{Leaving: true}); err != nil {
+		a.log.Warn("could not tell the server the worker stopped; it will be declared lost after the heartbeat timeout", "err", err)
+	}
 	a.log.Info("worker stopped")
 	return nil
 }

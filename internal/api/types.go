@@ -230,6 +230,11 @@ type StopOrder struct {
 // request.
 type Reports struct {
 	Reports []Report `json:"reports"`
+	// Leaving says the worker is shutting down: once these reports are
+	// applied it runs nothing, so the server takes it out of the fleet at
+	// once (worker_stopped) instead of waiting for the heartbeat timeout
+	// to declare it lost. It joins as new when it registers again.
+	Leaving bool `json:"leaving,omitempty"`
 }
 
 // Report is how one attempt ended on the worker.

@@ -1,6 +1,7 @@
 package control
 
 import (
+	"context"
 	"sort"
 	"time"
 
@@ -52,13 +53,44 @@ func (c *Controller) checkLost(t *txn) {
 // lost. Reports it may still send for those attempts are ignored: the
 // attempts are no longer running, and a restart is a new attempt number.
 func (c *Controller) lose(t *txn, name string) {
+	c.remove(t, name, model.Because(model.ReasonWorkerLost, "worker %q was lost: no heartbeat, lease request or report for %s",
+		name, c.cfg.HeartbeatTimeout))
+	c.cfg.Logger.Warn("worker lost; its tasks are requeued", "worker", name, "timeout", c.cfg.HeartbeatTimeout)
+}
+
+// Leave takes a worker that is shutting down out of the fleet at once, as
+// a lost one but with the reason worker_stopped: it runs nothing more (it
+// reported what it stopped before saying so), and the tasks a cycle would
+// hand it meanwhile would wait for the heartbeat timeout. A worker the
+// server does not know, or knows as gone, is no error.
+func (c *Controller) Leave(ctx context.Context, name string) error {
+	_, err := c.do(ctx, func(t *txn) (any, error) {
+		lw := c.workers[name]
+		if lw == nil || lw.rec.State == workerLost {
+			return nil, nil
+		}
+		c.mu.Lock()
+		if box, ok := c.boxes[name]; ok {
+			delete(c.boxes, name)
+			wake(box)
+		}
+		c.mu.Unlock()
+		c.remove(t, name, model.Because(model.ReasonWorkerStopped, "worker %q stopped", name))
+		c.cfg.Logger.Info("worker stopped; it left the fleet", "worker", name)
+		return nil, nil
+	})
+	return err
+}
+
+// remove takes worker name out of the engine, which requeues what still
+// ran there with reason r (not a failed attempt), and records it as gone.
+// Reports it may still send for those attempts are ignored: the attempts
+// are no longer running, and a restart is a new attempt number.
+func (c *Controller) remove(t *txn, name string, r model.Reason) {
 	lw := c.workers[name]
-	r := model.Because(model.ReasonWorkerLost, "worker %q was lost: no heartbeat, lease request or report for %s",
-		name, c.cfg.HeartbeatTimeout)
 	if err := c.eng.Apply(engine.RemoveWorker{Name: name, At: t.now, Reason: r}); err != nil {
 		c.cfg.Logger.Error("removing a lost worker", "worker", name, "err", err)
 	}
-	c.cfg.Logger.Warn("worker lost; its tasks are requeued", "worker", name, "timeout", c.cfg.HeartbeatTimeout)
 	lw.rec.State = workerLost
 	lw.recovered = time.Time{}
 	t.batch.Workers = append(t.batch.Workers, lw.rec)

@@ -40,6 +40,7 @@ type WorkerProtocol interface {
 	Register(ctx context.Context, reg api.Register) (api.Worker, error)
 	Lease(ctx context.Context, worker string, wait time.Duration, holds *[]api.Attempt) (api.Lease, error)
 	Report(ctx context.Context, worker string, reports []api.Report) error
+	Leave(ctx context.Context, worker string) error
 	HeartbeatCache(ctx context.Context, worker string, hb api.Heartbeat) error
 }
 

@@ -564,6 +564,12 @@ func (s *Server) reports(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
+	if req.Leaving {
+		if err := s.ctrl.Leave(r.Context(), r.PathValue("name")); err != nil {
+			s.fail(w, err)
+			return
+		}
+	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
