@@ -84,7 +84,15 @@ func benchJobSpecs(jobs, tasks int) []model.Job {
 // run yet.
 func benchEngine(tb testing.TB, workers []model.Worker, jobs []model.Job) *Engine {
 	tb.Helper()
-	e, err := New(Config{Queues: []QueueConfig{{Name: "default", Policy: policy.Config{Kind: "fifo"}}}})
+	return benchEngineConfig(tb, Config{}, workers, jobs)
+}
+
+// benchEngineConfig is benchEngine with cfg's options; its queue is the
+// benchmarks' fifo queue.
+func benchEngineConfig(tb testing.TB, cfg Config, workers []model.Worker, jobs []model.Job) *Engine {
+	tb.Helper()
+	cfg.Queues = []QueueConfig{{Name: "default", Policy: policy.Config{Kind: "fifo"}}}
+	e, err := New(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -133,26 +141,46 @@ func reportCPU(b *testing.B, cpu time.Duration) {
 	}
 }
 
+// benchBacklogs are the shapes of the incremental benchmarks' backlog:
+// 1,000 jobs of 100 tasks (the issue's figure), 10,000 of 10 and 100,000 of
+// one, because listing why tasks wait walks every active job each cycle.
+var benchBacklogs = []struct{ jobs, tasks int }{
+	{benchJobs, benchTasksPerJob},
+	{10 * benchJobs, benchTasksPerJob / 10},
+	{100 * benchJobs, benchTasksPerJob / 100},
+}
+
 // BenchmarkCycleIncremental measures the steady state after the fill: 100
 // running tasks finish and one cycle places 100 tasks in their slots. One
 // operation is the 100 FinishTask events plus the cycle. New jobs are
 // submitted outside the timer each round, so the backlog stays at about
-// 90,000 tasks however long the benchmark runs. The backlog comes in 1,000
-// jobs of 100 tasks (the issue's figure) and in 10,000 jobs of 10, because
-// explaining the pending tasks walks every active job each cycle.
+// 90,000 tasks however long the benchmark runs. The cycle lists every
+// waiting job with its reason (Decisions.Pending), as the server and
+// `allot plan` run it.
 func BenchmarkCycleIncremental(b *testing.B) {
-	for _, shape := range []struct{ jobs, tasks int }{{benchJobs, benchTasksPerJob}, {10 * benchJobs, benchTasksPerJob / 10}} {
+	for _, shape := range benchBacklogs {
 		b.Run(fmt.Sprintf("jobs=%dx%d", shape.jobs, shape.tasks), func(b *testing.B) {
-			benchIncremental(b, shape.jobs, shape.tasks)
+			benchIncremental(b, Config{}, shape.jobs, shape.tasks)
 		})
 	}
 }
 
-func benchIncremental(b *testing.B, jobCount, tasksPerJob int) {
+// BenchmarkCycleIncrementalOnDemand is BenchmarkCycleIncremental with the
+// list of waiting jobs built on demand (Config.LazyPending, as the
+// simulator runs): the difference between the two is the cost of the list.
+func BenchmarkCycleIncrementalOnDemand(b *testing.B) {
+	for _, shape := range benchBacklogs {
+		b.Run(fmt.Sprintf("jobs=%dx%d", shape.jobs, shape.tasks), func(b *testing.B) {
+			benchIncremental(b, Config{LazyPending: true}, shape.jobs, shape.tasks)
+		})
+	}
+}
+
+func benchIncremental(b *testing.B, cfg Config, jobCount, tasksPerJob int) {
 	const batch = 100
 	workers := benchWorkerSpecs(benchWorkers)
 	jobs := benchJobSpecs(jobCount, tasksPerJob)
-	e := benchEngine(b, workers, jobs)
+	e := benchEngineConfig(b, cfg, workers, jobs)
 	now := t0.Add(time.Second)
 	d := e.Cycle(now)
 	if len(d.Starts) != benchWorkers {

@@ -490,36 +490,86 @@ func (s *propSim) replay(t *rapid.T) {
 	}
 }
 
+// replayOnDemand applies the log to a fresh engine that builds the list of
+// waiting jobs only when asked (Config.LazyPending) and checks that it
+// decides exactly what the logged engine decided, and that the list it
+// gives right after each cycle is the one the logged cycle carried.
+func (s *propSim) replayOnDemand(t *rapid.T) {
+	cfg := s.cfg
+	cfg.LazyPending = true
+	e, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, st := range s.log {
+		var got string
+		if st.cycle {
+			d := e.Cycle(st.at)
+			if len(d.Pending) != 0 {
+				t.Fatalf("step %d: the cycle listed %d waiting jobs with the list on demand", i, len(d.Pending))
+			}
+			d.Pending = e.Pending()
+			b, err := json.Marshal(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = string(b)
+		} else {
+			got = fmt.Sprint(e.Apply(st.ev))
+		}
+		if got != s.results[i] {
+			t.Fatalf("on demand, step %d (%T) differs:\n got %s\nwant %s", i, st.ev, got, s.results[i])
+		}
+	}
+}
+
 func TestPropertyEngineInvariants(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		s := newPropSim(t)
-		actions := []struct {
-			name   string
-			weight int
-			do     func(*rapid.T)
-		}{
-			{"cycle", 6, s.cycle}, {"submit", 4, s.submit}, {"finish", 6, s.finish},
-			{"addWorker", 1, s.addWorker}, {"removeWorker", 1, s.removeWorker},
-			{"setWorkerState", 1, s.setWorkerState}, {"cancel", 1, s.cancel},
-			{"setPriority", 1, s.setPriority}, {"regroup", 1, s.regroup}, {"restore", 1, s.restore},
-		}
-		var names []string
-		for _, a := range actions {
-			for k := 0; k < a.weight; k++ {
-				names = append(names, a.name)
-			}
-		}
-		for steps := rapid.IntRange(1, 80).Draw(t, "steps"); steps > 0; steps-- {
-			name := rapid.SampledFrom(names).Draw(t, "action")
-			for _, a := range actions {
-				if a.name == name {
-					a.do(t)
-				}
-			}
-			s.checkState(t)
-		}
-		s.cycle(t)
-		s.checkState(t)
+		s := propRun(t)
 		s.replay(t)
 	})
+}
+
+// TestPropertyPendingOnDemandMatchesCycle checks that an engine building the
+// pending list on demand decides the same and explains the same as one
+// listing every waiting job each cycle.
+func TestPropertyPendingOnDemandMatchesCycle(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s := propRun(t)
+		s.replayOnDemand(t)
+	})
+}
+
+// propRun runs random events and cycles on a new engine, checking its
+// invariants after each step, and returns the run with its log.
+func propRun(t *rapid.T) *propSim {
+	s := newPropSim(t)
+	actions := []struct {
+		name   string
+		weight int
+		do     func(*rapid.T)
+	}{
+		{"cycle", 6, s.cycle}, {"submit", 4, s.submit}, {"finish", 6, s.finish},
+		{"addWorker", 1, s.addWorker}, {"removeWorker", 1, s.removeWorker},
+		{"setWorkerState", 1, s.setWorkerState}, {"cancel", 1, s.cancel},
+		{"setPriority", 1, s.setPriority}, {"regroup", 1, s.regroup}, {"restore", 1, s.restore},
+	}
+	var names []string
+	for _, a := range actions {
+		for k := 0; k < a.weight; k++ {
+			names = append(names, a.name)
+		}
+	}
+	for steps := rapid.IntRange(1, 80).Draw(t, "steps"); steps > 0; steps-- {
+		name := rapid.SampledFrom(names).Draw(t, "action")
+		for _, a := range actions {
+			if a.name == name {
+				a.do(t)
+			}
+		}
+		s.checkState(t)
+	}
+	s.cycle(t)
+	s.checkState(t)
+	return s
 }
