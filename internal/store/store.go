@@ -269,6 +269,10 @@ type Store interface {
 	// Job returns a job and its tasks in spec order, read from one
 	// snapshot. ErrNotFound.
 	Job(ctx context.Context, id string) (Job, []Task, error)
+	// JobHeader returns a job without its tasks: what a caller needs to
+	// decide who may see it (queue, share) costs one row, whatever the
+	// job's size. ErrNotFound.
+	JobHeader(ctx context.Context, id string) (Job, error)
 	// Jobs lists jobs in submission order.
 	Jobs(ctx context.Context, f JobFilter) ([]Job, error)
 	// Unfinished returns every job that has not ended (see JobEnded), in

@@ -229,6 +229,37 @@ func TestHealthAndAPIDescriptionNeedNoToken(t *testing.T) {
 	}
 }
 
+// refusedSubmission submits doc with secret and checks the refusal: the
+// status, the field it names, the forbidden code for a 403, and the
+// message when one is given.
+func (s *authServer) refusedSubmission(t *testing.T, secret, doc string, status int, field, message string) {
+	t.Helper()
+	got, eb, raw, _ := s.as(t, secret, "POST", "/v1/jobs", doc)
+	if got != status || eb.Error.Field != field {
+		t.Fatalf("%d %s, want %d naming %q", got, raw, status, field)
+	}
+	if got == 403 && eb.Error.Code != api.CodeForbidden {
+		t.Errorf("code %q, want forbidden", eb.Error.Code)
+	}
+	if message != "" && eb.Error.Message != message {
+		t.Errorf("message %q, want %q", eb.Error.Message, message)
+	}
+}
+
+// nothingSubmitted checks that refused submissions stored no job and wrote
+// no event.
+func (s *authServer) nothingSubmitted(t *testing.T) {
+	t.Helper()
+	if ids := s.jobIDs(t); len(ids) != 0 {
+		t.Fatalf("refused submissions stored jobs: %v", ids)
+	}
+	var events []api.Event
+	s.must(t, 200, s.admin, "GET", "/v1/events", "", &events)
+	if len(events) != 0 {
+		t.Errorf("refused submissions wrote events: %+v", events)
+	}
+}
+
 func TestSubmitterShareAndQueueMisuseIs403AndStoresNothing(t *testing.T) {
 	s := newAuthServer(t, "batch", "gpu")
 	alice := s.token(t, api.CreateToken{Name: "alice", Role: "submitter", Queues: []string{"batch"}, Shares: []string{"research"}})
@@ -248,26 +279,10 @@ func TestSubmitterShareAndQueueMisuseIs403AndStoresNothing(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			status, eb, raw, _ := s.as(t, alice.Secret, "POST", "/v1/jobs", tc.doc)
-			if status != tc.status || eb.Error.Field != tc.field {
-				t.Fatalf("%d %s, want %d naming %q", status, raw, tc.status, tc.field)
-			}
-			if status == 403 && eb.Error.Code != api.CodeForbidden {
-				t.Errorf("code %q, want forbidden", eb.Error.Code)
-			}
-			if tc.message != "" && eb.Error.Message != tc.message {
-				t.Errorf("message %q, want %q", eb.Error.Message, tc.message)
-			}
+			s.refusedSubmission(t, alice.Secret, tc.doc, tc.status, tc.field, tc.message)
 		})
 	}
-	if ids := s.jobIDs(t); len(ids) != 0 {
-		t.Fatalf("refused submissions stored jobs: %v", ids)
-	}
-	var events []api.Event
-	s.must(t, 200, s.admin, "GET", "/v1/events", "", &events)
-	if len(events) != 0 {
-		t.Errorf("refused submissions wrote events: %+v", events)
-	}
+	s.nothingSubmitted(t)
 	s.must(t, 201, alice.Secret, "POST", "/v1/jobs", "id: ok\nqueue: batch\nshare: research\ntasks: [{name: x, run: 'true'}]\n", nil)
 	if ids := s.jobIDs(t); len(ids) != 1 || ids[0] != "ok" {
 		t.Errorf("jobs %v, want only the allowed one", ids)

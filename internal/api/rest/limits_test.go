@@ -42,30 +42,14 @@ func TestSubmitterMaySetOnlyWhatItsTokenAllows(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			status, eb, raw, _ := s.as(t, tc.token, "POST", "/v1/jobs", tc.doc)
 			want := 403
 			if tc.field == "maxSlots" {
 				want = 400
 			}
-			if status != want || eb.Error.Field != tc.field {
-				t.Fatalf("%d %s, want %d naming %q", status, raw, want, tc.field)
-			}
-			if want == 403 && eb.Error.Code != api.CodeForbidden {
-				t.Errorf("code %q, want forbidden", eb.Error.Code)
-			}
-			if tc.message != "" && eb.Error.Message != tc.message {
-				t.Errorf("message %q, want %q", eb.Error.Message, tc.message)
-			}
+			s.refusedSubmission(t, tc.token, tc.doc, want, tc.field, tc.message)
 		})
 	}
-	if ids := s.jobIDs(t); len(ids) != 0 {
-		t.Fatalf("refused submissions stored jobs: %v", ids)
-	}
-	var events []api.Event
-	s.must(t, 200, s.admin, "GET", "/v1/events", "", &events)
-	if len(events) != 0 {
-		t.Errorf("refused submissions wrote events: %+v", events)
-	}
+	s.nothingSubmitted(t)
 	// Within the limits, and for an admin without any.
 	s.must(t, 201, plain.Secret, "POST", "/v1/jobs", jobDoc("ok-plain", "requestor: alice"), nil)
 	s.must(t, 201, grid.Secret, "POST", "/v1/jobs", jobDoc("ok-grid", "priority: 5", "urgent: true", "requestor: team-a-etl", "slaGroup: silver", "user: svc-a-etl"), nil)

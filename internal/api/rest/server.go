@@ -474,7 +474,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, f store.Ev
 // codes and data stay fleet-wide (docs/security.md).
 type eventScope struct {
 	p     auth.Principal
-	jobs  func(ctx context.Context, id string) (store.Job, []store.Task, error)
+	jobs  func(ctx context.Context, id string) (store.Job, error)
 	sees  map[string]bool // by job ID, for this request or stream
 	whole bool
 }
@@ -485,7 +485,7 @@ const maxEventScopeJobs = 4096
 
 func (s *Server) eventScope(r *http.Request) *eventScope {
 	p := principal(r)
-	return &eventScope{p: p, jobs: s.ctrl.Store().Job, sees: map[string]bool{}, whole: p.Role == auth.Admin}
+	return &eventScope{p: p, jobs: s.ctrl.Store().JobHeader, sees: map[string]bool{}, whole: p.Role == auth.Admin}
 }
 
 func (sc *eventScope) view(ctx context.Context, e store.Event) api.Event {
@@ -495,7 +495,7 @@ func (sc *eventScope) view(ctx context.Context, e store.Event) api.Event {
 	}
 	sees, ok := sc.sees[e.Job]
 	if !ok {
-		j, _, err := sc.jobs(ctx, e.Job)
+		j, err := sc.jobs(ctx, e.Job)
 		sees = err == nil && sc.p.Sees(j.Queue, j.Share)
 		if len(sc.sees) >= maxEventScopeJobs {
 			clear(sc.sees)

@@ -45,6 +45,18 @@ func (s *Store) Job(ctx context.Context, id string) (store.Job, []store.Task, er
 	return j, tasks, nil
 }
 
+// JobHeader implements store.Store.
+func (s *Store) JobHeader(ctx context.Context, id string) (store.Job, error) {
+	j, err := scanJob(s.readers.QueryRowContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return store.Job{}, fmt.Errorf("sqlite: job %q: %w", id, err)
+	}
+	return j, nil
+}
+
 // Jobs implements store.Store.
 func (s *Store) Jobs(ctx context.Context, f store.JobFilter) ([]store.Job, error) {
 	var (

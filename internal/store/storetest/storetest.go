@@ -189,6 +189,14 @@ func testCreateJobStoresAll(t *testing.T, o opener) {
 
 	j, stored := mustJob(t, s, "j")
 	equal(t, "job", j, got)
+	header, err := s.JobHeader(t.Context(), "j")
+	if err != nil {
+		t.Fatalf("JobHeader: %v", err)
+	}
+	equal(t, "job header", header, got)
+	if _, err := s.JobHeader(t.Context(), "nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("JobHeader of an unknown job: %v, want ErrNotFound", err)
+	}
 	want := slices.Clone(tasks)
 	want[3].Job = "j"
 	equal(t, "tasks in Index order", stored, want)
