@@ -53,18 +53,11 @@ func (c *Controller) Submit(ctx context.Context, js spec.Job) (api.Job, error) {
 // SubmitBy validates and stores a job, recording submitter (the name of
 // the caller's token) with it, and answers once it is durable.
 func (c *Controller) SubmitBy(ctx context.Context, submitter string, js spec.Job) (api.Job, error) {
-	if err := c.CheckJob(js); err != nil {
-		return api.Job{}, err
-	}
-	why, err := c.inputsProblem(ctx, js) // I/O, outside the loop; a failure dead-letters the job
+	out, err := c.SubmitManyBy(ctx, submitter, []spec.Job{js})
 	if err != nil {
 		return api.Job{}, err
 	}
-	v, err := c.do(ctx, func(t *txn) (any, error) { return c.submit(ctx, t, js, submitter, why) })
-	if err != nil {
-		return api.Job{}, err
-	}
-	return v.(api.Job), nil
+	return out[0].Job, out[0].Err
 }
 
 // Submission is the answer for one job of a bulk submission: the job as
@@ -85,14 +78,23 @@ type Submission struct {
 func (c *Controller) SubmitManyBy(ctx context.Context, submitter string, specs []spec.Job) ([]Submission, error) {
 	refused := make([]error, len(specs))
 	why := make([]string, len(specs))
+	accepted := 0
 	for i, js := range specs {
 		if refused[i] = c.CheckJob(js); refused[i] != nil {
 			continue
 		}
+		accepted++
 		var err error
-		if why[i], err = c.inputsProblem(ctx, js); err != nil { // I/O, outside the loop
+		if why[i], err = c.inputsProblem(ctx, js); err != nil { // I/O, outside the loop; a failure dead-letters the job
 			return nil, err
 		}
+	}
+	if accepted == 0 { // nothing for the loop to do
+		out := make([]Submission, len(specs))
+		for i, err := range refused {
+			out[i].Err = err
+		}
+		return out, nil
 	}
 	v, err := c.do(ctx, func(t *txn) (any, error) {
 		out := make([]Submission, len(specs))
