@@ -69,6 +69,13 @@ const (
 	EntitlementRound RoundKind = "entitlement"
 	// LoanRound shares idle slots by loan entitlement.
 	LoanRound RoundKind = "loan"
+	// RebalanceRound starts, in a rebalance, each class below its target
+	// exactly target − running tasks (fewer when fewer wait).
+	RebalanceRound RoundKind = "rebalance"
+	// RebalanceLoanRound shares, in a rebalance, the slots left after the
+	// RebalanceRound by the percentages normalized over the classes still
+	// waiting.
+	RebalanceLoanRound RoundKind = "rebalance-loan"
 	// FillRound shares idle slots by normalized percentage among the
 	// classes still waiting. It only runs when a loan round could start
 	// nothing (every loan entitlement rounded to 0 while idle slots and
@@ -110,10 +117,18 @@ type Round struct {
 //     entitlement × 100 / Σ loan entitlements); starts as above with k =
 //     idle.
 //   - A 0% class never starts.
-//   - Rebalance: classes above target stop running − target tasks, which
-//     become waiting and free their slots; the rounds then run on those
-//     counts, and whatever a stopping class is granted back cancels stops
-//     instead of restarting tasks.
+//   - Rebalance (Scoot's rebalanceClassTasks): classes above target stop
+//     running − target tasks, which become waiting and free their slots;
+//     every other class with a positive percentage starts exactly
+//     min(target − running, waiting) (a RebalanceRound, not the
+//     entitlement rounds, whose rounding overshoots the first class); the
+//     slots left are loaned in one pass by the percentages normalized over
+//     the classes still waiting, the first taking the remainder, a class
+//     starting min(waiting, ceil(k × percent / 100)) within k (a
+//     RebalanceLoanRound; repeated only while slots are left and classes
+//     wait, which Scoot leaves idle until its next cycle). Whatever a
+//     stopping class is granted back cancels stops instead of restarting
+//     tasks.
 func Distribute(in Input) Output {
 	n := len(in.Classes)
 	out := Output{Classes: make([]Result, n)}
@@ -154,8 +169,13 @@ func Distribute(in Input) Output {
 
 	d := &distribution{order: order, pct: pct, target: target, running: running, waiting: waiting,
 		entitled: make([]int, n), loaned: make([]int, n), idle: idle}
-	d.entitlementRounds()
-	d.loanRounds()
+	if in.Rebalance {
+		d.rebalanceStarts(stops)
+		d.rebalanceLoans()
+	} else {
+		d.entitlementRounds()
+		d.loanRounds()
+	}
 
 	for i := range out.Classes {
 		r := &out.Classes[i]
@@ -248,27 +268,88 @@ func (d *distribution) loanRounds() {
 				continue
 			}
 		}
-		if d.fill() == 0 {
+		if d.fill(FillRound) == 0 {
 			return // cannot happen (see fill); never spin
 		}
 	}
 }
 
+// rebalanceStarts brings every class below its target to it: each starts
+// min(target − running, waiting) tasks. The rebalance's stops free enough
+// slots for all of them unless another queue holds some of the pool's free
+// slots; then the idle slots are shared in proportion to what each class
+// needs (floors, the remainder one slot each in walk order), so no class
+// goes past its target.
+func (d *distribution) rebalanceStarts(stops []int) {
+	n := len(d.order)
+	need := make([]int, n)
+	sum := 0
+	for i := range need {
+		if stops[i] == 0 && d.pct[i] > 0 {
+			need[i] = max(0, min(d.target[i]-d.running[i], d.waiting[i]))
+			sum += need[i]
+		}
+	}
+	r := Round{Kind: RebalanceRound, Idle: d.idle, K: min(d.idle, sum), Weight: need, Starts: make([]int, n)}
+	if sum > d.idle {
+		given := 0
+		for i := range need {
+			r.Starts[i] = d.idle * need[i] / sum
+			given += r.Starts[i]
+		}
+		for _, i := range d.order {
+			if given == d.idle {
+				break
+			}
+			if r.Starts[i] < need[i] {
+				r.Starts[i]++
+				given++
+			}
+		}
+	} else {
+		copy(r.Starts, need)
+	}
+	for i, s := range r.Starts {
+		d.entitled[i] += s
+		d.waiting[i] -= s
+		d.idle -= s
+	}
+	d.rounds = append(d.rounds, r)
+}
+
+// rebalanceLoans loans the slots a rebalance's starts leave: the
+// percentages normalized over the classes still waiting (a stopping class
+// counts its stopped tasks as waiting, so a share it gets cancels stops),
+// the first in walk order taking the remainder, and one share round over
+// them. Scoot runs that round once; when a class takes less than its share
+// (it has fewer tasks waiting) and others still wait, the round is repeated
+// over the classes still waiting rather than leaving the slots idle.
+func (d *distribution) rebalanceLoans() {
+	for d.idle > 0 {
+		if d.fill(RebalanceLoanRound) == 0 {
+			return // no class waits
+		}
+	}
+}
+
 // fill shares the idle slots by normalized percentage among the classes
-// still waiting, the first of them taking the remainder. The first waiting
-// class always gets a positive percent, so a fill round always starts a
-// task.
-func (d *distribution) fill() int {
+// still waiting, the first of them taking the remainder, and returns how
+// many started. The first waiting class always gets a positive percent, so
+// a fill round starts a task whenever a class waits.
+func (d *distribution) fill(kind RoundKind) int {
 	n := len(d.order)
 	weight := make([]int, n)
 	sum := 0
 	var waiting []int
 	for _, i := range d.order {
-		if d.waiting[i] > 0 {
+		if d.waiting[i] > 0 && d.pct[i] > 0 {
 			weight[i] = d.pct[i]
 			sum += weight[i]
 			waiting = append(waiting, i)
 		}
+	}
+	if len(waiting) == 0 {
+		return 0
 	}
 	percent := make([]int, n)
 	rest := 100
@@ -277,7 +358,7 @@ func (d *distribution) fill() int {
 		rest -= percent[i]
 	}
 	percent[waiting[0]] = rest
-	return d.share(FillRound, d.idle, weight, percent, d.loaned)
+	return d.share(kind, d.idle, weight, percent, d.loaned)
 }
 
 // share runs one round: each class, in walk order, starts min(waiting,

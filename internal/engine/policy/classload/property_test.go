@@ -107,12 +107,10 @@ func TestDistributeProperties(t *testing.T) {
 }
 
 // TestRebalanceRestoresEntitlements checks what a rebalance is for: when
-// the pool itself is not the limit, every class below its target that has
-// the tasks to reach it does reach it, up to rounding. The settled rules
-// floor every class's percent but the highest class's, which takes the
-// remainder, so a round can give the highest class up to (classes − 1)% of
-// its k beyond its proportional share, and each ceil can cut the last class
-// by one: the bound is (classes − 1) × slots / 100 + classes.
+// the pool itself is not the limit, every class ends at its target exactly,
+// or with all its tasks running when it has fewer, unless slots are left
+// over for loans; then every class that had the tasks ends at or above it.
+// A class above its target ends at it unless slots are loaned back to it.
 func TestRebalanceRestoresEntitlements(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		in := drawInput(t)
@@ -126,14 +124,24 @@ func TestRebalanceRestoresEntitlements(t *testing.T) {
 		}
 		in.Free = in.Slots - sum
 		out := Distribute(in)
+		loaned := 0
+		for _, r := range out.Classes {
+			loaned += r.Loaned
+		}
 		for i, c := range in.Classes {
 			r := out.Classes[i]
-			if r.Percent == 0 || c.Running >= r.Target || c.Running+c.Waiting < r.Target {
-				continue
+			end := c.Running - r.Stops + r.Starts
+			want := min(r.Target, c.Running+c.Waiting)
+			if r.Percent == 0 {
+				want = 0
 			}
-			m := len(in.Classes)
-			if end := c.Running + r.Starts; end < r.Target-(m-1)*in.Slots/100-m {
-				t.Fatalf("%s ends at %d, below its target %d by more than rounding: %+v", c.Name, end, r.Target, out.Classes)
+			switch {
+			case end < want:
+				t.Fatalf("%s ends at %d, below min(target %d, running + waiting %d): %+v", c.Name, end, r.Target, c.Running+c.Waiting, out.Classes)
+			case end > want && loaned == 0:
+				t.Fatalf("%s ends at %d, above %d with nothing loaned: %+v", c.Name, end, want, out.Classes)
+			case r.Loaned == 0 && end != want && r.Percent > 0:
+				t.Fatalf("%s ends at %d without a loan, want exactly %d: %+v", c.Name, end, want, out.Classes)
 			}
 		}
 	})
