@@ -8,30 +8,33 @@ package model
 
 // JobSpec is a job as a user writes it (spec.Job).
 type JobSpec struct {
-	ID        string            `yaml:"id,omitempty" json:"id,omitempty"`
-	Queue     string            `yaml:"queue,omitempty" json:"queue,omitempty"`
-	Requestor string            `yaml:"requestor,omitempty" json:"requestor,omitempty"`
-	Share     string            `yaml:"share,omitempty" json:"share,omitempty"`
-	Priority  int               `yaml:"priority,omitempty" json:"priority,omitempty"`
-	Urgent    bool              `yaml:"urgent,omitempty" json:"urgent,omitempty"`
-	SLAGroup  string            `yaml:"slaGroup,omitempty" json:"slaGroup,omitempty"`
-	Endpoint  string            `yaml:"endpoint,omitempty" json:"endpoint,omitempty"`
-	Variant   string            `yaml:"variant,omitempty" json:"variant,omitempty"`
-	Load      int               `yaml:"load,omitempty" json:"load,omitempty"`
-	Selector  map[string]string `yaml:"selector,omitempty" json:"selector,omitempty"`
+	ID        string `yaml:"id,omitempty" json:"id,omitempty"`
+	Queue     string `yaml:"queue,omitempty" json:"queue,omitempty"`
+	Requestor string `yaml:"requestor,omitempty" json:"requestor,omitempty"`
+	Share     string `yaml:"share,omitempty" json:"share,omitempty"`
+	Priority  int    `yaml:"priority,omitempty" json:"priority,omitempty"`
+	Urgent    bool   `yaml:"urgent,omitempty" json:"urgent,omitempty"`
+	SLAGroup  string `yaml:"slaGroup,omitempty" json:"slaGroup,omitempty"`
+	Endpoint  string `yaml:"endpoint,omitempty" json:"endpoint,omitempty"`
+	Variant   string `yaml:"variant,omitempty" json:"variant,omitempty"`
+	// Load, MaxSlots, Regions, RegionSize and TileSize read 0 as "not
+	// set"; a document that writes 0 is refused (the zero tags), so a
+	// written value always counts.
+	Load     int               `yaml:"load,omitempty" json:"load,omitempty" zero:"must be at least 1|leave load out to estimate it from regions or the image"`
+	Selector map[string]string `yaml:"selector,omitempty" json:"selector,omitempty"`
 	// Labels are the job's own key/value metadata (team, pipeline, ...),
 	// shown by the API; they do not affect scheduling.
 	Labels   map[string]string `yaml:"labels,omitempty" json:"labels,omitempty"`
-	MaxSlots int               `yaml:"maxSlots,omitempty" json:"maxSlots,omitempty"`
+	MaxSlots int               `yaml:"maxSlots,omitempty" json:"maxSlots,omitempty" zero:"must be at least 1|leave maxSlots out for no limit"`
 	Tasks    []TaskSpec        `yaml:"tasks" json:"tasks"`
 
 	// Regions, or Image with RegionSize, TileSize and TileOverlap, estimate
 	// the job's load on its endpoint when Load is not given
 	// (docs/endpoints.md).
-	Regions     int        `yaml:"regions,omitempty" json:"regions,omitempty"`
+	Regions     int        `yaml:"regions,omitempty" json:"regions,omitempty" zero:"must be at least 1|leave regions out for the estimate from the image or the default of 20 regions, or set load"`
 	Image       *ImageSize `yaml:"image,omitempty" json:"image,omitempty"`
-	RegionSize  int        `yaml:"regionSize,omitempty" json:"regionSize,omitempty"`
-	TileSize    int        `yaml:"tileSize,omitempty" json:"tileSize,omitempty"`
+	RegionSize  int        `yaml:"regionSize,omitempty" json:"regionSize,omitempty" zero:"must be at least 1|leave it out for the default, 10240"`
+	TileSize    int        `yaml:"tileSize,omitempty" json:"tileSize,omitempty" zero:"must be at least 1|leave it out for the default, 1024"`
 	TileOverlap *int       `yaml:"tileOverlap,omitempty" json:"tileOverlap,omitempty"`
 	// Inputs are URLs the job reads; they are checked for access at
 	// submission, and a job with an inaccessible input is dead-lettered.
@@ -50,12 +53,14 @@ type TaskSpec struct {
 	Name string `yaml:"name" json:"name"`
 	// Count expands the entry into Count tasks named name-0, name-1, ...
 	// (zero-padded); a `needs` that names the entry means all of them.
-	Count       int          `yaml:"count,omitempty" json:"count,omitempty"`
+	// A written count of 0 is refused (its zero tag): 0 is "not set",
+	// one task, to Go code that builds a TaskSpec.
+	Count       int          `yaml:"count,omitempty" json:"count,omitempty" zero:"must be at least 1|leave count out for one task, or remove the entry"`
 	Resources   ResourceSpec `yaml:"resources,omitempty" json:"resources,omitempty"`
 	Needs       []string     `yaml:"needs,omitempty" json:"needs,omitempty"`
 	Duration    Duration     `yaml:"duration,omitempty" json:"duration,omitempty"`
 	Category    string       `yaml:"category,omitempty" json:"category,omitempty"`
-	MaxAttempts int          `yaml:"maxAttempts,omitempty" json:"maxAttempts,omitempty"`
+	MaxAttempts int          `yaml:"maxAttempts,omitempty" json:"maxAttempts,omitempty" zero:"must be at least 1|leave it out for one attempt"`
 	Model       string       `yaml:"model,omitempty" json:"model,omitempty"`
 	Dataset     string       `yaml:"dataset,omitempty" json:"dataset,omitempty"`
 	// StickTo names a task this one needs whose checkpoint or adapter it
@@ -110,12 +115,14 @@ type ThrottlingSpec struct {
 	// 0.0-1.5).
 	CapacityTargetPercentage *float64 `yaml:"capacityTargetPercentage,omitempty" json:"capacityTargetPercentage,omitempty"`
 	// DefaultInstanceConcurrency (DEFAULT_INSTANCE_CONCURRENCY, default 2).
-	DefaultInstanceConcurrency int `yaml:"defaultInstanceConcurrency,omitempty" json:"defaultInstanceConcurrency,omitempty"`
+	// The three integer defaults read 0 as "not set"; a document that
+	// writes 0 is refused (the zero tags).
+	DefaultInstanceConcurrency int `yaml:"defaultInstanceConcurrency,omitempty" json:"defaultInstanceConcurrency,omitempty" zero:"must be at least 1|leave it out for the default, 2"`
 	// DefaultHTTPEndpointConcurrency (DEFAULT_HTTP_ENDPOINT_CONCURRENCY,
 	// default 10).
-	DefaultHTTPEndpointConcurrency int `yaml:"defaultHttpEndpointConcurrency,omitempty" json:"defaultHttpEndpointConcurrency,omitempty"`
+	DefaultHTTPEndpointConcurrency int `yaml:"defaultHttpEndpointConcurrency,omitempty" json:"defaultHttpEndpointConcurrency,omitempty" zero:"must be at least 1|leave it out for the default, 10"`
 	// TileWorkersPerInstance (TILE_WORKERS_PER_INSTANCE, default 4).
-	TileWorkersPerInstance int `yaml:"tileWorkersPerInstance,omitempty" json:"tileWorkersPerInstance,omitempty"`
+	TileWorkersPerInstance int `yaml:"tileWorkersPerInstance,omitempty" json:"tileWorkersPerInstance,omitempty" zero:"must be at least 1|leave it out for the default, 4"`
 	// StarvationWait (SCHEDULER_STARVATION_WAIT, default 5m; 0 disables)
 	// is Allot's anti-starvation rule.
 	StarvationWait *Duration `yaml:"starvationWait,omitempty" json:"starvationWait,omitempty"`
@@ -135,7 +142,7 @@ type EndpointSpec struct {
 	// capacity; InstanceConcurrency is the osml:instance-concurrency tag of
 	// the seed, default throttling.defaultInstanceConcurrency.
 	Instances           int           `yaml:"instances,omitempty" json:"instances,omitempty"`
-	InstanceConcurrency int           `yaml:"instanceConcurrency,omitempty" json:"instanceConcurrency,omitempty"`
+	InstanceConcurrency int           `yaml:"instanceConcurrency,omitempty" json:"instanceConcurrency,omitempty" zero:"must be at least 1|leave it out for throttling.defaultInstanceConcurrency"`
 	Variants            []VariantSpec `yaml:"variants,omitempty" json:"variants,omitempty"`
 }
 
@@ -146,7 +153,7 @@ type VariantSpec struct {
 	Weight              *float64 `yaml:"weight,omitempty" json:"weight,omitempty"`
 	MaxConcurrency      int      `yaml:"maxConcurrency,omitempty" json:"maxConcurrency,omitempty"`
 	Instances           int      `yaml:"instances,omitempty" json:"instances,omitempty"`
-	InstanceConcurrency int      `yaml:"instanceConcurrency,omitempty" json:"instanceConcurrency,omitempty"`
+	InstanceConcurrency int      `yaml:"instanceConcurrency,omitempty" json:"instanceConcurrency,omitempty" zero:"must be at least 1|leave it out for the endpoint's"`
 }
 
 // Model converts e to the engine's endpoint.

@@ -102,8 +102,14 @@ func tooLarge(data []byte) bool {
 		n += count * each
 		return n > fuzzBudget
 	}
+	deref := func(p *int) int {
+		if p == nil {
+			return 1
+		}
+		return *p
+	}
 	for _, w := range f.Workers {
-		if add(w.Count, 1) {
+		if add(deref(w.Count), 1) {
 			return true
 		}
 	}
@@ -115,7 +121,7 @@ func tooLarge(data []byte) bool {
 				return true
 			}
 		}
-		if add(j.Count, tasks) {
+		if add(deref(j.Count), tasks) {
 			return true
 		}
 	}

@@ -45,8 +45,9 @@ type Job struct {
 	spec.Job `yaml:",inline"`
 	// SubmitAt is the arrival time after time zero (for `allot sim`).
 	SubmitAt spec.Duration `yaml:"submitAt,omitempty" json:"submitAt,omitempty"`
-	// Count repeats the job; copies are named id-0, id-1, ...
-	Count int `yaml:"count,omitempty" json:"count,omitempty"`
+	// Count repeats the job; copies are named id-0, id-1, ... Absent, the
+	// entry is one job; 0 is none (the entry is still checked).
+	Count *int `yaml:"count,omitempty" json:"count,omitempty"`
 }
 
 // State is the history policies depend on, per queue.
@@ -145,12 +146,16 @@ func (f *File) check() (*Scenario, error) {
 	ids := map[string]string{}
 	for i, j := range f.Jobs {
 		path := fmt.Sprintf("jobs[%d]", i)
+		count := 1
+		if j.Count != nil {
+			count = *j.Count
+		}
 		switch {
-		case j.Count < 0:
+		case count < 0:
 			list = append(list, &model.FieldError{Path: path + ".count", Msg: "must not be negative"})
 			continue
-		case j.Count > MaxJobCopies:
-			list = append(list, &model.FieldError{Path: path + ".count", Msg: fmt.Sprintf("must be at most %d (got %d)", MaxJobCopies, j.Count)})
+		case count > MaxJobCopies:
+			list = append(list, &model.FieldError{Path: path + ".count", Msg: fmt.Sprintf("must be at most %d (got %d)", MaxJobCopies, count)})
 			continue
 		}
 		if j.Queue == "" && len(cfg.Queues) == 1 {
@@ -178,7 +183,7 @@ func (f *File) check() (*Scenario, error) {
 			list = append(list, &model.FieldError{Path: path + ".inputs", Msg: "the job has running tasks, but an input is inaccessible: it would be dead-lettered"})
 			continue
 		}
-		copies := expandIDs(j.ID, j.Count)
+		copies := expandIDs(j.ID, count)
 		for _, id := range copies {
 			if prev, dup := ids[id]; dup {
 				list = append(list, &model.FieldError{Path: path + ".id", Msg: fmt.Sprintf("job %q is already defined at %s", id, prev)})
@@ -201,7 +206,10 @@ func (f *File) check() (*Scenario, error) {
 }
 
 func expandIDs(id string, count int) []string {
-	if count <= 1 {
+	if count == 0 {
+		return nil
+	}
+	if count == 1 {
 		return []string{id}
 	}
 	width := len(fmt.Sprint(count - 1))

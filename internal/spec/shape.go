@@ -214,6 +214,9 @@ func (c *shapeChecker) fields(n *yaml.Node, t reflect.Type, path string) {
 		switch {
 		case ok:
 			c.value(v, f.typ, join(path, k.Value), f.rng)
+			if f.zero != "" {
+				c.refuseZero(v, f, join(path, k.Value))
+			}
 		case fs.rest != nil:
 			c.value(v, fs.rest.Elem(), join(path, k.Value), intRange{})
 		default:
@@ -371,6 +374,36 @@ type shapeField struct {
 	name string
 	typ  reflect.Type
 	rng  intRange
+	// zero is the field's `zero` tag: a field whose zero value means "not
+	// set" to the code that reads it, and for which a written 0 makes no
+	// sense, carries `zero:"RULE|HINT"`; the document check refuses a
+	// written zero with "RULE (got 0): HINT" instead of letting it pass as
+	// unset. A written value always counts: where 0 is a value, the field
+	// is a pointer (or 0 is its meaning) and carries no tag.
+	zero string
+}
+
+// refuseZero reports the zero value written at n for a field with a zero
+// tag. A value of the wrong type was reported already; it is skipped.
+func (c *shapeChecker) refuseZero(n *yaml.Node, f shapeField, path string) {
+	n = c.resolve(n)
+	if n == nil || n.Kind != yaml.ScalarNode || n.ShortTag() == "!!null" {
+		return
+	}
+	t := f.typ
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	v := reflect.New(t)
+	if err := n.Decode(v.Interface()); err != nil || !v.Elem().IsZero() {
+		return
+	}
+	rule, hint, _ := strings.Cut(f.zero, "|")
+	msg := fmt.Sprintf("%s (got %s)", rule, n.Value)
+	if hint != "" {
+		msg += ": " + hint
+	}
+	c.add(n, path, "%s", msg)
 }
 
 // shapeFields are the fields of a struct, inlined ones included, and the
@@ -433,7 +466,7 @@ func (c *shapeChecker) structFields(t reflect.Type) shapeFields {
 				name = strings.ToLower(f.Name)
 			}
 		}
-		out.list = append(out.list, shapeField{name: name, typ: f.Type, rng: fieldRanges[t][f.Name]})
+		out.list = append(out.list, shapeField{name: name, typ: f.Type, rng: fieldRanges[t][f.Name], zero: f.Tag.Get("zero")})
 	}
 	return out
 }

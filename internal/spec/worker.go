@@ -25,13 +25,15 @@ const (
 type Worker struct {
 	Name string `yaml:"name" json:"name"`
 	// Count expands the entry into Count workers named name-0, name-1, ...
-	// (zero-padded).
-	Count       int               `yaml:"count,omitempty" json:"count,omitempty"`
-	Resources   Resources         `yaml:"resources,omitempty" json:"resources,omitempty"`
-	Labels      map[string]string `yaml:"labels,omitempty" json:"labels,omitempty"`
-	Slots       int               `yaml:"slots,omitempty" json:"slots,omitempty"`
-	CostPerHour *float64          `yaml:"costPerHour,omitempty" json:"costPerHour,omitempty"`
-	State       string            `yaml:"state,omitempty" json:"state,omitempty"`
+	// (zero-padded); absent, the entry is one worker, and 0 is none.
+	Count     *int              `yaml:"count,omitempty" json:"count,omitempty"`
+	Resources Resources         `yaml:"resources,omitempty" json:"resources,omitempty"`
+	Labels    map[string]string `yaml:"labels,omitempty" json:"labels,omitempty"`
+	// Slots 0 is one slot to Go code (a registration that leaves it out);
+	// a document that writes 0 is refused (its zero tag).
+	Slots       int      `yaml:"slots,omitempty" json:"slots,omitempty" zero:"must be at least 1|leave slots out for one; to keep a worker from taking tasks, set state: disabled"`
+	CostPerHour *float64 `yaml:"costPerHour,omitempty" json:"costPerHour,omitempty"`
+	State       string   `yaml:"state,omitempty" json:"state,omitempty"`
 	// Cached names models and datasets the worker holds (context reuse).
 	Cached []string `yaml:"cached,omitempty" json:"cached,omitempty"`
 }
@@ -46,12 +48,12 @@ func (w Worker) Expand(path string, now time.Time) ([]model.Worker, error) {
 	if !validName(w.Name) {
 		c.add(p("name"), "%.40q is not a valid name: %s", w.Name, model.NameRule)
 	}
-	n := w.Count
-	switch {
-	case n < 0 || n > MaxWorkersPerEntry:
+	n := 1
+	if w.Count != nil {
+		n = *w.Count
+	}
+	if n < 0 || n > MaxWorkersPerEntry {
 		c.add(p("count"), "must be between 0 and %d", MaxWorkersPerEntry)
-	case n == 0:
-		n = 1
 	}
 	switch {
 	case w.Slots < 0:
@@ -98,7 +100,11 @@ func (w Worker) Expand(path string, now time.Time) ([]model.Worker, error) {
 		}
 	}
 	out := make([]model.Worker, 0, n)
-	for _, name := range expandNames(w.Name, w.Count) {
+	names := expandNames(w.Name, n)
+	if n == 0 {
+		names = nil // count: 0 is no worker
+	}
+	for _, name := range names {
 		out = append(out, model.Worker{Name: name, Capacity: w.Resources.Model(), Labels: model.Labels(w.Labels),
 			Slots: slots, CostPerHour: cost, State: state, Cached: cached})
 	}

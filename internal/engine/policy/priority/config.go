@@ -42,7 +42,7 @@ const (
 type Config struct {
 	// Levels is the number of priority levels, 0 to Levels-1; level 0 is
 	// suspended. Default 10.
-	Levels int `yaml:"levels,omitempty" json:"levels,omitempty"`
+	Levels int `yaml:"levels,omitempty" json:"levels,omitempty" zero:"must be between 2 and 1000|leave levels out for the default, 10"`
 	// Weights holds one weight per level. Default: linear, level k weighs k.
 	Weights []float64 `yaml:"weights,omitempty" json:"weights,omitempty"`
 	// Algorithm is "usage" (default) or "time".
@@ -54,7 +54,7 @@ type Config struct {
 	// levels keep a known split however many jobs each runs.
 	Aggregation bool `yaml:"aggregation,omitempty" json:"aggregation,omitempty"`
 	// UsageWindow is how far back usage counts. Default 10m.
-	UsageWindow time.Duration `yaml:"usageWindow,omitempty" json:"usageWindow,omitempty"`
+	UsageWindow time.Duration `yaml:"usageWindow,omitempty" json:"usageWindow,omitempty" zero:"must be above 0|leave it out for the default, 10m"`
 	// PreemptDelay is how long an urgent job must have waited since
 	// submission before it may preempt. Default 0.
 	PreemptDelay time.Duration `yaml:"preemptDelay,omitempty" json:"preemptDelay,omitempty"`
@@ -65,7 +65,7 @@ type Config struct {
 	// PreemptThreshold is the running time worth one priority level when
 	// victims are chosen (victims minimise priority + running/threshold).
 	// Default 30m.
-	PreemptThreshold time.Duration `yaml:"preemptThreshold,omitempty" json:"preemptThreshold,omitempty"`
+	PreemptThreshold time.Duration `yaml:"preemptThreshold,omitempty" json:"preemptThreshold,omitempty" zero:"must be above 0|leave it out for the default, 30m"`
 	// Affinity turns intrinsic affinity on: a worker that ran a job's tasks
 	// is preferred for the job, because it holds the job's data. nil means
 	// on; the Time algorithm never uses it (seed 001).

@@ -22,7 +22,7 @@ type Config struct {
 	// running above their SLA, to restore its own.
 	Preemption bool `yaml:"preemption,omitempty" json:"preemption,omitempty"`
 	// UsageWindow is how far back usage counts. Default 10m.
-	UsageWindow time.Duration `yaml:"usageWindow,omitempty" json:"usageWindow,omitempty"`
+	UsageWindow time.Duration `yaml:"usageWindow,omitempty" json:"usageWindow,omitempty" zero:"must be above 0|leave it out for the default, 10m"`
 }
 
 // Group is one SLA group and its target.
