@@ -2,6 +2,8 @@ package fairshare
 
 import (
 	"fmt"
+	"strings"
+	"unicode"
 
 	"github.com/allot-sched/allot/internal/model"
 )
@@ -51,8 +53,17 @@ type Config struct {
 	ReservationModel string `yaml:"reservationModel,omitempty" json:"reservationModel,omitempty"`
 }
 
+// MaxShareLen is the longest share identifier a job can name (spec's
+// limit on a job's share): a policy entry longer than that could never be
+// used.
+const MaxShareLen = 256
+
 // ShareWeight is one share named in a fairshare policy.
 type ShareWeight struct {
+	// Share is a share identifier, or with a final '*' a share identifier
+	// prefix (AWS Batch's shareIdentifier): "UserA*" weighs every share
+	// that starts with "UserA" and has no exact entry of its own; among
+	// prefixes the longest that matches applies.
 	Share string `yaml:"share" json:"share"`
 	// WeightFactor divides capacity: a share gets capacity in proportion to
 	// 1/WeightFactor, so 0.5 gets twice what 1 gets. Omitted means 1, as in
@@ -63,6 +74,29 @@ type ShareWeight struct {
 
 // Weight returns a pointer to w, for ShareWeight literals in Go.
 func Weight(w float64) *float64 { return &w }
+
+// Prefix returns the entry's prefix and true when it is a prefix entry
+// (its share ends in '*').
+func (s ShareWeight) Prefix() (string, bool) {
+	return strings.CutSuffix(s.Share, "*")
+}
+
+// checkShareName says why name, a policy entry, could never weigh a job's
+// share, or "".
+func checkShareName(name string) string {
+	prefix, isPrefix := strings.CutSuffix(name, "*")
+	switch {
+	case isPrefix && prefix == "":
+		return "a prefix needs at least one character before '*' (a share the policy does not name weighs 1)"
+	case strings.Contains(prefix, "*"):
+		return fmt.Sprintf("%.40q: '*' may only end a share identifier prefix (UserA* weighs every share that starts with UserA)", name)
+	case len(prefix) > MaxShareLen:
+		return fmt.Sprintf("longer than %d bytes, the longest share a job can name", MaxShareLen)
+	case strings.IndexFunc(prefix, unicode.IsControl) >= 0:
+		return fmt.Sprintf("%.40q: no job's share can contain a control character", name)
+	}
+	return ""
+}
 
 // Weight returns the share's weight factor, 1 when it was omitted.
 func (s ShareWeight) Weight() float64 {
@@ -91,6 +125,9 @@ func (c *Config) Validate() error {
 	for i, s := range c.Shares {
 		if s.Share == "" {
 			return model.Invalid(fmt.Sprintf("fairshare.shares[%d].share", i), "required")
+		}
+		if why := checkShareName(s.Share); why != "" {
+			return model.Invalid(fmt.Sprintf("fairshare.shares[%d].share", i), "%s", why)
 		}
 		if j, dup := first[s.Share]; dup {
 			return model.Invalid(fmt.Sprintf("fairshare.shares[%d].share", i), "share %q is already named at shares[%d]", s.Share, j)

@@ -40,12 +40,17 @@ const DefaultShare = "default"
 // count and decayed usage between cycles, fed by the engine's Account calls.
 // Like every policy it belongs to the engine's goroutine.
 type Policy struct {
-	cfg     Config
-	weights map[string]float64
-	named   []string // shares named in the policy, in config order
-	tau     float64  // decay time constant in seconds; 0 = current usage only
-	shares  map[string]*share
-	seen    []*share // the shares of the last cycle's View
+	cfg Config
+	// exact maps a share named exactly to its entry (an index in
+	// cfg.Shares); prefixes are the prefix entries, longest first;
+	// resolved remembers the entry each share seen resolved to (-1: none).
+	exact    map[string]int
+	prefixes []prefixEntry
+	resolved map[string]int
+	named    []string // the entries of the policy, in config order
+	tau      float64  // decay time constant in seconds; 0 = current usage only
+	shares   map[string]*share
+	seen     []*share // the shares of the last cycle's View
 }
 
 // share is what the policy remembers about one share identifier.
@@ -73,16 +78,21 @@ func New(cfg *Config) (*Policy, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	p := &Policy{weights: map[string]float64{}, shares: map[string]*share{}}
+	p := &Policy{exact: map[string]int{}, resolved: map[string]int{}, shares: map[string]*share{}}
 	if cfg != nil {
 		p.cfg = *cfg
 		p.cfg.Shares = append([]ShareWeight(nil), cfg.Shares...)
 	}
 	p.cfg.ReservationModel = p.cfg.Model()
-	for _, s := range p.cfg.Shares {
-		p.weights[s.Share] = s.Weight()
+	for i, s := range p.cfg.Shares {
+		if prefix, ok := s.Prefix(); ok {
+			p.prefixes = append(p.prefixes, prefixEntry{prefix: prefix, entry: i})
+		} else {
+			p.exact[s.Share] = i
+		}
 		p.named = append(p.named, s.Share)
 	}
+	sort.SliceStable(p.prefixes, func(a, b int) bool { return len(p.prefixes[a].prefix) > len(p.prefixes[b].prefix) })
 	p.tau = float64(p.cfg.ShareDecaySeconds)
 	return p, nil
 }
@@ -105,11 +115,43 @@ func (p *Policy) Order() (policy.JobOrder, policy.TaskOrder) {
 	return policy.ByPriorityThenAge, policy.ByDeclaration
 }
 
-// WeightFactor returns the weight factor of share, 1 when the policy does not
-// name it.
+// prefixEntry is a share identifier prefix entry ("UserA*") of the policy.
+type prefixEntry struct {
+	prefix string // without the '*'
+	entry  int    // index in cfg.Shares
+}
+
+// entryOf returns the index in cfg.Shares of the entry that weighs share:
+// its exact entry, else the longest prefix entry it starts with; -1 when
+// none does. AWS Batch refuses policies whose entries overlap (UserA* and
+// UserA1); on every policy it accepts, this is its rule, and on the others
+// the more specific entry wins.
+func (p *Policy) entryOf(share string) int {
+	if i, ok := p.exact[share]; ok {
+		return i
+	}
+	if len(p.prefixes) == 0 {
+		return -1
+	}
+	if i, ok := p.resolved[share]; ok {
+		return i
+	}
+	i := -1
+	for _, e := range p.prefixes {
+		if strings.HasPrefix(share, e.prefix) {
+			i = e.entry
+			break
+		}
+	}
+	p.resolved[share] = i
+	return i
+}
+
+// WeightFactor returns the weight factor of share, 1 when no entry of the
+// policy weighs it.
 func (p *Policy) WeightFactor(share string) float64 {
-	if w, ok := p.weights[share]; ok {
-		return w
+	if i := p.entryOf(share); i >= 0 {
+		return p.cfg.Shares[i].Weight()
 	}
 	return 1
 }
@@ -299,12 +341,16 @@ func (p *Policy) reserve(slots int, active []string) reservation {
 	if R == 0 || len(active) == 0 {
 		return r
 	}
-	isActive := make(map[string]bool, len(active))
+	// An entry is active when a share it weighs is: a prefix entry counts
+	// once, however many of its shares have work.
+	isActive := make([]bool, len(p.named))
 	for _, k := range active {
-		isActive[k] = true
+		if i := p.entryOf(k); i >= 0 {
+			isActive[i] = true
+		}
 	}
-	for _, k := range p.named {
-		if !isActive[k] {
+	for i, k := range p.named {
+		if !isActive[i] {
 			r.idle = append(r.idle, k)
 		}
 	}
@@ -540,8 +586,9 @@ func (a *allocator) Why(int) (model.Reason, bool) {
 // entitlement. The API and the dashboard show it.
 type ShareStatus struct {
 	Share string `json:"share"`
-	// Named says the policy lists the share (with a weight factor, or for
-	// the reservation).
+	// Named says an entry of the policy weighs the share: its own, or a
+	// prefix entry it starts with (with a weight factor, or for the
+	// reservation).
 	Named        bool    `json:"named"`
 	WeightFactor float64 `json:"weightFactor"`
 	Running      int     `json:"running"`
@@ -574,7 +621,7 @@ func (p *Policy) Status(now time.Time) []ShareStatus {
 	var active []string
 	for k := range keys {
 		st := ShareStatus{Share: k, WeightFactor: p.WeightFactor(k)}
-		_, st.Named = p.weights[k]
+		st.Named = p.entryOf(k) >= 0
 		if s := p.shares[k]; s != nil {
 			st.Running, st.Waiting = s.running, s.waiting
 			st.SlotSeconds = p.histAt(s, now)
