@@ -136,8 +136,9 @@ type EndpointSpec struct {
 	// Type is serverless, instance-backed or http.
 	Type string `yaml:"type" json:"type"`
 	// MaxConcurrency is a serverless endpoint's capacity, or overrides an
-	// HTTP endpoint's default.
-	MaxConcurrency int `yaml:"maxConcurrency,omitempty" json:"maxConcurrency,omitempty"`
+	// HTTP endpoint's default. 0 is "not set"; a document that writes 0 is
+	// refused (its zero tag): no endpoint has a capacity of 0 requests.
+	MaxConcurrency int `yaml:"maxConcurrency,omitempty" json:"maxConcurrency,omitempty" zero:"must be at least 1|the endpoint's capacity in concurrent requests (SageMaker serverless: 1 to 200); on an http endpoint, leave it out for throttling.defaultHttpEndpointConcurrency"`
 	// Instances × InstanceConcurrency is an instance-backed endpoint's
 	// capacity; InstanceConcurrency is the osml:instance-concurrency tag of
 	// the seed, default throttling.defaultInstanceConcurrency.
@@ -151,7 +152,7 @@ type VariantSpec struct {
 	Name string `yaml:"name" json:"name"`
 	// Weight is the variant's CurrentWeight; default 1.
 	Weight              *float64 `yaml:"weight,omitempty" json:"weight,omitempty"`
-	MaxConcurrency      int      `yaml:"maxConcurrency,omitempty" json:"maxConcurrency,omitempty"`
+	MaxConcurrency      int      `yaml:"maxConcurrency,omitempty" json:"maxConcurrency,omitempty" zero:"must be at least 1|the endpoint's capacity in concurrent requests (SageMaker serverless: 1 to 200); on an http endpoint, leave it out for throttling.defaultHttpEndpointConcurrency"`
 	Instances           int      `yaml:"instances,omitempty" json:"instances,omitempty"`
 	InstanceConcurrency int      `yaml:"instanceConcurrency,omitempty" json:"instanceConcurrency,omitempty" zero:"must be at least 1|leave it out for the endpoint's"`
 }

@@ -113,3 +113,78 @@ throttling:
 		}
 	}
 }
+
+// A bad endpoint is reported once, on its own field: the jobs of the
+// scenario are still checked against the queues the document defines, so
+// they do not each report a queue problem they do not have.
+func TestAnInvalidEndpointReportsOnlyItsOwnError(t *testing.T) {
+	for _, tc := range []struct {
+		name, doc, want string
+	}{
+		{"no queues: the default one", `
+endpoints:
+  - {name: det, type: serverless}
+jobs:
+  - {id: a, endpoint: det, tasks: [{name: t}]}
+  - {id: b, tasks: [{name: t}]}
+`, `line 3: endpoints[0].maxConcurrency: required for a serverless endpoint (its capacity, at least 1)`},
+		{"one queue", `
+queues: [{name: batch}]
+endpoints:
+  - {name: det, type: instance-backed, instances: -1}
+jobs:
+  - {id: a, endpoint: det, tasks: [{name: t}]}
+`, `line 4: endpoints[0].instances: must not be negative (got -1)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.doc))
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			if err.Error() != tc.want {
+				t.Errorf("error:\n%v\nwant only:\n%s", err, tc.want)
+			}
+		})
+	}
+	// A job's real queue problems are still reported beside it.
+	_, err := Parse([]byte(`
+queues: [{name: a}, {name: b}]
+endpoints: [{name: det, type: serverless}]
+jobs: [{id: j, queue: c, tasks: [{name: t}]}]
+`))
+	if err == nil || !strings.Contains(err.Error(), `jobs[0].queue: no queue "c" is defined`) {
+		t.Errorf("err = %v, want the job's unknown queue too", err)
+	}
+}
+
+// maxConcurrency: 0 is no capacity at all, which SageMaker refuses (1 to
+// 200): a written 0 is refused as such, not as "required".
+func TestServerlessMaxConcurrencyZeroIsRefusedAsZero(t *testing.T) {
+	for _, tc := range []struct {
+		name, doc, want string
+	}{
+		{"written 0", `
+endpoints: [{name: det, type: serverless, maxConcurrency: 0}]
+`, `line 2: endpoints[0].maxConcurrency: must be at least 1 (got 0): the endpoint's capacity in concurrent requests (SageMaker serverless: 1 to 200); on an http endpoint, leave it out for throttling.defaultHttpEndpointConcurrency`},
+		{"a variant's written 0", `
+endpoints: [{name: det, type: serverless, variants: [{name: v, maxConcurrency: 0}]}]
+`, `line 2: endpoints[0].variants[0].maxConcurrency: must be at least 1 (got 0)`},
+		{"an http endpoint's written 0", `
+endpoints: [{name: web, type: http, maxConcurrency: 0}]
+`, `line 2: endpoints[0].maxConcurrency: must be at least 1 (got 0)`},
+		{"left out", `
+endpoints: [{name: det, type: serverless}]
+`, `line 2: endpoints[0].maxConcurrency: required for a serverless endpoint (its capacity, at least 1)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.doc))
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Errorf("err = %v\nwant %q", err, tc.want)
+			}
+		})
+	}
+	s, err := Parse([]byte(`endpoints: [{name: det, type: serverless, maxConcurrency: 1}]`))
+	if err != nil || len(s.Config.Admission.Endpoints) != 1 {
+		t.Errorf("maxConcurrency 1: %v", err)
+	}
+}

@@ -120,12 +120,23 @@ func (f *File) check() (*Scenario, error) {
 		}
 		s.Start = t.UTC()
 	}
+	// Jobs are checked against the queues the document defines, not the
+	// engine configuration: when another part of the configuration is bad
+	// (an endpoint), config.Engine returns none, and every job would report
+	// a queue problem it does not have.
+	queueNames := []string{spec.DefaultQueue}
+	if len(f.Queues) > 0 {
+		queueNames = queueNames[:0]
+		for _, q := range f.Queues {
+			queueNames = append(queueNames, q.Name)
+		}
+	}
 	queues := map[string]bool{}
-	for _, q := range cfg.Queues {
-		queues[q.Name] = true
+	for _, name := range queueNames {
+		queues[name] = true
 	}
 	for name := range f.State.Queues {
-		if len(cfg.Queues) > 0 && !queues[name] {
+		if !queues[name] {
 			list = append(list, &model.FieldError{Path: "state.queues." + name, Msg: fmt.Sprintf("no queue %q is defined", name)})
 		}
 	}
@@ -158,13 +169,13 @@ func (f *File) check() (*Scenario, error) {
 			list = append(list, &model.FieldError{Path: path + ".count", Msg: fmt.Sprintf("must be at most %d (got %d)", MaxJobCopies, count)})
 			continue
 		}
-		if j.Queue == "" && len(cfg.Queues) == 1 {
-			j.Queue = cfg.Queues[0].Name
+		if j.Queue == "" && len(queueNames) == 1 {
+			j.Queue = queueNames[0]
 		}
 		switch {
 		case j.Queue == "":
 			list = append(list, &model.FieldError{Path: path + ".queue", Msg: "required when the scenario has several queues"})
-		case len(cfg.Queues) > 0 && !queues[j.Queue]:
+		case !queues[j.Queue]:
 			list = append(list, &model.FieldError{Path: path + ".queue", Msg: fmt.Sprintf("no queue %q is defined", j.Queue)})
 		}
 		if j.ID == "" {

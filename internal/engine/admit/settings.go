@@ -255,7 +255,7 @@ func capacityProblems(path string, t model.EndpointType, maxConc, instances, ins
 	switch t {
 	case model.EndpointServerless:
 		if maxConc == 0 {
-			add("maxConcurrency", "required for a serverless endpoint (its capacity)")
+			add("maxConcurrency", "required for a serverless endpoint (its capacity, at least 1)")
 		}
 		if instances != 0 {
 			add("instances", "only an instance-backed endpoint has instances")
