@@ -92,4 +92,12 @@ func TestSpreadOfScootsRebalanceCases(t *testing.T) {
 	if got := Spread(notEnough); got != 48 {
 		t.Errorf("Spread = %d, want 48", got)
 	}
+	// Below the threshold the cycle is an ordinary one, and Scoot's test
+	// expects the same starts as its Test_Class_Task_Start_Cnts case of
+	// these classes.
+	notEnough.Free = 10000 - 6230
+	want := []int{830, 1282, 641, 754, 76, 187, 0, 0}
+	if got := column(Distribute(notEnough), starts); !slices.Equal(got, want) {
+		t.Errorf("starts = %v, want %v", got, want)
+	}
 }
