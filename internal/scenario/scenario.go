@@ -125,10 +125,12 @@ func (f *File) check() (*Scenario, error) {
 	// (an endpoint), config.Engine returns none, and every job would report
 	// a queue problem it does not have.
 	queueNames := []string{spec.DefaultQueue}
+	policies := map[string]policy.Config{} // queue → its policy, to check its jobs
 	if len(f.Queues) > 0 {
 		queueNames = queueNames[:0]
 		for _, q := range f.Queues {
 			queueNames = append(queueNames, q.Name)
+			policies[q.Name] = q.Policy
 		}
 	}
 	queues := map[string]bool{}
@@ -189,6 +191,15 @@ func (f *File) check() (*Scenario, error) {
 		if err := f.CheckJobEndpoint(path, ex.Job); err != nil {
 			collect(err)
 			continue
+		}
+		// The queue's policy refuses what a server would refuse at
+		// submission (a priority outside its levels, an unknown SLA group,
+		// a share with a '*').
+		if pc, ok := policies[j.Queue]; ok {
+			if err := policy.CheckJob(pc, &ex.Job); err != nil {
+				list = append(list, model.FieldErrorOf(path, err))
+				continue
+			}
 		}
 		if len(ex.Running) > 0 && s.DeadLetter(ex.Job) != "" {
 			list = append(list, &model.FieldError{Path: path + ".inputs", Msg: "the job has running tasks, but an input is inaccessible: it would be dead-lettered"})

@@ -112,3 +112,27 @@ queues: [{name: q, policy: {kind: sla, sla: {groups: [{name: g, value: 1}], usag
 		}
 	})
 }
+
+// A scenario's jobs meet their queue's policy as a server's submissions do:
+// a job the policy cannot take is refused naming its field.
+func TestScenarioJobsAreCheckedByTheirQueuesPolicy(t *testing.T) {
+	for _, tc := range []struct {
+		name, doc, want string
+	}{
+		{"a share with a star", `
+queues: [{name: q, policy: {kind: fairshare, fairshare: {shares: [{share: "UserA*", weightFactor: 0.5}]}}}]
+jobs: [{id: a, share: "UserA*", tasks: [{name: t}]}]
+`, `line 3: jobs[0].share: "UserA*": a share identifier cannot contain '*'`},
+		{"a priority outside the levels", `
+queues: [{name: q, policy: {kind: priority}}]
+jobs: [{id: a, priority: 12, tasks: [{name: t}]}]
+`, `line 3: jobs[0].priority: 12 is outside levels 0-9`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.doc))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v\nwant %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -98,6 +98,17 @@ func checkShareName(name string) string {
 	return ""
 }
 
+// CheckJob implements policy.JobChecker: a job's share is an identifier,
+// never a prefix, so a '*' in it (which would read as a prefix entry of the
+// policy, and which AWS Batch's identifiers cannot hold) is refused at
+// submission. A nil c checks the same.
+func (c *Config) CheckJob(j *model.Job) error {
+	if strings.Contains(j.Share, "*") {
+		return model.Invalid("share", "%.40q: a share identifier cannot contain '*', which marks a prefix in a fairshare policy's shares", j.Share)
+	}
+	return nil
+}
+
 // Weight returns the share's weight factor, 1 when it was omitted.
 func (s ShareWeight) Weight() float64 {
 	if s.WeightFactor == nil {

@@ -1,8 +1,11 @@
 package fairshare
 
 import (
+	"errors"
 	"strings"
 	"testing"
+
+	"github.com/allot-sched/allot/internal/model"
 )
 
 // AWS Batch's share identifier prefixes: an entry ending in * sets the
@@ -70,5 +73,20 @@ func TestReservationCountsAPrefixEntryOnce(t *testing.T) {
 	}
 	if r := p.reserve(100, []string{"UserA1", "blue"}); r.held != 0 {
 		t.Errorf("with both entries active: held %d of 100, want 0", r.held)
+	}
+}
+
+// A job's share is an identifier, never a prefix: a '*' in it would read
+// as a prefix entry of the policy and is refused at submission.
+func TestAJobShareWithAStarIsRefused(t *testing.T) {
+	for _, cfg := range []*Config{nil, {Shares: []ShareWeight{{Share: "UserA*"}}}} {
+		err := cfg.CheckJob(&model.Job{ID: "j", Share: "UserA*"})
+		var fe *model.FieldError
+		if !errors.As(err, &fe) || fe.Path != "share" || !strings.Contains(fe.Msg, `"UserA*": a share identifier cannot contain '*'`) {
+			t.Errorf("CheckJob = %v, want a field error on share", err)
+		}
+		if err := cfg.CheckJob(&model.Job{ID: "j", Share: "UserA1"}); err != nil {
+			t.Errorf("CheckJob(UserA1) = %v", err)
+		}
 	}
 }
