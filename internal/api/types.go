@@ -66,7 +66,7 @@ const (
 	// (Error.Leader, LeaderHeader), or to another replica when none is
 	// known yet. Sending it again there is safe, whatever it is.
 	CodeNotLeader = "not_leader"
-	CodeInternal         = "internal"
+	CodeInternal  = "internal"
 )
 
 // Job is a job as the API shows it.
