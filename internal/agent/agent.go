@@ -468,6 +468,7 @@ func (a *Agent) leases(ctx context.Context) {
 		// What it holds confirms that the previous answer arrived: the
 		// server requeues what it sent and the worker never got.
 		holds := a.running()
+		server := a.c.BaseURL()
 		l, err := a.c.Lease(ctx, a.reg.Name, api.LeaseRequest{Wait: model.Duration(a.cfg.LeaseWait), Running: &holds})
 		switch {
 		case err == nil:
@@ -477,6 +478,11 @@ func (a *Agent) leases(ctx context.Context) {
 			return
 		case client.IsNotFound(err):
 			a.reregister(ctx, gen)
+			continue
+		case a.c.BaseURL() != server:
+			// The client left a server that did not answer for another
+			// of the cluster: try that one now, not after the backoff.
+			a.log.Warn("lease failed; trying the next server", "server", a.c.BaseURL(), "err", err)
 			continue
 		default:
 			d := bo.after(err)

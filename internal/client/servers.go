@@ -129,10 +129,22 @@ func (c *Client) round(ctx context.Context, r *request) (*http.Response, error) 
 // marks it resent.
 func (c *Client) elsewhere(ctx context.Context, i int64, r *request, err error) (int, bool) {
 	n := len(c.servers.bases)
-	if err == nil || n == 1 || ctx.Err() != nil {
+	if err == nil || n == 1 {
 		return 0, false
 	}
 	next := int((i + 1) % int64(n))
+	var answered *Error
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.As(err, &answered) {
+		// The server took the whole deadline without answering: it may be
+		// frozen, and its kernel still accepts connections. No time is
+		// left to send this request elsewhere, but the next one goes to
+		// the next server.
+		c.servers.cur.CompareAndSwap(i, int64(next))
+		return 0, false
+	}
+	if ctx.Err() != nil {
+		return 0, false
+	}
 	var e *Error
 	switch {
 	case errors.As(err, &e) && e.Code == api.CodeNotLeader:

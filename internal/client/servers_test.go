@@ -293,3 +293,40 @@ func TestResendableRequests(t *testing.T) {
 		}
 	}
 }
+
+// A server that accepts the connection but never answers (a frozen
+// process: its kernel still accepts) holds a request to its deadline;
+// the next request goes to the next server.
+func TestAServerSilentPastTheDeadlineIsLeftForTheNext(t *testing.T) {
+	release := make(chan struct{})
+	silent := newReplica(t, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	defer close(release)
+	lead := leader(t)
+	c := clientOf(t, silent.URL, lead.URL)
+	noPause(t, c)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := c.Jobs(ctx, JobFilter{}); err == nil {
+		t.Fatal("a silent server answered")
+	}
+	if c.BaseURL() != lead.URL {
+		t.Errorf("BaseURL = %q after a silent server, want the next one", c.BaseURL())
+	}
+	if _, err := c.Jobs(context.Background(), JobFilter{}); err != nil {
+		t.Errorf("the next request: %v", err)
+	}
+
+	// A caller that gives up (cancels) does not move the client.
+	c = clientOf(t, silent.URL, lead.URL)
+	ctx, cancel = context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	_, _ = c.Jobs(ctx, JobFilter{})
+	if c.BaseURL() != silent.URL {
+		t.Errorf("BaseURL = %q after a cancelled request, want it unchanged", c.BaseURL())
+	}
+}
