@@ -153,7 +153,7 @@ func yamlIDEdit(doc []byte) (idEdit, bool) {
 		}
 		e.text += strings.Repeat(" ", max(m.Column-1, 0)) + "id: " + e.id + "\n"
 	}
-	if !sameButID(doc, e.apply(doc), e.id) {
+	if !sameButID(&root, e.apply(doc), e.id) {
 		return idEdit{}, false
 	}
 	return e, true
@@ -172,12 +172,13 @@ func lineStart(doc []byte, n int) int {
 	return off
 }
 
-// sameButID reports whether out reads as one document, doc's with the
-// key id set to id: the check that adding the line changed nothing else
-// (a block scalar that keeps trailing lines, a document end marker).
-func sameButID(doc, out []byte, id string) bool {
+// sameButID reports whether out reads as one document, the one parsed
+// into root with the key id set to id: the check that adding the text
+// changed nothing else (a block scalar that keeps trailing lines, a
+// document end marker).
+func sameButID(root *yaml.Node, out []byte, id string) bool {
 	var before map[string]any
-	if yaml.Unmarshal(doc, &before) != nil || before == nil {
+	if root.Decode(&before) != nil || before == nil {
 		return false
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(out))

@@ -135,3 +135,24 @@ func TestBulkIDsNameEveryDocumentAndGiveTheLinesBack(t *testing.T) {
 		t.Errorf("NDJSON: %q %v %v", out, moves, all)
 	}
 }
+
+// BenchmarkWithJobID is what naming a job costs a submission on the
+// client: a JSON document that names its ID (allot bench's), one that
+// does not, and a YAML one that does not (parsed twice: once to find
+// where the ID goes, once to check the result).
+func BenchmarkWithJobID(b *testing.B) {
+	for _, bc := range []struct{ name, doc, contentType string }{
+		{"json-named", `{"id":"bench-1","tasks":[{"name":"t","count":1000,"run":"true"}]}`, "application/json"},
+		{"json", `{"tasks":[{"name":"t","count":1000,"run":"true"}]}`, "application/json"},
+		{"yaml", "queue: batch\nshare: research\ntasks:\n  - name: prep\n    run: ./prep.sh\n  - name: train\n    needs: [prep]\n    run: ./train.sh\n    resources: {cpu: 4, memory: 8Gi, gpus: 1}\n", "application/yaml"},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			doc := []byte(bc.doc)
+			for b.Loop() {
+				if _, _, ok := WithJobID(doc, bc.contentType); !ok {
+					b.Fatal("not named")
+				}
+			}
+		})
+	}
+}
