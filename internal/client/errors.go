@@ -128,7 +128,7 @@ func IsUnauthorized(err error) bool { return hasCode(err, api.CodeUnauthorized) 
 func IsForbidden(err error) bool { return hasCode(err, api.CodeForbidden) }
 
 // IsUnavailable reports whether the server (or a proxy before it) said it
-// cannot answer now, e.g. a follower without a leader.
+// cannot answer now, e.g. its loop is shutting down.
 func IsUnavailable(err error) bool { return hasCode(err, api.CodeUnavailable) }
 
 // IsNotLeader reports whether the server is a replica that does not lead
