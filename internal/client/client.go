@@ -249,8 +249,8 @@ func (c *Client) sendOnce(ctx context.Context, base string, r *request) (*http.R
 		if e.Code == api.CodeNotLeader && e.Leader == "" {
 			e.Leader = resp.Header.Get(api.LeaderHeader)
 		}
-		if resp.StatusCode/100 == 3 {
-			e.Location = resp.Header.Get("Location")
+		if loc, err := resp.Location(); err == nil && resp.StatusCode/100 == 3 {
+			e.Location = loc.String() // resolved against the request's URL
 			e.Message = fmt.Sprintf("the server redirects %s %s to %q; it is not followed (see docs/security.md)", r.method, r.path, e.Location)
 		}
 		return nil, e

@@ -330,3 +330,24 @@ func TestAServerSilentPastTheDeadlineIsLeftForTheNext(t *testing.T) {
 		t.Errorf("BaseURL = %q after a cancelled request, want it unchanged", c.BaseURL())
 	}
 }
+
+// A relative Location is resolved against the request's URL before it is
+// compared with the list.
+func TestARelativeRedirectIsResolvedBeforeItIsCompared(t *testing.T) {
+	srv := newReplica(t, func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/a/") {
+			w.Header().Set("Location", "/b/"+strings.TrimPrefix(r.URL.Path, "/a/"))
+			w.WriteHeader(http.StatusTemporaryRedirect)
+			return
+		}
+		_, _ = io.WriteString(w, `{"jobs":[]}`)
+	})
+	c := clientOf(t, srv.URL+"/a", srv.URL+"/b")
+	noPause(t, c)
+	if _, err := c.Jobs(context.Background(), JobFilter{}); err != nil {
+		t.Fatal(err)
+	}
+	if c.BaseURL() != srv.URL+"/b" {
+		t.Errorf("BaseURL = %q, want the server the redirect names", c.BaseURL())
+	}
+}
