@@ -14,7 +14,9 @@ var localPaths = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": 
 // but localPaths while Options.Leadership says this replica does not lead:
 // only the leader runs the loop that serves them. It runs after
 // authentication, so that only callers with a token learn where the leader
-// is. Without a Leadership the server always leads.
+// is (the dashboard's pages, which check tokens and cookies themselves,
+// get the answer without the leader). Without a Leadership the server
+// always leads.
 //
 // A follower that serves reads from the shared store, and forwards writes
 // and the worker protocol, narrows what it refuses here (docs/ha.md).
@@ -28,6 +30,12 @@ func (s *Server) leaderOnly(next http.Handler) http.Handler {
 			return
 		}
 		if leading, leader := s.opt.Leadership.Leader(); !leading {
+			if s.opt.Auth != nil && principal(r).Role == "" {
+				// The dashboard's pages authenticate themselves, after
+				// this: a caller not known yet is not told where the
+				// leader is.
+				leader = ""
+			}
 			s.fail(w, &api.NotLeaderError{Leader: leader})
 			return
 		}

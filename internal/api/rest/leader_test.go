@@ -1,12 +1,21 @@
 package rest
 
 import (
+	"context"
+	"encoding/json"
 	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/allot-sched/allot/internal/api"
+	"github.com/allot-sched/allot/internal/auth"
 	"github.com/allot-sched/allot/internal/spec"
+	"github.com/allot-sched/allot/internal/store/sqlite"
 )
 
 // switchLeadership is a Leadership a test flips.
@@ -76,5 +85,52 @@ func TestAReplicaThatDoesNotLeadNamesTheLeaderAndHandlesNothing(t *testing.T) {
 	status, eb, raw = call(t, srv, "GET", "/v1/jobs/j1", "", "")
 	if status != http.StatusOK || eb.Error.Code != "" {
 		t.Errorf("get j1: %d %s", status, raw)
+	}
+}
+
+// With authentication on, a caller without a valid token learns nothing
+// of the leader: the API answers 401, the dashboard's paths not_leader
+// without naming it; a caller with a token is told.
+func TestOnlyAuthenticatedCallersLearnWhereTheLeaderIs(t *testing.T) {
+	dir := t.TempDir()
+	st, err := sqlite.Open(filepath.Join(dir, "allot.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	file := filepath.Join(dir, auth.AdminTokenFile)
+	if _, _, err := auth.Bootstrap(context.Background(), st, file, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	secret, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &switchLeadership{leader: "http://leader.example:7070"}
+	// A replica that does not lead needs no loop to answer.
+	srv := httptest.NewServer(New(nil, Options{Auth: auth.NewAuthenticator(st, nil, 0), Leadership: l}).Handler())
+	t.Cleanup(srv.Close)
+	get := func(path, token string) (int, api.Error, http.Header) {
+		req, _ := http.NewRequest("GET", srv.URL+path, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var eb api.ErrorBody
+		_ = json.NewDecoder(resp.Body).Decode(&eb)
+		return resp.StatusCode, eb.Error, resp.Header
+	}
+	if status, e, h := get("/v1/jobs", ""); status != http.StatusUnauthorized || e.Leader != "" || h.Get(api.LeaderHeader) != "" {
+		t.Errorf("no token: %d %+v, want 401 naming no leader", status, e)
+	}
+	if status, e, h := get("/", ""); status != http.StatusServiceUnavailable || e.Code != api.CodeNotLeader || e.Leader != "" || h.Get(api.LeaderHeader) != "" {
+		t.Errorf("the dashboard without a token: %d %+v, want not_leader naming no leader", status, e)
+	}
+	if status, e, _ := get("/v1/jobs", strings.TrimSpace(string(secret))); status != http.StatusServiceUnavailable || e.Leader != l.leader {
+		t.Errorf("with a token: %d %+v, want not_leader naming the leader", status, e)
 	}
 }
