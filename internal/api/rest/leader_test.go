@@ -66,8 +66,8 @@ func TestAReplicaThatDoesNotLeadNamesTheLeaderAndHandlesNothing(t *testing.T) {
 		t.Errorf("%s header = %q, want %q", api.LeaderHeader, got, l.leader)
 	}
 	for _, path := range []string{"/healthz", "/readyz", "/openapi.json"} {
-		if status, _, raw := call(t, srv, "GET", path, "", ""); status != http.StatusOK {
-			t.Errorf("GET %s: %d %s, want 200: a follower that knows the leader is ready", path, status, raw)
+		if status, _, raw := call(t, srv, "GET", path, "", ""); status != http.StatusOK || strings.Contains(string(raw), "leader.example") {
+			t.Errorf("GET %s: %d %s, want 200 without the leader's URL: a follower that knows the leader is ready", path, status, raw)
 		}
 	}
 

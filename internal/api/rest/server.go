@@ -143,14 +143,15 @@ func (s *Server) handle(pattern string, h http.HandlerFunc) {
 // store refuses writes it is not ready, and says why.
 //
 // A replica that does not lead is ready while a leader is known: it sends
-// its callers there. Without one it answers not_leader.
+// its callers there. Without one it answers not_leader. /readyz takes no
+// token, so it does not say where the leader is.
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	if follower, leader := s.notLeading(); follower {
 		if leader == "" {
 			s.fail(w, &api.NotLeaderError{})
 			return
 		}
-		writeJSON(w, 200, map[string]string{"status": "ready", "leader": leader})
+		writeJSON(w, 200, map[string]string{"status": "ready", "role": "follower"})
 		return
 	}
 	if h := s.ctrl.StoreHealth(); h.Degraded {
