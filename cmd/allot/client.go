@@ -34,7 +34,8 @@ func (f *clientFlags) register(cmd *cobra.Command) {
 	if server == "" {
 		server = "http://" + defaultListen
 	}
-	cmd.PersistentFlags().StringVar(&f.server, "server", server, "server URL (env ALLOT_SERVER)")
+	cmd.PersistentFlags().StringVar(&f.server, "server", server,
+		"server URL, or the URLs of a cluster's replicas separated by commas: calls go to the leader (env ALLOT_SERVER)")
 	// The environment is read when the flag is not given, not as the flag's
 	// default: a default is printed by --help, and this one is a secret.
 	cmd.PersistentFlags().Var(&f.token, "token", "bearer token (env ALLOT_TOKEN)")

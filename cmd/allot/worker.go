@@ -31,7 +31,9 @@ func newWorkerCmd() *cobra.Command {
 		Long: `worker registers this machine with an Allot server (its CPUs, memory and GPUs,
 detected unless given), long-polls for tasks, runs each as a process, and
 reports how it ended. It keeps running tasks while the server is away and
-tells it what it still runs when it returns. Ctrl-C or SIGTERM stops the
+tells it what it still runs when it returns. Given the URLs of a cluster's
+replicas (comma-separated), it follows the leader at once when it changes
+and registers there with what it runs. Ctrl-C or SIGTERM stops the
 running tasks (SIGTERM, then SIGKILL after --grace) and reports them.
 
 The token comes from --token-file (readable by the agent's user only) or
@@ -42,7 +44,8 @@ Tasks die with the agent; a restarted agent kills what they left behind
 before it registers (see docs/agent.md).`,
 		Example: `  allot worker --server http://allot:7070 --token-file /etc/allot/worker.token
   ALLOT_TOKEN=$(cat worker.token) allot worker --server http://allot:7070 --slots 4 --label zone=eu-1 --gpus 2 --gpu-memory 80Gi
-  allot worker --server http://allot:7070 --token-file worker.token --run-as allot-task --allow-user 'svc-*'`,
+  allot worker --server http://allot:7070 --token-file worker.token --run-as allot-task --allow-user 'svc-*'
+  allot worker --server https://allot-1:7070,https://allot-2:7070,https://allot-3:7070 --token-file worker.token`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
@@ -112,7 +115,8 @@ before it registers (see docs/agent.md).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.Server, "server", os.Getenv("ALLOT_SERVER"), "server URL (env ALLOT_SERVER)")
+	f.StringVar(&cfg.Server, "server", os.Getenv("ALLOT_SERVER"),
+		"server URL, or the URLs of a cluster's replicas separated by commas: the worker follows the leader (env ALLOT_SERVER)")
 	f.StringVar(&token.file, "token-file", "", "file holding the bearer token with the worker role, readable by the agent's user only (mode 0600); else env ALLOT_TOKEN")
 	f.Var(&token.flag, "token", "bearer token with the worker role: visible to every user of the machine while the agent starts, use --token-file")
 	f.IntVar(&token.fd, "token-fd", 0, "descriptor to read the token from, then close")

@@ -45,7 +45,10 @@ const requestTimeout = 30 * time.Second
 // Config is how an agent runs. Zero fields take the defaults above, and
 // zero resources are detected on the machine.
 type Config struct {
-	// Server is the base URL of the API, e.g. http://allot:8080.
+	// Server is the base URL of the API, e.g. http://allot:8080, or the
+	// URLs of the replicas of a cluster, separated by commas: the agent
+	// moves at once to the leader, or the next one, on not_leader or a
+	// connection error, and registers there (docs/ha.md).
 	Server string
 	// Token is the bearer token (a worker role); empty for a development
 	// server without authentication.
@@ -126,6 +129,10 @@ type Agent struct {
 	// registers again only if nobody did since.
 	regMu sync.Mutex
 	gen   atomic.Uint64
+	// regServer is the server of the last successful registration: when
+	// the client moves to another (a failover), the agent registers
+	// there at once (followServer).
+	regServer atomic.Pointer[string]
 }
 
 // New checks cfg, fills its defaults and detects the machine's resources.
@@ -342,6 +349,8 @@ func (a *Agent) register(ctx context.Context, first bool) error {
 		_, err := a.c.Register(rctx, reg)
 		cancel()
 		if err == nil {
+			server := a.c.BaseURL()
+			a.regServer.Store(&server)
 			a.gen.Add(1)
 			a.log.Info("registered", "server", a.c.BaseURL(), "running", len(reg.Running),
 				"cpu", fmt.Sprintf("%dm", a.reg.Resources.CPU), "memoryMiB", int64(a.reg.Resources.Memory),
@@ -383,6 +392,27 @@ func (a *Agent) reregister(ctx context.Context, seen uint64) {
 	_ = a.register(ctx, false)
 }
 
+// followServer registers again, at once, when the client has moved to
+// another server of the cluster since the last registration (the leader
+// changed): the new leader learns what the worker runs now, and keeps
+// those tasks, instead of waiting for a heartbeat to find the worker
+// unknown. The registration carries the running attempts, as after a
+// server restart.
+func (a *Agent) followServer(ctx context.Context) {
+	reg := a.regServer.Load()
+	if reg == nil || *reg == a.c.BaseURL() {
+		return
+	}
+	gen := a.generation()
+	a.regMu.Lock()
+	defer a.regMu.Unlock()
+	if a.generation() != gen {
+		return // registered meanwhile
+	}
+	a.log.Info("the server changed; registering there", "from", *reg, "to", a.c.BaseURL())
+	_ = a.register(ctx, false)
+}
+
 // heartbeats tells the server the worker is alive every HeartbeatEvery.
 func (a *Agent) heartbeats(ctx context.Context) {
 	t := time.NewTicker(a.cfg.HeartbeatEvery)
@@ -398,6 +428,7 @@ func (a *Agent) heartbeats(ctx context.Context) {
 		rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 		err := a.c.HeartbeatCache(rctx, a.reg.Name, a.cfg.Cache)
 		cancel()
+		a.followServer(ctx)
 		switch {
 		case err == nil:
 			if down {
@@ -429,11 +460,15 @@ func (a *Agent) leases(ctx context.Context) {
 	minGap := min(time.Second, a.cfg.LeaseWait)
 	failing := false
 	for ctx.Err() == nil {
+		// After a lease from a new server is applied, not before: the
+		// registration then lists what it gave.
+		a.followServer(ctx)
 		start := time.Now()
 		gen := a.generation()
 		// What it holds confirms that the previous answer arrived: the
 		// server requeues what it sent and the worker never got.
 		holds := a.running()
+		server := a.c.BaseURL()
 		l, err := a.c.Lease(ctx, a.reg.Name, api.LeaseRequest{Wait: model.Duration(a.cfg.LeaseWait), Running: &holds})
 		switch {
 		case err == nil:
@@ -443,6 +478,11 @@ func (a *Agent) leases(ctx context.Context) {
 			return
 		case client.IsNotFound(err):
 			a.reregister(ctx, gen)
+			continue
+		case a.c.BaseURL() != server:
+			// The client left a server that did not answer for another
+			// of the cluster: try that one now, not after the backoff.
+			a.log.Warn("lease failed; trying the next server", "server", a.c.BaseURL(), "err", err)
 			continue
 		default:
 			d := bo.after(err)

@@ -87,6 +87,13 @@ type fakeServer struct {
 }
 
 func newFakeServer(t *testing.T) (*fakeServer, string) {
+	fs, srv := newFakeHTTPServer(t)
+	return fs, srv.URL
+}
+
+// newFakeHTTPServer is newFakeServer with its server, for a test that
+// stops it.
+func newFakeHTTPServer(t *testing.T) (*fakeServer, *httptest.Server) {
 	fs := &fakeServer{known: map[string]bool{}, leaseWake: make(chan struct{}, 1), secrets: map[api.Attempt]string{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/workers", fs.register)
@@ -95,7 +102,7 @@ func newFakeServer(t *testing.T) (*fakeServer, string) {
 	mux.HandleFunc("POST /v1/workers/{name}/heartbeat", fs.heartbeat)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	return fs, srv.URL
+	return fs, srv
 }
 
 func fail(w http.ResponseWriter, status int, code, msg string) {

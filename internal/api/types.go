@@ -24,6 +24,22 @@ type Error struct {
 	Field   string              `json:"field,omitempty"`
 	Line    int                 `json:"line,omitempty"`
 	Details []*model.FieldError `json:"details,omitempty"`
+	// Leader is set on a not_leader answer: the API URL of the replica
+	// that leads, where the request should go; empty while no leader is
+	// known (an election is under way). The LeaderHeader carries it too.
+	Leader string `json:"leader,omitempty"`
+	// Duplicate is set on a conflict answer to a submission whose job ID
+	// is taken by a job the same caller submitted with the same spec: the
+	// earlier submission was stored, so a caller that sent it again
+	// because the first answer was lost has succeeded (docs/ha.md).
+	Duplicate *Duplicate `json:"duplicate,omitempty"`
+}
+
+// Duplicate names the job an identical earlier submission stored, and
+// its state ("dead_lettered" for a job on the dead-letter list).
+type Duplicate struct {
+	ID    string `json:"id"`
+	State string `json:"state"`
 }
 
 // Error codes.
@@ -45,7 +61,12 @@ const (
 	// read-only or failing file system); the change was not applied, and
 	// the same request may be sent again later.
 	CodeStoreUnavailable = "store_unavailable"
-	CodeInternal         = "internal"
+	// CodeNotLeader (503) is a request made to a replica that does not
+	// lead: it was not handled, and goes to the leader the answer names
+	// (Error.Leader, LeaderHeader), or to another replica when none is
+	// known yet. Sending it again there is safe, whatever it is.
+	CodeNotLeader = "not_leader"
+	CodeInternal  = "internal"
 )
 
 // Job is a job as the API shows it.

@@ -14,6 +14,13 @@
 // server is at a connection limit), so it is sent again, whatever its
 // method, after the server's Retry-After and a growing, jittered delay, a
 // few times (WithOverloadRetries) and while the context allows.
+//
+// A client may know several servers, the replicas of one cluster
+// (servers.go): requests go to one of them, and move at once to the leader
+// a not_leader answer names, or to the next server, on not_leader or a
+// connection error; only a whole round of failures reaches the caller.
+// The token goes only to the servers given, never to a URL a server or a
+// redirect names (docs/security.md).
 package client
 
 import (
@@ -27,18 +34,19 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/allot-sched/allot/internal/api"
 )
 
-// Client calls one Allot server. It is safe for concurrent use.
+// Client calls an Allot server, or the replicas of a cluster of them. It
+// is safe for concurrent use.
 type Client struct {
-	base  string // scheme://host[/prefix], without a trailing slash
-	token string
-	hc    *http.Client
+	servers servers
+	token   string
+	hc      *http.Client
 	// leaseSlack is added to a lease's wait to make its request deadline.
 	leaseSlack time.Duration
 	// reconnectMin and reconnectMax bound the delay before FollowEvents
@@ -103,18 +111,16 @@ func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc
 func WithOverloadRetries(n int) Option { return func(c *Client) { c.overloadRetries = max(n, 0) } }
 
 // New returns a client of the server at baseURL, e.g. "http://allot:8080"
-// or "https://example.com/allot" (a path prefix is kept).
+// or "https://example.com/allot" (a path prefix is kept), or of the
+// replicas of a cluster: several URLs separated by commas
+// ("http://a:7070,http://b:7070,http://c:7070"), tried in that order.
 func New(baseURL string, opts ...Option) (*Client, error) {
-	u, err := url.Parse(strings.TrimSpace(baseURL))
+	list, err := parseServers(baseURL)
 	if err != nil {
-		return nil, fmt.Errorf("server URL %q: %w", baseURL, err)
+		return nil, err
 	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("server URL %q: want http://HOST[:PORT] or https://HOST[:PORT]", baseURL)
-	}
-	u.RawQuery, u.Fragment = "", ""
 	c := &Client{
-		base:            strings.TrimRight(u.String(), "/"),
+		servers:         servers{bases: list},
 		hc:              &http.Client{Transport: newTransport()},
 		leaseSlack:      10 * time.Second,
 		reconnectMin:    time.Second,
@@ -126,11 +132,21 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	for _, o := range opts {
 		o(c)
 	}
+	// Redirects are not followed: Go would follow one to another host
+	// without the token, or with it to a host nobody configured. A
+	// redirect answer is an error, or a move to a configured server.
+	hc := *c.hc
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	c.hc = &hc
 	return c, nil
 }
 
-// BaseURL returns the server URL the client calls.
-func (c *Client) BaseURL() string { return c.base }
+// BaseURL returns the URL of the server the client calls now: the one
+// that answered last, of those given to New.
+func (c *Client) BaseURL() string { return c.servers.current() }
+
+// Servers returns the server URLs given to New, in their order.
+func (c *Client) Servers() []string { return slices.Clone(c.servers.bases) }
 
 // request is one API call.
 type request struct {
@@ -140,16 +156,27 @@ type request struct {
 	body        []byte
 	contentType string
 	header      http.Header
+	// resendable says the request may be sent again after a connection
+	// broke under it, when the server may have handled it: it changes
+	// nothing the second time (GET, PUT, the worker protocol), or it is a
+	// submission whose jobs all carry IDs (a second one is a duplicate).
+	resendable bool
+	// resent is set by send when it sent the request again after such a
+	// break: the first may have been handled.
+	resent bool
 }
 
 // send performs r and returns the answer when its status is 2xx; any other
-// status becomes *Error. An overloaded answer is retried (see the package
+// status becomes *Error. A not_leader answer or a connection error moves
+// to another server (round); an overloaded answer, or a round in which no
+// server knew a leader, is retried after a delay (see the package
 // documentation). The caller closes the body.
-func (c *Client) send(ctx context.Context, r request) (*http.Response, error) {
+func (c *Client) send(ctx context.Context, r *request) (*http.Response, error) {
 	for attempt := 0; ; attempt++ {
-		resp, err := c.sendOnce(ctx, r)
+		resp, err := c.round(ctx, r)
 		var e *Error
-		if err == nil || attempt >= c.overloadRetries || !errors.As(err, &e) || e.Code != api.CodeOverloaded {
+		if err == nil || attempt >= c.overloadRetries || !errors.As(err, &e) ||
+			(e.Code != api.CodeOverloaded && (e.Code != api.CodeNotLeader || len(c.servers.bases) == 1)) {
 			return resp, err
 		}
 		d := overloadDelay(e.RetryAfter, attempt)
@@ -184,9 +211,9 @@ func pause(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// sendOnce performs r once.
-func (c *Client) sendOnce(ctx context.Context, r request) (*http.Response, error) {
-	u := c.base + r.path
+// sendOnce performs r once, on the server at base.
+func (c *Client) sendOnce(ctx context.Context, base string, r *request) (*http.Response, error) {
+	u := base + r.path
 	if len(r.query) > 0 {
 		u += "?" + r.query.Encode()
 	}
@@ -219,6 +246,13 @@ func (c *Client) sendOnce(ctx context.Context, r request) (*http.Response, error
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		e := decodeError(resp.StatusCode, b)
 		e.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		if e.Code == api.CodeNotLeader && e.Leader == "" {
+			e.Leader = resp.Header.Get(api.LeaderHeader)
+		}
+		if loc, err := resp.Location(); err == nil && resp.StatusCode/100 == 3 {
+			e.Location = loc.String() // resolved against the request's URL
+			e.Message = fmt.Sprintf("the server redirects %s %s to %q; it is not followed (see docs/security.md)", r.method, r.path, e.Location)
+		}
 		return nil, e
 	}
 	return resp, nil
@@ -226,10 +260,16 @@ func (c *Client) sendOnce(ctx context.Context, r request) (*http.Response, error
 
 // do performs r and decodes a JSON answer into out (nil: ignore the body).
 func (c *Client) do(ctx context.Context, r request, out any) error {
-	resp, err := c.send(ctx, r)
+	resp, err := c.send(ctx, &r)
 	if err != nil {
 		return err
 	}
+	return c.decode(resp, &r, out)
+}
+
+// decode reads the JSON answer to r into out (nil: ignore the body) and
+// closes it.
+func (c *Client) decode(resp *http.Response, r *request, out any) error {
 	defer resp.Body.Close()
 	if out != nil && resp.StatusCode != http.StatusNoContent {
 		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
@@ -242,7 +282,7 @@ func (c *Client) do(ctx context.Context, r request, out any) error {
 
 // doJSON sends in as a JSON body (nil: no body).
 func (c *Client) doJSON(ctx context.Context, method, path string, in, out any) error {
-	r := request{method: method, path: path}
+	r := request{method: method, path: path, resendable: resendable(method, path)}
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
@@ -263,6 +303,11 @@ func callJSON[T any](ctx context.Context, c *Client, method, path string, in any
 // SubmitJob submits a job spec as written by a user: YAML or JSON. An empty
 // contentType is guessed from the first character (a JSON object starts
 // with '{').
+//
+// A spec that names no job ID gets one from the client (WithJobID), so
+// that the submission can be sent again when the connection breaks under
+// it (a failover): a duplicate answer to that second sending is the job
+// the first one stored, and is returned as success.
 func (c *Client) SubmitJob(ctx context.Context, body []byte, contentType string) (api.Job, error) {
 	if contentType == "" {
 		contentType = "application/yaml"
@@ -270,9 +315,36 @@ func (c *Client) SubmitJob(ctx context.Context, body []byte, contentType string)
 			contentType = "application/json"
 		}
 	}
+	body, _, named := WithJobID(body, contentType)
+	r := request{method: http.MethodPost, path: "/v1/jobs", body: body, contentType: contentType, resendable: named}
+	resp, err := c.send(ctx, &r)
+	if err != nil {
+		if d := duplicateOf(err); d != nil && r.resent {
+			return c.storedJob(ctx, *d), nil
+		}
+		return api.Job{}, err
+	}
 	var j api.Job
-	err := c.do(ctx, request{method: http.MethodPost, path: "/v1/jobs", body: body, contentType: contentType}, &j)
+	err = c.decode(resp, &r, &j)
 	return j, err
+}
+
+// duplicateOf returns what a duplicate answer names, or nil.
+func duplicateOf(err error) *api.Duplicate {
+	var e *Error
+	if errors.As(err, &e) && e.Code == api.CodeConflict && e.Duplicate != nil {
+		return e.Duplicate
+	}
+	return nil
+}
+
+// storedJob returns the job a duplicate answer names, as the server has
+// it; if it cannot be read now, its ID and state.
+func (c *Client) storedJob(ctx context.Context, d api.Duplicate) api.Job {
+	if j, err := c.Job(ctx, d.ID); err == nil {
+		return j
+	}
+	return api.Job{ID: d.ID, State: d.State}
 }
 
 // SubmitJobs submits many job specs in one call (POST /v1/jobs/bulk):
@@ -280,10 +352,40 @@ func (c *Client) SubmitJob(ctx context.Context, body []byte, contentType string)
 // separated by ---) or NDJSON ("application/x-ndjson"). The answer has one
 // result per document, in order; a refused job is a result, not an error.
 // At most api.MaxBulkJobs documents go in one call.
+//
+// As SubmitJob, it gives every document that names no job ID one
+// (bulkIDs), so that the call can be sent again when the connection
+// breaks under it; a document then answered as a duplicate of what the
+// first call stored is a result of that job (created or dead-lettered).
+// Lines in the answer's errors are lines of body as given.
 func (c *Client) SubmitJobs(ctx context.Context, body []byte, contentType string) (api.BulkResults, error) {
+	sent, moves, named := bulkIDs(body, contentType)
+	r := request{method: http.MethodPost, path: "/v1/jobs/bulk", body: sent, contentType: contentType, resendable: named}
+	resp, err := c.send(ctx, &r)
+	if err != nil {
+		return api.BulkResults{}, err
+	}
 	var out api.BulkResults
-	err := c.do(ctx, request{method: http.MethodPost, path: "/v1/jobs/bulk", body: body, contentType: contentType}, &out)
-	return out, err
+	if err := c.decode(resp, &r, &out); err != nil {
+		return out, err
+	}
+	for i := range out.Results {
+		res := &out.Results[i]
+		if res.Error == nil {
+			continue
+		}
+		if d := res.Error.Duplicate; d != nil && r.resent {
+			res.ID, res.Status, res.Error = d.ID, api.BulkCreated, nil
+			if d.State == api.AdmissionDeadLettered {
+				res.Status = api.BulkDeadLettered
+			}
+			continue
+		}
+		if res.Index >= 0 && res.Index < len(moves) {
+			shiftErrorLines(res.Error, -moves[res.Index])
+		}
+	}
+	return out, nil
 }
 
 // Job returns a job with its tasks and the reasons they wait.

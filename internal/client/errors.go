@@ -26,6 +26,9 @@ type Error struct {
 	// RetryAfter is the server's Retry-After: how long to wait before
 	// sending the request again (an overloaded answer); 0 if none.
 	RetryAfter time.Duration
+	// Location is where a redirect answer (3xx) points; the client does
+	// not follow it (docs/security.md).
+	Location string
 }
 
 func (e *Error) Error() string {
@@ -125,8 +128,12 @@ func IsUnauthorized(err error) bool { return hasCode(err, api.CodeUnauthorized) 
 func IsForbidden(err error) bool { return hasCode(err, api.CodeForbidden) }
 
 // IsUnavailable reports whether the server (or a proxy before it) said it
-// cannot answer now, e.g. a follower without a leader.
+// cannot answer now, e.g. its loop is shutting down.
 func IsUnavailable(err error) bool { return hasCode(err, api.CodeUnavailable) }
+
+// IsNotLeader reports whether the server is a replica that does not lead
+// and did not handle the request; NotLeader names the leader.
+func IsNotLeader(err error) bool { return hasCode(err, api.CodeNotLeader) }
 
 // IsOverloaded reports whether the server refused the request at a
 // connection limit, without handling it: it may be sent again after

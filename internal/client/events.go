@@ -108,7 +108,7 @@ func (f *follower) session(ctx context.Context) (int, error) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	resp, err := f.c.send(ctx, request{method: http.MethodGet, path: "/v1/events", query: q, header: h})
+	resp, err := f.c.send(ctx, &request{method: http.MethodGet, path: "/v1/events", query: q, header: h, resendable: true})
 	if err != nil {
 		return 0, err
 	}

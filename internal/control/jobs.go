@@ -232,7 +232,7 @@ func (c *Controller) submit(ctx context.Context, t *txn, js spec.Job, submitter,
 		js.ID = newJobID(t.now)
 	}
 	if err := c.idFree(ctx, js.ID); err != nil {
-		return nil, err
+		return nil, c.duplicateOf(ctx, err, js, submitter)
 	}
 	lj, err := newLiveJob(js, t.now)
 	if err != nil {

@@ -48,6 +48,22 @@ var errorKinds = []errorKind{
 		e.Message, e.Field = d.Message, d.Field
 		return true
 	}},
+	{status: http.StatusServiceUnavailable, code: api.CodeNotLeader, match: func(err error, e *api.Error) bool {
+		var nl *api.NotLeaderError
+		if !errors.As(err, &nl) {
+			return false
+		}
+		e.Message, e.Leader = nl.Error(), nl.Leader
+		return true
+	}},
+	{status: http.StatusConflict, code: api.CodeConflict, match: func(err error, e *api.Error) bool {
+		var dup *control.DuplicateError
+		if !errors.As(err, &dup) {
+			return false
+		}
+		e.Message, e.Field, e.Duplicate = dup.Error(), "id", &api.Duplicate{ID: dup.ID, State: dup.State}
+		return true
+	}},
 	{status: http.StatusConflict, code: api.CodeConflict, match: func(err error, e *api.Error) bool {
 		var taken *control.IDTakenError
 		if !errors.As(err, &taken) {
@@ -114,6 +130,9 @@ func (s *Server) fail(w http.ResponseWriter, err error) {
 	}
 	if k.retryAfter != nil {
 		w.Header().Set("Retry-After", k.retryAfter())
+	}
+	if e.Leader != "" {
+		w.Header().Set(api.LeaderHeader, e.Leader)
 	}
 	writeError(w, k.status, e)
 }

@@ -49,6 +49,8 @@ func TestErrorsAreAnsweredWithTheirStatusCodeAndField(t *testing.T) {
 			http.StatusBadRequest, api.CodeInvalid, "endpoint"},
 		{"a refusal of auth", &auth.Denied{Message: "no", Field: "queue"}, http.StatusForbidden, api.CodeForbidden, "queue"},
 		{"a taken id", &control.IDTakenError{ID: "j1"}, http.StatusConflict, api.CodeConflict, "id"},
+		{"a duplicate submission", &control.DuplicateError{IDTakenError: control.IDTakenError{ID: "j1"}, State: "running"}, http.StatusConflict, api.CodeConflict, "id"},
+		{"not the leader", fmt.Errorf("lease: %w", &api.NotLeaderError{Leader: "http://b:7070"}), http.StatusServiceUnavailable, api.CodeNotLeader, ""},
 		{"not found", fmt.Errorf("%w: job %q", control.ErrNotFound, "x"), http.StatusNotFound, api.CodeNotFound, ""},
 		{"conflict", fmt.Errorf("%w: ended", control.ErrConflict), http.StatusConflict, api.CodeConflict, ""},
 		{"forbidden", control.ErrForbidden, http.StatusForbidden, api.CodeForbidden, ""},
@@ -93,5 +95,16 @@ func TestRefusalsThatMayBeRetriedSayWhen(t *testing.T) {
 		if _, _, h := failWith(t, s, err); h.Get("Retry-After") == "" {
 			t.Errorf("%v: no Retry-After", err)
 		}
+	}
+}
+
+func TestANotLeaderAnswerNamesTheLeaderInItsBodyAndHeader(t *testing.T) {
+	s := &Server{opt: Options{Logger: slog.New(slog.DiscardHandler)}}
+	status, e, h := failWith(t, s, &api.NotLeaderError{Leader: "https://b.example:7070"})
+	if status != http.StatusServiceUnavailable || e.Leader != "https://b.example:7070" || h.Get(api.LeaderHeader) != e.Leader {
+		t.Errorf("answer %d %+v, header %q: want 503 naming the leader in both", status, e, h.Get(api.LeaderHeader))
+	}
+	if _, e, h := failWith(t, s, &api.NotLeaderError{}); e.Leader != "" || h.Get(api.LeaderHeader) != "" {
+		t.Errorf("no leader known: %+v %v, want neither body nor header to name one", e, h)
 	}
 }

@@ -143,8 +143,10 @@ func TestConflictForATakenIDSaysNothingAboutItsJob(t *testing.T) {
 	s.must(t, 201, alice.Secret, "POST", "/v1/jobs", jobDoc("ended", "share: research"), nil)
 	s.must(t, 200, alice.Secret, "POST", "/v1/jobs/ended/cancel", "", nil)
 
-	// The same ID from its owner and from another team: one answer.
-	_, _, own, ownHeader := s.as(t, alice.Secret, "POST", "/v1/jobs", doc("taken", "research"))
+	// The same ID from its owner (with another body: the same body is a
+	// duplicate, TestASubmissionSentAgainIsADuplicateOnlyForTheSameBodyAndCaller)
+	// and from another team: one answer.
+	_, _, own, ownHeader := s.as(t, alice.Secret, "POST", "/v1/jobs", "id: taken\nqueue: batch\nshare: research\ntasks: [{name: x, run: 'sleep 61'}]\n")
 	status, eb, other, otherHeader := s.as(t, bob.Secret, "POST", "/v1/jobs", doc("taken", "ops"))
 	if status != 409 || eb.Error.Code != api.CodeConflict || eb.Error.Field != "id" {
 		t.Fatalf("another team's ID: %d %s, want 409 conflict naming id", status, other)

@@ -45,6 +45,11 @@ type Options struct {
 	// read an answer; zero fields take the defaults. The http.Server
 	// applies Idle and Header.
 	Timeouts Timeouts
+	// Leadership, when set, says whether this replica leads a cluster of
+	// servers on one store; while it does not, the API answers
+	// not_leader with the leader's URL (leaderOnly). Nil: this server
+	// always leads (a single server).
+	Leadership api.Leadership
 }
 
 // Server serves the API.
@@ -73,7 +78,7 @@ func New(ctrl Controller, opt Options) *Server {
 	opt.Timeouts = opt.Timeouts.WithDefaults()
 	s := &Server{ctrl: ctrl, opt: opt, mux: http.NewServeMux()}
 	s.routes()
-	s.handler = s.observe(s.admitReserved(s.deadlines(s.authenticate(s.identify(s.mux)))))
+	s.handler = s.observe(s.admitReserved(s.deadlines(s.authenticate(s.identify(s.leaderOnly(s.mux))))))
 	return s
 }
 
@@ -136,7 +141,19 @@ func (s *Server) handle(pattern string, h http.HandlerFunc) {
 
 // ready answers /readyz: ready once the loop answers a round trip. While the
 // store refuses writes it is not ready, and says why.
+//
+// A replica that does not lead is ready while a leader is known: it sends
+// its callers there. Without one it answers not_leader. /readyz takes no
+// token, so it does not say where the leader is.
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
+	if follower, leader := s.notLeading(); follower {
+		if leader == "" {
+			s.fail(w, &api.NotLeaderError{})
+			return
+		}
+		writeJSON(w, 200, map[string]string{"status": "ready", "role": "follower"})
+		return
+	}
 	if h := s.ctrl.StoreHealth(); h.Degraded {
 		storeUnavailable(w, fmt.Sprintf("not ready: the store refuses writes since %s: %s; changes are refused until it takes them again, reads go on",
 			h.Since.Format(time.RFC3339), h.Cause))
