@@ -2,7 +2,6 @@ package client
 
 import (
 	"bytes"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,29 +26,9 @@ import (
 // client gives every job document that names no ID one before sending it,
 // and keeps the server's own naming for callers that send none.
 
-// idAlphabet is the alphabet of a job ID's random part: digits and lower
-// case letters without i, l, o and u, as the server's.
-const idAlphabet = "0123456789abcdefghjkmnpqrstvwxyz"
-
-// NewJobID returns a new job ID: "job-", the UTC time to the second, and
-// ten random characters (50 bits), so that the many jobs of one bulk
-// submission made in the same second do not meet.
-func NewJobID(now time.Time) string {
-	var b [10]byte
-	_, _ = rand.Read(b[:])
-	var s strings.Builder
-	s.WriteString("job-")
-	s.WriteString(now.UTC().Format("20060102-150405"))
-	s.WriteByte('-')
-	for _, x := range b {
-		s.WriteByte(idAlphabet[x%32])
-	}
-	return s.String()
-}
-
 // WithJobID returns a job document (YAML or JSON, one job) that names its
 // job ID, and that ID: doc itself when it names one, else doc with a new
-// ID (NewJobID) added where it moves no line of the document: in a JSON
+// ID (spec.NewJobID) added where it moves no line of the document: in a JSON
 // object or a YAML flow mapping right after its opening brace, after the
 // last line of a YAML block mapping. ok is false when doc is not one job
 // mapping it can read, names an ID that is not a non-empty string, or
@@ -104,7 +83,7 @@ func jsonIDEdit(doc []byte) (idEdit, bool) {
 		}
 		return idEdit{id: id}, true
 	}
-	id := NewJobID(time.Now())
+	id := spec.NewJobID(time.Now())
 	field := `"id":"` + id + `"`
 	if len(m) > 0 {
 		field += ","
@@ -130,7 +109,7 @@ func yamlIDEdit(doc []byte) (idEdit, bool) {
 			return idEdit{id: v.Value}, true
 		}
 	}
-	e := idEdit{id: NewJobID(time.Now())}
+	e := idEdit{id: spec.NewJobID(time.Now())}
 	if m.Style&yaml.FlowStyle != 0 {
 		// Right after the mapping's opening brace, on its line.
 		start := lineStart(doc, m.Line)

@@ -4,7 +4,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -12,21 +11,8 @@ import (
 	"github.com/allot-sched/allot/internal/model"
 )
 
+// clientID is the form of the IDs the client adds (spec.NewJobID).
 var clientID = regexp.MustCompile(`^job-\d{8}-\d{6}-[0-9a-hjkmnp-tv-z]{10}$`)
-
-func TestNewJobIDsAreValidNamesAndDiffer(t *testing.T) {
-	seen := map[string]bool{}
-	for range 1000 {
-		id := NewJobID(time.Date(2026, 11, 25, 16, 40, 0, 0, time.UTC))
-		if !clientID.MatchString(id) || !model.ValidName(id) {
-			t.Fatalf("%q is not a valid job ID of the client's form", id)
-		}
-		if seen[id] {
-			t.Fatalf("%q made twice in 1000 IDs of the same second", id)
-		}
-		seen[id] = true
-	}
-}
 
 // A document that names no ID gets one where no line of it moves; one
 // that names its ID is sent as it is; one the client cannot safely add to

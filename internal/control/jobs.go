@@ -2,7 +2,6 @@ package control
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -228,10 +227,17 @@ func (c *Controller) submit(ctx context.Context, t *txn, js spec.Job, submitter,
 	if js.Queue == "" {
 		js.Queue = c.defaultQueue()
 	}
-	if js.ID == "" {
-		js.ID = newJobID(t.now)
+	named := js.ID == ""
+	if named {
+		js.ID = spec.NewJobID(t.now)
 	}
-	if err := c.idFree(ctx, js.ID); err != nil {
+	err := c.idFree(ctx, js.ID)
+	for tries := 0; err != nil && named && tries < 3; tries++ {
+		// A name of our own that is taken is no conflict of the caller's.
+		js.ID = spec.NewJobID(t.now)
+		err = c.idFree(ctx, js.ID)
+	}
+	if err != nil {
 		return nil, c.duplicateOf(ctx, err, js, submitter)
 	}
 	lj, err := newLiveJob(js, t.now)
@@ -313,17 +319,6 @@ func newLiveJob(js spec.Job, submitted time.Time) (*liveJob, error) {
 		}
 	}
 	return lj, nil
-}
-
-func newJobID(now time.Time) string {
-	var b [5]byte
-	_, _ = rand.Read(b[:])
-	const alphabet = "0123456789abcdefghjkmnpqrstvwxyz"
-	var s strings.Builder
-	for _, x := range b {
-		s.WriteByte(alphabet[x%32])
-	}
-	return "job-" + now.Format("20060102-150405") + "-" + s.String()
 }
 
 // Cancel cancels a job: waiting tasks end, running ones are stopped.
