@@ -44,6 +44,9 @@ const (
 type Dir struct {
 	path string
 	lock *os.File
+	// store is the URL of a store outside the directory (PostgreSQL);
+	// empty for the SQLite database in it.
+	store string
 }
 
 // Open prepares the data directory at path for a server: it creates it
@@ -77,6 +80,40 @@ func Open(path string, log *slog.Logger) (*Dir, error) {
 		d.Close()
 		return nil, err
 	}
+	return d, nil
+}
+
+// OpenLocal prepares the data directory of a server whose store is the
+// database storeURL names (PostgreSQL), not a file in the directory: the
+// directory then keeps only the server's local files, its lock and the
+// first admin token. It is created, checked and locked as by Open, and
+// those files are kept owner-only; there is no database file to create or
+// to miss.
+func OpenLocal(path, storeURL string, log *slog.Logger) (*Dir, error) {
+	if storeURL == "" {
+		return nil, errors.New("datadir: OpenLocal without a store URL")
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	if err := os.MkdirAll(path, dirMode); err != nil {
+		if why, ok := readOnly(err); ok {
+			return nil, &ReadOnlyError{Path: path, Dir: true, Why: why, Err: err}
+		}
+		return nil, fmt.Errorf("data directory %s: %w", path, err)
+	}
+	if err := checkWritable(path); err != nil {
+		return nil, err
+	}
+	lock, err := lockDir(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := writePID(lock); err != nil {
+		log.Warn("could not record this server's PID in the lock file", "path", lock.Name(), "err", err)
+	}
+	d := &Dir{path: path, lock: lock, store: storeURL}
+	d.tighten(log)
 	return d, nil
 }
 
@@ -231,8 +268,14 @@ func (d *Dir) createDatabase() error {
 	return f.Close()
 }
 
-// StoreURL is the URL of the directory's store, for store.Open.
-func (d *Dir) StoreURL() string { return sqlite.URL(d.Database()) }
+// StoreURL is the URL of the directory's store, for store.Open: the
+// SQLite file in it, or the database OpenLocal was given.
+func (d *Dir) StoreURL() string {
+	if d.store != "" {
+		return d.store
+	}
+	return sqlite.URL(d.Database())
+}
 
 // OpenStore opens the store of the directory (store.Open on StoreURL). A
 // damaged file is refused with the steps that bring the state back; a file
@@ -242,6 +285,11 @@ func (d *Dir) OpenStore(ctx context.Context) (store.Store, error) {
 	switch {
 	case err == nil:
 		return st, nil
+	case d.store != "" && errors.Is(err, store.ErrUnavailable):
+		return nil, fmt.Errorf("%w\n\nThe store cannot be reached: %s. Check that PostgreSQL runs and takes connections at the "+
+			"address of the store URL (server.store, --store, ALLOT_STORE), and start again", err, store.Cause(err))
+	case d.store != "":
+		return nil, err
 	case errors.Is(err, store.ErrDamaged):
 		return nil, fmt.Errorf("%w\n\n%s", err, d.damagedSteps())
 	case errors.Is(err, store.ErrUnavailable):
