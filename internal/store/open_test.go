@@ -13,8 +13,8 @@ func TestOpenRefusesABackendThisBinaryLacks(t *testing.T) {
 	for _, tc := range []struct {
 		url, says, hides string
 	}{
-		{"postgres://allot:s3cret@db.example/allot", "PostgreSQL is not supported yet", "s3cret"},
-		{"postgresql://db.example/allot", "PostgreSQL is not supported yet", ""},
+		{"postgres://allot:s3cret@db.example/allot", "built without the PostgreSQL backend", "s3cret"},
+		{"postgresql://db.example/allot", "built without the PostgreSQL backend", ""},
 		{"mysql://root:hunter2@db/allot", `unknown scheme "mysql"`, "hunter2"},
 	} {
 		_, err := store.Open(context.Background(), tc.url)

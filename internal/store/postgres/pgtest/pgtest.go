@@ -106,11 +106,16 @@ func Start() (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "allot-pg-")
+	reapOrphans(bin, cred)
+	dir, err := os.MkdirTemp("", dirPrefix)
 	if err != nil {
 		return nil, err
 	}
 	c := &Cluster{bin: bin, dir: dir, cred: cred, Socket: dir}
+	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
 	if cred != nil {
 		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
 			os.RemoveAll(dir)
@@ -135,6 +140,35 @@ func Start() (*Cluster, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// dirPrefix starts the names of the clusters' temporary directories;
+// ownerFile, in each, holds the PID of the test process that started it.
+const (
+	dirPrefix = "allot-pg-"
+	ownerFile = "owner.pid"
+)
+
+// reapOrphans stops and removes the clusters of test processes that died
+// without stopping theirs (a panic, a test timeout, kill -9): a server
+// must not outlive its tests for long.
+func reapOrphans(bin string, cred *syscall.Credential) {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), dirPrefix+"*"))
+	for _, dir := range dirs {
+		raw, err := os.ReadFile(filepath.Join(dir, ownerFile))
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+		if err != nil || pid <= 0 || syscall.Kill(pid, 0) != syscall.ESRCH {
+			continue // its owner still runs (or cannot be asked)
+		}
+		c := &Cluster{bin: bin, dir: dir, cred: cred}
+		if _, err := os.Stat(filepath.Join(c.data(), "postmaster.pid")); err == nil {
+			_, _ = c.run("pg_ctl", "-D", c.data(), "-m", "immediate", "-w", "stop")
+		}
+		_ = os.RemoveAll(dir)
+	}
 }
 
 func (c *Cluster) data() string { return filepath.Join(c.dir, "data") }
