@@ -150,3 +150,19 @@ func pgxConnect(t *testing.T, url string) (*pgx.Conn, error) {
 	}
 	return conn, err
 }
+
+// Two servers scheduling from one database would run every job twice: the
+// second is refused, naming the first, as on one data directory.
+func TestSecondServerOnOneDatabaseIsRefused(t *testing.T) {
+	url := pgtest.URL(t)
+	serve(t, spec.ServerConfig{Server: spec.ServerSettings{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Store: url}}, serverOptions{})
+	cfg := spec.ServerConfig{Server: spec.ServerSettings{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Store: url}}
+	srv, err := startServerWith(t.Context(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), serverOptions{})
+	if err == nil {
+		_ = srv
+		t.Fatal("a second server started on a database another server leads")
+	}
+	if !strings.Contains(err.Error(), "another allot server leads this database") || !strings.Contains(err.Error(), "PID") {
+		t.Errorf("error %q, want it to name the leading server", err)
+	}
+}

@@ -188,6 +188,13 @@ type serverOptions struct {
 	storeField string
 }
 
+// leader is a store that several servers may open (PostgreSQL): Lead
+// makes this server the one that writes, or fails naming the one that
+// does.
+type leader interface {
+	Lead(ctx context.Context, holder string) error
+}
+
 // applyStore sets cfg.Server.Store from --store (when given) or else
 // ALLOT_STORE (when set), which win over the configuration file, and
 // returns the name of the setting it came from; a value that is not a
@@ -239,6 +246,16 @@ func startServerWith(ctx context.Context, cfg spec.ServerConfig, log *slog.Logge
 			err = fmt.Errorf("%s: %w", field, err)
 		}
 		return nil, err
+	}
+	// A store that servers share (PostgreSQL) is led by one of them: this
+	// one, or it does not start.
+	if l, ok := st.(leader); ok {
+		host, _ := os.Hostname()
+		if err := l.Lead(ctx, fmt.Sprintf("allot server on %s (PID %d)", host, os.Getpid())); err != nil {
+			st.Close()
+			dir.Close()
+			return nil, err
+		}
 	}
 	// closeStore closes the store, then releases the directory: another
 	// server may take it only once this one wrote its last.

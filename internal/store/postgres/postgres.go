@@ -44,6 +44,9 @@ type Store struct {
 	epoch   atomic.Int64
 	created bool
 
+	leadMu sync.Mutex
+	lead   *pgx.Conn // the session that holds the leader lock (Lead)
+
 	closeOnce sync.Once
 	closed    atomic.Bool
 }
@@ -125,11 +128,14 @@ func checkDurability(ctx context.Context, c *pgx.Conn) error {
 	return nil
 }
 
-// Close closes the pool. Calling it again returns nil.
+// Close closes the pool, then the leader lock's session, so that another
+// server takes the lead only once this one wrote its last. Calling it
+// again returns nil.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
 		s.pool.Close()
+		s.releaseLead()
 	})
 	return nil
 }

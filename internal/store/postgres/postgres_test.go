@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"reflect"
 	"slices"
@@ -262,9 +263,14 @@ func TestOpenRefusesBadInput(t *testing.T) {
 	}
 }
 
+// freePortT is a loopback port nothing listens on (it did a moment ago).
 func freePortT(t *testing.T) int {
-	c := pgtest.Need(t)
-	return c.Port + 1 // nothing listens there in a throwaway setup; checked below
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }
 
 func TestRedact(t *testing.T) {
@@ -437,5 +443,51 @@ func TestPutFirstTokenStoresExactlyOne(t *testing.T) {
 	toks, err := s.Tokens(t.Context())
 	if err != nil || len(stored) != 1 || len(toks) != 1 || toks[0].ID != stored[0] {
 		t.Errorf("stored %v; tokens %+v, %v; want exactly one", stored, toks, err)
+	}
+}
+
+// One server leads a database: a second is refused, naming the first,
+// until the first's lock is gone; the new leader's epoch fences the old
+// one, which then writes nothing more.
+func TestLeadIsExclusiveAndFencesTheFormerLeader(t *testing.T) {
+	url := pgtest.URL(t)
+	ctx := t.Context()
+	first, second := openURL(t, url), openURL(t, url)
+	defer first.Close()
+	defer second.Close()
+	if err := first.Lead(ctx, "server one"); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Commit(ctx, store.Batch{KV: map[string][]byte{"k": []byte("1")}}); err != nil {
+		t.Fatalf("the leader's commit: %v", err)
+	}
+	err := second.Lead(ctx, "server two")
+	if !errors.Is(err, ErrLeaderElsewhere) || !strings.Contains(err.Error(), "server one") {
+		t.Fatalf("a second Lead: %v, want ErrLeaderElsewhere naming server one", err)
+	}
+	// The first server's lock session is lost (a cut connection): the
+	// second takes over, and the first is fenced.
+	first.releaseLead()
+	if err := second.Lead(ctx, "server two"); err != nil {
+		t.Fatalf("Lead once the lock is free: %v", err)
+	}
+	if second.Epoch() != first.Epoch()+1 {
+		t.Errorf("epochs %d then %d, want the next", first.Epoch(), second.Epoch())
+	}
+	if err := first.Commit(ctx, store.Batch{KV: map[string][]byte{"k": []byte("stale")}}); !errors.Is(err, store.ErrFenced) {
+		t.Errorf("the former leader's commit: %v, want ErrFenced", err)
+	}
+	if err := second.Commit(ctx, store.Batch{KV: map[string][]byte{"k": []byte("2")}}); err != nil {
+		t.Fatalf("the new leader's commit: %v", err)
+	}
+	if v, _ := second.KV(ctx, "k"); string(v) != "2" {
+		t.Errorf("k = %q, want the new leader's 2", v)
+	}
+	// Closing a leader frees the lock.
+	second.Close()
+	third := openURL(t, url)
+	defer third.Close()
+	if err := third.Lead(ctx, "server three"); err != nil {
+		t.Errorf("Lead after the leader closed: %v", err)
 	}
 }

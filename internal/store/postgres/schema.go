@@ -71,7 +71,7 @@ var migrations = []migration{
 				message     bytea  NOT NULL,
 				secret_hash bytea,
 				PRIMARY KEY (job, name)
-			)`,
+			) WITH (fillfactor = 70)`,
 			`CREATE INDEX tasks_job ON tasks (job, idx)`,
 			`CREATE TABLE workers (
 				name       text PRIMARY KEY CHECK (name <> ''),

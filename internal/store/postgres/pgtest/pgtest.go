@@ -6,8 +6,9 @@
 // root: as root, the server runs as the unprivileged "postgres" user (made
 // by the package) or, without it, "nobody", and the directory is theirs.
 //
-// A package's TestMain starts one server for all its tests (Main); each
-// test takes a fresh, empty schema of it (Cluster.Schema). Where
+// A test binary starts one server, at the first test that needs it
+// (Need), and its TestMain stops it (Main); each test takes a fresh, empty
+// schema of it (URL). Where
 // PostgreSQL is not installed the tests skip with a loud message, except
 // under CI=true, where a missing PostgreSQL fails the run: scripts/test
 // installs it.
@@ -25,6 +26,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -254,47 +256,58 @@ func (c *Cluster) Exec(ctx context.Context, url string, stmts ...string) error {
 	return nil
 }
 
-// the cluster TestMain started, nil where PostgreSQL is missing, and why.
+// The cluster of a test binary, started by the first test that needs it,
+// and why it could not be.
 var (
+	once      sync.Once
 	shared    *Cluster
 	sharedErr error
 )
 
-// Main starts a cluster for a package's tests, runs them, and stops it:
+// Main runs a package's tests and stops the cluster, if one of them
+// started it (Need):
 //
 //	func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 //
-// Without PostgreSQL it says so loudly and runs the tests, which skip
-// (Need); under CI=true it fails instead.
+// A test binary whose tests need no PostgreSQL (a subprocess a test
+// starts with -test.run) starts none.
 func Main(m *testing.M) int {
-	start := time.Now()
-	shared, sharedErr = Start()
-	if sharedErr != nil {
-		banner := strings.Repeat("!", 78)
-		fmt.Fprintf(os.Stderr, "%s\nNO THROWAWAY POSTGRESQL: %v\n", banner, sharedErr)
-		if os.Getenv("CI") == "true" {
-			fmt.Fprintf(os.Stderr, "CI=true: the PostgreSQL tests must run here (scripts/test installs PostgreSQL)\n%s\n", banner)
-			return 1
-		}
-		fmt.Fprintf(os.Stderr, "THE POSTGRESQL TESTS ARE SKIPPED: install PostgreSQL (apt-get install postgresql) to run them\n%s\n", banner)
-		return m.Run()
-	}
-	fmt.Fprintf(os.Stderr, "pgtest: PostgreSQL on 127.0.0.1:%d (%s), started in %v\n", shared.Port, shared.bin, time.Since(start).Round(time.Millisecond))
 	code := m.Run()
-	if err := shared.Stop(); err != nil {
-		fmt.Fprintf(os.Stderr, "pgtest: %v\n", err)
-		if code == 0 {
-			code = 1
+	if shared != nil {
+		if err := shared.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "pgtest: %v\n", err)
+			if code == 0 {
+				code = 1
+			}
 		}
 	}
 	return code
 }
 
-// Need returns the cluster Main started, or skips the test where there is
-// none (Main has said why).
+// Need returns the test binary's cluster, starting it at the first call.
+// Without PostgreSQL it says so loudly, once, and skips the test; under
+// CI=true it fails the test instead: scripts/test installs PostgreSQL.
 func Need(t testing.TB) *Cluster {
 	t.Helper()
+	once.Do(func() {
+		start := time.Now()
+		shared, sharedErr = Start()
+		if sharedErr == nil {
+			fmt.Fprintf(os.Stderr, "pgtest: PostgreSQL on 127.0.0.1:%d (%s), started in %v\n", shared.Port, shared.bin, time.Since(start).Round(time.Millisecond))
+			return
+		}
+		banner := strings.Repeat("!", 78)
+		fmt.Fprintf(os.Stderr, "%s\nNO THROWAWAY POSTGRESQL: %v\n", banner, sharedErr)
+		if os.Getenv("CI") == "true" {
+			fmt.Fprintf(os.Stderr, "CI=true: the PostgreSQL tests must run here (scripts/test installs PostgreSQL)\n%s\n", banner)
+		} else {
+			fmt.Fprintf(os.Stderr, "THE POSTGRESQL TESTS ARE SKIPPED: install PostgreSQL (apt-get install postgresql) to run them\n%s\n", banner)
+		}
+	})
 	if shared == nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no throwaway PostgreSQL under CI=true: %v", sharedErr)
+		}
 		t.Skipf("no throwaway PostgreSQL: %v", sharedErr)
 	}
 	return shared
