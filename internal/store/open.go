@@ -47,14 +47,6 @@ func Schemes() []string {
 	return out
 }
 
-// plannedSchemes are backends Allot has that a binary may lack (a test
-// binary that imports only store/sqlite): a URL naming one is refused as
-// not built in, rather than as an unknown scheme.
-var plannedSchemes = map[string]string{
-	"postgres":   "PostgreSQL",
-	"postgresql": "PostgreSQL",
-}
-
 // Open opens the store rawURL names: "sqlite:///var/lib/allot/allot.db"
 // (or "sqlite://:memory:"), or a plain file path, which means SQLite;
 // "postgres://user@host/db?…" for PostgreSQL. Every store is opened
@@ -71,10 +63,6 @@ func Open(ctx context.Context, rawURL string) (Store, error) {
 	open, found := backends[scheme]
 	backendsMu.RUnlock()
 	if !found {
-		if name, planned := plannedSchemes[scheme]; planned {
-			return nil, fmt.Errorf("store %s://…: %w: this binary was built without the %s backend (package internal/store/%s)",
-				scheme, ErrNotBuiltIn, name, "postgres")
-		}
 		return nil, fmt.Errorf("store %q: %w: unknown scheme %q (known: %s)", redact(rawURL), ErrNotBuiltIn, scheme, strings.Join(Schemes(), ", "))
 	}
 	return open(ctx, location)

@@ -16,9 +16,9 @@ import (
 
 // The write statements. Each writes all rows of one kind in one statement:
 // the rows travel as one array per column and unnest spreads them back
-// into rows, WITH ORDINALITY keeping their order (events get their IDs in
-// slice order). A batch of 10,000 task updates is one statement, not
-// 10,000.
+// into rows; for jobs and events, WITH ORDINALITY keeps their order, so
+// that seq and event IDs follow the slice. A batch of 10,000 task updates
+// is one statement, not 10,000.
 const (
 	upsertJobsSQL = `INSERT INTO jobs (id, queue, share, requestor, submitter, state, priority, urgent, submitted, ended, spec)
 		SELECT id, queue, share, requestor, submitter, state, priority, urgent, submitted, ended, spec
@@ -33,11 +33,10 @@ const (
 	insertJobSQL = `INSERT INTO jobs (id, queue, share, requestor, submitter, state, priority, urgent, submitted, ended, spec)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (id) DO NOTHING RETURNING seq`
 
-	tasksSelect = `SELECT job, name, idx, state, attempt, fails, worker, started, ended, exit_code, output, result, reason, message, secret_hash
-		FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::bigint[], $7::text[], $8::bigint[],
-			$9::bigint[], $10::bigint[], $11::bytea[], $12::bytea[], $13::text[], $14::bytea[], $15::bytea[]) WITH ORDINALITY
-			AS r (job, name, idx, state, attempt, fails, worker, started, ended, exit_code, output, result, reason, message, secret_hash, ord)
-		ORDER BY ord`
+	// Tasks and workers need no order: a batch names each row once
+	// (commitParts folds the others), and they get no IDs.
+	tasksSelect = `SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::bigint[], $7::text[],
+			$8::bigint[], $9::bigint[], $10::bigint[], $11::bytea[], $12::bytea[], $13::text[], $14::bytea[], $15::bytea[])`
 	insertTasksSQL = `INSERT INTO tasks (job, name, idx, state, attempt, fails, worker, started, ended, exit_code, output, result, reason, message, secret_hash) ` +
 		tasksSelect
 	upsertTasksSQL = insertTasksSQL + `
@@ -47,10 +46,7 @@ const (
 			message = excluded.message, secret_hash = excluded.secret_hash`
 
 	upsertWorkersSQL = `INSERT INTO workers (name, state, registered, last_seen, spec)
-		SELECT name, state, registered, last_seen, spec
-		FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bytea[]) WITH ORDINALITY
-			AS r (name, state, registered, last_seen, spec, ord)
-		ORDER BY ord
+		SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bytea[])
 		ON CONFLICT (name) DO UPDATE SET state = excluded.state, registered = excluded.registered,
 			last_seen = excluded.last_seen, spec = COALESCE(excluded.spec, workers.spec)`
 
