@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -58,7 +57,8 @@ var _ store.Store = (*Store)(nil)
 const connectTimeout = 10 * time.Second
 
 // Open connects to the database rawURL names (postgres://user:pass@host/db
-// ?sslmode=…, or any connection string pgx takes), checks that commits
+// ?sslmode=…, or any connection string pgx takes; pool_max_conns sizes the
+// pool, by default max(4, CPUs)), checks that commits
 // there are durable, and brings the schema up to date (the first schema
 // of the search_path, which a search_path parameter of the URL may set).
 // It fails if the schema was written by a newer allot, if the database
@@ -73,9 +73,6 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 || cfg.ConnConfig.ConnectTimeout > connectTimeout {
 		cfg.ConnConfig.ConnectTimeout = connectTimeout
-	}
-	if cfg.MaxConns < 4 {
-		cfg.MaxConns = int32(max(4, runtime.GOMAXPROCS(0)))
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -100,9 +97,8 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	return s, nil
 }
 
-// CreatedSchema reports whether this Open made the schema from nothing:
-// the server that did writes the first admin token, as a first start on
-// SQLite does.
+// CreatedSchema reports whether this Open made the schema from nothing; of
+// servers opening a new database together, exactly one did.
 func (s *Store) CreatedSchema() bool { return s.created }
 
 // Fence makes every later write transaction check first that the leader

@@ -189,7 +189,7 @@ func (s *Store) commit(ctx context.Context, b store.Batch) error {
 		}
 	}
 	if err := br.Close(); failed == nil && err != nil {
-		failed = fmt.Errorf("commit: %w", classify(err))
+		failed = fmt.Errorf("end of the transaction: %w", classify(err))
 	}
 	if failed == nil {
 		return nil
