@@ -166,3 +166,32 @@ func TestSecondServerOnOneDatabaseIsRefused(t *testing.T) {
 		t.Errorf("error %q, want it to name the leading server", err)
 	}
 }
+
+// A database a newer allot migrated is refused at start, naming the
+// setting and the versions, and left as it is.
+func TestServerRefusesADatabaseWithANewerSchema(t *testing.T) {
+	url := pgtest.URL(t)
+	cfg := spec.ServerConfig{Server: spec.ServerSettings{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Store: url}}
+	ctx, cancel := context.WithCancel(context.Background())
+	srv, err := startServerWith(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), serverOptions{storeField: "--store"})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	cancel()
+	if err := srv.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgxConnect(t, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(t.Context(), `INSERT INTO schema_version (version, name, applied) VALUES (1000, 'from the future', 0)`); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Server.DataDir = t.TempDir()
+	_, err = startServerWith(t.Context(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), serverOptions{storeField: "--store"})
+	if err == nil || !strings.Contains(err.Error(), "--store: ") || !strings.Contains(err.Error(), "schema version 1000 is newer than this binary supports") {
+		t.Fatalf("start on a newer schema: %v, want a refusal naming --store and the versions", err)
+	}
+}
