@@ -54,6 +54,20 @@ type Dir struct {
 // database that was lost beside an admin token, and tightens the modes of
 // files others may read. Close releases the lock.
 func Open(path string, log *slog.Logger) (*Dir, error) {
+	d, err := lockPath(path, log)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.prepare(log); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// lockPath creates the directory at path (0700) if needed, checks that it is
+// writable, and locks it.
+func lockPath(path string, log *slog.Logger) (*Dir, error) {
 	if abs, err := filepath.Abs(path); err == nil {
 		path = abs
 	}
@@ -75,12 +89,7 @@ func Open(path string, log *slog.Logger) (*Dir, error) {
 		// gets cannot name this one (a full disk, say).
 		log.Warn("could not record this server's PID in the lock file", "path", lock.Name(), "err", err)
 	}
-	d := &Dir{path: path, lock: lock}
-	if err := d.prepare(log); err != nil {
-		d.Close()
-		return nil, err
-	}
-	return d, nil
+	return &Dir{path: path, lock: lock}, nil
 }
 
 // OpenLocal prepares the data directory of a server whose store is the
@@ -93,26 +102,11 @@ func OpenLocal(path, storeURL string, log *slog.Logger) (*Dir, error) {
 	if storeURL == "" {
 		return nil, errors.New("datadir: OpenLocal without a store URL")
 	}
-	if abs, err := filepath.Abs(path); err == nil {
-		path = abs
-	}
-	if err := os.MkdirAll(path, dirMode); err != nil {
-		if why, ok := readOnly(err); ok {
-			return nil, &ReadOnlyError{Path: path, Dir: true, Why: why, Err: err}
-		}
-		return nil, fmt.Errorf("data directory %s: %w", path, err)
-	}
-	if err := checkWritable(path); err != nil {
-		return nil, err
-	}
-	lock, err := lockDir(path)
+	d, err := lockPath(path, log)
 	if err != nil {
 		return nil, err
 	}
-	if err := writePID(lock); err != nil {
-		log.Warn("could not record this server's PID in the lock file", "path", lock.Name(), "err", err)
-	}
-	d := &Dir{path: path, lock: lock, store: storeURL}
+	d.store = storeURL
 	d.tighten(log)
 	return d, nil
 }
