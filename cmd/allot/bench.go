@@ -24,6 +24,7 @@ import (
 	"github.com/allot-sched/allot/internal/auth"
 	"github.com/allot-sched/allot/internal/client"
 	"github.com/allot-sched/allot/internal/spec"
+	"github.com/allot-sched/allot/internal/store/postgres"
 )
 
 // benchConfig is what `allot bench` runs.
@@ -39,6 +40,9 @@ type benchConfig struct {
 	LatencyEvery time.Duration `json:"latencyEvery"`
 	Auth         bool          `json:"auth"`
 	Timeout      time.Duration `json:"-"`
+	// Store is the PostgreSQL URL to measure on (a new schema of it, which
+	// the run drops at its end); empty for SQLite in the data directory.
+	Store string `json:"-"`
 }
 
 // benchResult is what `allot bench` prints; -o json prints it as is.
@@ -91,6 +95,10 @@ temporary directory (or --data-dir), and --workers no-op workers that talk to
 it over loopback HTTP exactly as agents do: each keeps a lease request open
 and reports every task it gets as succeeded, all in one request.
 
+--store postgres://... (env ALLOT_STORE) measures on PostgreSQL instead: the
+server keeps its state in a new schema of that database, which the run drops
+at its end, so a run starts empty and leaves the database as it was.
+
 It then runs two phases:
   throughput  --tasks no-op tasks in jobs of --job-size, submitted by
               --submitters clients at once; prints tasks completed per second
@@ -103,7 +111,8 @@ Authentication is on, as in production: the clients use the admin token the
 server creates in its data directory. --no-auth measures without it.`,
 		Example: `  allot bench
   allot bench --tasks 100000 --slots 100 --job-size 1000 -o json
-  allot bench --tasks 20000 --cpuprofile bench.pprof`,
+  allot bench --tasks 20000 --cpuprofile bench.pprof
+  allot bench --store 'postgres://allot@127.0.0.1:5432/allot?sslmode=disable'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if output != "table" && output != "json" {
@@ -124,6 +133,12 @@ server creates in its data directory. --no-auth measures without it.`,
 				return fmt.Errorf("--workers: %d workers cannot share %d slots", cfg.Workers, cfg.Slots)
 			}
 			cfg.Auth = !noAuth
+			var scfg spec.ServerConfig
+			storeField, err := applyStore(&scfg, cmd.Flags().Changed("store"), cfg.Store, os.LookupEnv)
+			if err != nil {
+				return err
+			}
+			cfg.Store = scfg.Server.Store
 			if cpuProfile != "" {
 				f, err := os.Create(cpuProfile)
 				if err != nil {
@@ -145,6 +160,18 @@ server creates in its data directory. --no-auth measures without it.`,
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), cfg.Timeout)
 			defer cancel()
+			if cfg.Store != "" {
+				schemaURL, drop, err := postgres.TempSchema(ctx, cfg.Store, "allot_bench")
+				if err != nil {
+					return fmt.Errorf("%s: %w", storeField, err)
+				}
+				defer func() {
+					if err := drop(context.WithoutCancel(ctx)); err != nil {
+						fmt.Fprintf(cmd.ErrOrStderr(), "allot bench: dropping the bench's schema: %v\n", err)
+					}
+				}()
+				cfg.Store = schemaURL
+			}
 			res, err := runBench(ctx, cfg, dataDir, cmd.ErrOrStderr())
 			if err != nil {
 				return err
@@ -170,6 +197,7 @@ server creates in its data directory. --no-auth measures without it.`,
 	f.DurationVar(&cfg.Timeout, "timeout", 10*time.Minute, "give up after this long")
 	f.BoolVar(&noAuth, "no-auth", false, "run the server without authentication")
 	f.StringVar(&dataDir, "data-dir", "", "directory of the embedded database (default: a temporary directory, removed at exit)")
+	f.StringVar(&cfg.Store, "store", "", "PostgreSQL URL to measure on, in a new schema dropped at exit (env ALLOT_STORE)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (server and workers) to this file")
 	f.StringVarP(&output, "output", "o", "table", "output format: table or json")
 	return cmd
@@ -195,7 +223,7 @@ func runBench(ctx context.Context, cfg benchConfig, dataDir string, progress io.
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	srvCtx, stopServer := context.WithCancel(context.WithoutCancel(ctx))
 	var scfg spec.ServerConfig
-	scfg.Server.Listen, scfg.Server.DataDir = "127.0.0.1:0", dataDir
+	scfg.Server.Listen, scfg.Server.DataDir, scfg.Server.Store = "127.0.0.1:0", dataDir, cfg.Store
 	// Every worker and submitter of the bench connects from this machine:
 	// one address, which must not be held to one client's share.
 	scfg.Server.Limits.MaxConnectionsPerAddress = math.MaxInt32
@@ -253,6 +281,9 @@ func runBench(ctx context.Context, cfg benchConfig, dataDir string, progress io.
 	res := &benchResult{Config: cfg, Totals: map[string]int64{},
 		Machine: benchMachine{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH,
 			Store: "SQLite (WAL, synchronous=FULL) in " + dataDir}}
+	if cfg.Store != "" {
+		res.Machine.Store = "PostgreSQL at " + postgres.Redact(cfg.Store)
+	}
 
 	// Throughput: everything at once, from several clients.
 	jobs := (cfg.Tasks + cfg.JobSize - 1) / cfg.JobSize

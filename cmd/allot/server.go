@@ -24,13 +24,14 @@ import (
 	"github.com/allot-sched/allot/internal/metrics"
 	"github.com/allot-sched/allot/internal/netlimit"
 	"github.com/allot-sched/allot/internal/spec"
+	"github.com/allot-sched/allot/internal/store/postgres"
 )
 
 // defaultListen is where the server listens and the client looks.
 const defaultListen = "127.0.0.1:7070"
 
 func newServerCmd() *cobra.Command {
-	var configFile, listen, dataDir string
+	var configFile, listen, dataDir, storeURL string
 	var heartbeatTimeout time.Duration
 	var noAuth bool
 	var tlsCert, tlsKey string
@@ -40,8 +41,10 @@ func newServerCmd() *cobra.Command {
 		Use:   "server",
 		Short: "Run the control plane: the API, the scheduling loop and the embedded store",
 		Long: `server runs Allot's control plane. It keeps its state in an embedded SQLite
-database under --data-dir, serves the REST API under /v1, and schedules tasks onto
-the workers that register with it (allot worker).
+database under --data-dir, or in PostgreSQL with --store postgres://... (env
+ALLOT_STORE, server.store; the data directory then keeps only the server's lock
+and admin token), serves the REST API under /v1, and schedules tasks onto the
+workers that register with it (allot worker).
 
 One server uses a data directory at a time (it locks DATA_DIR/allot.lock); its files
 are readable by their owner only. While the disk is full, changes are refused with
@@ -58,6 +61,7 @@ open-file limit, with a reserve for /healthz and the workers; idle and slow
 clients are cut by the timeouts (server.limits in the configuration file,
 or the flags below; docs/security.md, "Connections and timeouts").`,
 		Example: `  allot server --data-dir /var/lib/allot --listen 0.0.0.0:7070
+  allot server --store 'postgres://allot@db.internal/allot?sslmode=verify-full' --data-dir /var/lib/allot
   allot server --config allot.yaml --tls-cert server.crt --tls-key server.key
   ALLOT_TOKEN=$(cat /var/lib/allot/admin.token) allot tokens list`,
 		Args: cobra.NoArgs,
@@ -71,6 +75,10 @@ or the flags below; docs/security.md, "Connections and timeouts").`,
 			}
 			if cmd.Flags().Changed("data-dir") || cfg.Server.DataDir == "" {
 				cfg.Server.DataDir = dataDir
+			}
+			storeField, err := applyStore(&cfg, cmd.Flags().Changed("store"), storeURL, os.LookupEnv)
+			if err != nil {
+				return err
 			}
 			if cmd.Flags().Changed("heartbeat-timeout") {
 				cfg.Server.HeartbeatTimeout = spec.Duration(heartbeatTimeout)
@@ -95,18 +103,23 @@ or the flags below; docs/security.md, "Connections and timeouts").`,
 			} else if len(cfg.Server.Inputs.Allow) == 0 {
 				log.Warn("server.inputs.allow is not set: a submitter's job inputs make the server check any local path or URL; list the allowed directories and URL prefixes on a shared server")
 			}
-			srv, err := startServerWith(ctx, cfg, log, serverOptions{auth: !noAuth})
+			srv, err := startServerWith(ctx, cfg, log, serverOptions{auth: !noAuth, storeField: storeField})
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "allot server listening on %s (data in %s)\n", srv.URL, cfg.Server.DataDir)
+			if cfg.Server.Store != "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "allot server listening on %s (store %s, local files in %s)\n", srv.URL, postgres.Redact(cfg.Server.Store), cfg.Server.DataDir)
+			} else {
+				fmt.Fprintf(cmd.ErrOrStderr(), "allot server listening on %s (data in %s)\n", srv.URL, cfg.Server.DataDir)
+			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "dashboard: %s/\n", srv.URL)
 			return srv.Wait()
 		},
 	}
 	cmd.Flags().StringVar(&configFile, "config", "", "configuration file (YAML): queues, policies, placement, server settings")
 	cmd.Flags().StringVar(&listen, "listen", defaultListen, "address to listen on")
-	cmd.Flags().StringVar(&dataDir, "data-dir", "allot-data", "directory of the embedded database")
+	cmd.Flags().StringVar(&dataDir, "data-dir", "allot-data", "directory of the embedded database (with --store: of the server's lock and admin token)")
+	cmd.Flags().StringVar(&storeURL, "store", "", "PostgreSQL URL to keep the state in instead of the data directory (env ALLOT_STORE)")
 	cmd.Flags().DurationVar(&heartbeatTimeout, "heartbeat-timeout", control.DefaultHeartbeatTimeout, "a worker silent this long is declared lost and its tasks requeued")
 	cmd.Flags().BoolVar(&noAuth, "no-auth", false, "serve the API without authentication: every caller is an admin (trusted networks only)")
 	cmd.Flags().StringVar(&tlsCert, "tls-cert", "", "certificate file (PEM) to serve HTTPS with; needs --tls-key")
@@ -170,6 +183,34 @@ type serverOptions struct {
 	// auth switches authentication on, creating the first admin token in
 	// the data directory if the store has none.
 	auth bool
+	// storeField names where cfg.Server.Store came from (--store,
+	// ALLOT_STORE, server.store), for the errors about it.
+	storeField string
+}
+
+// leader is a store that several servers may open (PostgreSQL): Lead
+// makes this server the one that writes, or fails naming the one that
+// does.
+type leader interface {
+	Lead(ctx context.Context, holder string) error
+}
+
+// applyStore sets cfg.Server.Store from --store (when given) or else
+// ALLOT_STORE (when set), which win over the configuration file, and
+// returns the name of the setting it came from; a value that is not a
+// PostgreSQL URL is refused, naming that setting.
+func applyStore(cfg *spec.ServerConfig, flagSet bool, flag string, lookup func(string) (string, bool)) (string, error) {
+	field := "server.store"
+	if env, ok := lookup("ALLOT_STORE"); ok && env != "" {
+		cfg.Server.Store, field = env, "ALLOT_STORE"
+	}
+	if flagSet {
+		cfg.Server.Store, field = flag, "--store"
+	}
+	if err := spec.CheckStoreURL(cfg.Server.Store); err != nil {
+		return "", fmt.Errorf("%s: %w", field, err)
+	}
+	return field, nil
 }
 
 // startServer opens the store, rebuilds the engine, and serves the API until
@@ -185,14 +226,36 @@ func startServerWith(ctx context.Context, cfg spec.ServerConfig, log *slog.Logge
 	if err != nil {
 		return nil, err
 	}
-	dir, err := datadir.Open(cfg.Server.DataDir, log)
+	var dir *datadir.Dir
+	if cfg.Server.Store != "" {
+		dir, err = datadir.OpenLocal(cfg.Server.DataDir, cfg.Server.Store, log)
+	} else {
+		dir, err = datadir.Open(cfg.Server.DataDir, log)
+	}
 	if err != nil {
 		return nil, err
 	}
 	st, err := dir.OpenStore(ctx)
 	if err != nil {
 		dir.Close()
+		if cfg.Server.Store != "" {
+			field := opt.storeField
+			if field == "" {
+				field = "server.store"
+			}
+			err = fmt.Errorf("%s: %w", field, err)
+		}
 		return nil, err
+	}
+	// A store that servers share (PostgreSQL) is led by one of them: this
+	// one, or it does not start.
+	if l, ok := st.(leader); ok {
+		host, _ := os.Hostname()
+		if err := l.Lead(ctx, fmt.Sprintf("allot server on %s (PID %d)", host, os.Getpid())); err != nil {
+			st.Close()
+			dir.Close()
+			return nil, err
+		}
 	}
 	// closeStore closes the store, then releases the directory: another
 	// server may take it only once this one wrote its last.

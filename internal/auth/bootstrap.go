@@ -22,6 +22,14 @@ type TokenStore interface {
 	Tokens(ctx context.Context) ([]store.Token, error)
 }
 
+// FirstTokenStore is a store that several servers share (PostgreSQL): it
+// stores a token only while it holds none, atomically, so that of servers
+// bootstrapping a new database together exactly one makes the first admin
+// token.
+type FirstTokenStore interface {
+	PutFirstToken(ctx context.Context, t store.Token) (bool, error)
+}
+
 // Bootstrap lets the operator of a new server in: when the store holds no
 // token at all, it creates an admin token and writes its secret to path,
 // readable by the owner only (0600). It returns the token and true when it
@@ -31,6 +39,10 @@ type TokenStore interface {
 // between leaves a file with a useless secret and an empty token table, and
 // the next start simply writes both again. The other order could store an
 // admin token whose secret nobody has.
+//
+// On a FirstTokenStore, the server that stores the first token keeps the
+// file; one that finds another server was first removes the file it
+// wrote and returns false.
 func Bootstrap(ctx context.Context, st TokenStore, path string, now time.Time) (store.Token, bool, error) {
 	toks, err := st.Tokens(ctx)
 	if err != nil {
@@ -45,6 +57,19 @@ func Bootstrap(ctx context.Context, st TokenStore, path string, now time.Time) (
 	}
 	if err := writeSecret(path, secret); err != nil {
 		return store.Token{}, false, fmt.Errorf("bootstrap: %w", err)
+	}
+	if first, ok := st.(FirstTokenStore); ok {
+		stored, err := first.PutFirstToken(ctx, tok)
+		if err != nil {
+			return store.Token{}, false, fmt.Errorf("bootstrap: storing the admin token: %w", err)
+		}
+		if !stored {
+			if err := os.Remove(path); err != nil {
+				return store.Token{}, false, fmt.Errorf("bootstrap: another server made the first admin token; removing %s: %w", path, err)
+			}
+			return store.Token{}, false, nil
+		}
+		return tok, true, nil
 	}
 	if err := st.PutToken(ctx, tok); err != nil {
 		return store.Token{}, false, fmt.Errorf("bootstrap: storing the admin token: %w", err)

@@ -334,3 +334,34 @@ func TestBootstrapThatCannotStoreLeavesNoUsableToken(t *testing.T) {
 		t.Fatalf("retry: created %v, %v", created, err)
 	}
 }
+
+// sharedTokens is a FirstTokenStore on which another server was first:
+// PutFirstToken stores nothing.
+type sharedTokens struct {
+	fileTokens
+	first bool // whether this server's token is the first
+}
+
+func (s *sharedTokens) PutFirstToken(ctx context.Context, t store.Token) (bool, error) {
+	if !s.first {
+		return false, nil
+	}
+	return true, s.PutToken(ctx, t)
+}
+
+// On a store that servers share, the server that was not first to store
+// the admin token keeps no file with a secret nobody can use.
+func TestBootstrapOnASharedStoreKeepsTheFileOnlyWhereTheTokenWasStored(t *testing.T) {
+	for _, first := range []bool{true, false} {
+		st := &sharedTokens{fileTokens: fileTokens{memTokens: memTokens{byHash: map[string]store.Token{}}}, first: first}
+		path := filepath.Join(t.TempDir(), AdminTokenFile)
+		_, created, err := Bootstrap(t.Context(), st, path, t0)
+		if err != nil || created != first {
+			t.Fatalf("first=%v: Bootstrap created %v, %v", first, created, err)
+		}
+		_, statErr := os.Stat(path)
+		if first != (statErr == nil) || len(st.list) != map[bool]int{true: 1, false: 0}[first] {
+			t.Errorf("first=%v: file there: %v, tokens stored %d", first, statErr == nil, len(st.list))
+		}
+	}
+}

@@ -31,6 +31,8 @@ func TestServerConfigChecksItsSettingsNamingTheField(t *testing.T) {
 		{"a negative body rate", "server:\n  limits:\n    minBodyRate: -5\n", "server.limits.minBodyRate"},
 		{"a reserve as large as the limit", "server:\n  limits:\n    maxConnections: 10\n    reservedConnections: 10\n", "server.limits.reservedConnections"},
 		{"an unknown limit", "server:\n  limits:\n    maxConns: 10\n", "server.limits.maxConns"},
+		{"a store that is not PostgreSQL", "server:\n  store: mysql://db/allot\n", "line 2: server.store"},
+		{"a store path", "server:\n  store: /var/lib/allot/allot.db\n", "server.store"},
 		{"a limit that is not a number", "server:\n  limits:\n    maxConnections: many\n", "server.limits.maxConnections"},
 	}
 	for _, tc := range cases {

@@ -44,6 +44,9 @@ const (
 type Dir struct {
 	path string
 	lock *os.File
+	// store is the URL of a store outside the directory (PostgreSQL);
+	// empty for the SQLite database in it.
+	store string
 }
 
 // Open prepares the data directory at path for a server: it creates it
@@ -51,6 +54,20 @@ type Dir struct {
 // database that was lost beside an admin token, and tightens the modes of
 // files others may read. Close releases the lock.
 func Open(path string, log *slog.Logger) (*Dir, error) {
+	d, err := lockPath(path, log)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.prepare(log); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// lockPath creates the directory at path (0700) if needed, checks that it is
+// writable, and locks it.
+func lockPath(path string, log *slog.Logger) (*Dir, error) {
 	if abs, err := filepath.Abs(path); err == nil {
 		path = abs
 	}
@@ -72,11 +89,25 @@ func Open(path string, log *slog.Logger) (*Dir, error) {
 		// gets cannot name this one (a full disk, say).
 		log.Warn("could not record this server's PID in the lock file", "path", lock.Name(), "err", err)
 	}
-	d := &Dir{path: path, lock: lock}
-	if err := d.prepare(log); err != nil {
-		d.Close()
+	return &Dir{path: path, lock: lock}, nil
+}
+
+// OpenLocal prepares the data directory of a server whose store is the
+// database storeURL names (PostgreSQL), not a file in the directory: the
+// directory then keeps only the server's local files, its lock and the
+// first admin token. It is created, checked and locked as by Open, and
+// those files are kept owner-only; there is no database file to create or
+// to miss.
+func OpenLocal(path, storeURL string, log *slog.Logger) (*Dir, error) {
+	if storeURL == "" {
+		return nil, errors.New("datadir: OpenLocal without a store URL")
+	}
+	d, err := lockPath(path, log)
+	if err != nil {
 		return nil, err
 	}
+	d.store = storeURL
+	d.tighten(log)
 	return d, nil
 }
 
@@ -231,8 +262,14 @@ func (d *Dir) createDatabase() error {
 	return f.Close()
 }
 
-// StoreURL is the URL of the directory's store, for store.Open.
-func (d *Dir) StoreURL() string { return sqlite.URL(d.Database()) }
+// StoreURL is the URL of the directory's store, for store.Open: the
+// SQLite file in it, or the database OpenLocal was given.
+func (d *Dir) StoreURL() string {
+	if d.store != "" {
+		return d.store
+	}
+	return sqlite.URL(d.Database())
+}
 
 // OpenStore opens the store of the directory (store.Open on StoreURL). A
 // damaged file is refused with the steps that bring the state back; a file
@@ -242,6 +279,11 @@ func (d *Dir) OpenStore(ctx context.Context) (store.Store, error) {
 	switch {
 	case err == nil:
 		return st, nil
+	case d.store != "" && errors.Is(err, store.ErrUnavailable):
+		return nil, fmt.Errorf("%w\n\nThe store cannot be reached: %s. Check that PostgreSQL runs and takes connections at the "+
+			"address of the store URL (server.store, --store, ALLOT_STORE), and start again", err, store.Cause(err))
+	case d.store != "":
+		return nil, err
 	case errors.Is(err, store.ErrDamaged):
 		return nil, fmt.Errorf("%w\n\n%s", err, d.damagedSteps())
 	case errors.Is(err, store.ErrUnavailable):

@@ -146,3 +146,37 @@ func TestLooseModesAreTightenedAndLogged(t *testing.T) {
 		}
 	}
 }
+
+// With a store outside the directory (PostgreSQL), the directory holds
+// only the lock and the admin token: no database file is made, none is
+// missed beside a token, and the directory is still locked and owner-only.
+func TestLocalDirectoryOfAnOutsideStoreHasNoDatabaseFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "data")
+	if err := os.MkdirAll(path, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(path, "admin.token"), []byte("secret\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const url = "postgres://allot@db.example/allot"
+	d, err := OpenLocal(path, url, quiet())
+	if err != nil {
+		t.Fatalf("OpenLocal beside an admin token without a database file: %v", err)
+	}
+	defer d.Close()
+	if _, err := os.Stat(d.Database()); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("OpenLocal made %s (%v)", DatabaseFile, err)
+	}
+	if d.StoreURL() != url {
+		t.Errorf("StoreURL = %q, want %q", d.StoreURL(), url)
+	}
+	for _, p := range []string{path, filepath.Join(path, "admin.token")} {
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm()&0o077 != 0 {
+			t.Errorf("%s: mode %v (%v), want owner-only", p, fi.Mode().Perm(), err)
+		}
+	}
+	var inUse *InUseError
+	if _, err := OpenLocal(path, url, quiet()); !errors.As(err, &inUse) {
+		t.Errorf("a second OpenLocal: %v, want the directory in use", err)
+	}
+}

@@ -19,8 +19,13 @@ type ServerConfig struct {
 type ServerSettings struct {
 	// Listen is the address the API listens on.
 	Listen string `yaml:"listen,omitempty" json:"listen,omitempty"`
-	// DataDir holds the embedded database.
+	// DataDir holds the embedded database, or, with Store set, only the
+	// server's local files (its lock and the first admin token).
 	DataDir string `yaml:"dataDir,omitempty" json:"dataDir,omitempty"`
+	// Store is the database the server keeps its state in, when it is not
+	// the SQLite file of DataDir: a postgres:// URL, which several servers
+	// may share (flag --store, env ALLOT_STORE).
+	Store string `yaml:"store,omitempty" json:"store,omitempty"`
 	// CycleEvery runs a scheduling cycle at least this often.
 	CycleEvery Duration `yaml:"cycleEvery,omitempty" json:"cycleEvery,omitempty"`
 	// StopGrace is the time between SIGTERM and SIGKILL when a task is
@@ -38,6 +43,26 @@ type ServerSettings struct {
 	Inputs InputSettings `yaml:"inputs,omitempty" json:"inputs,omitempty"`
 	// Limits bound connections and the time a client may take (limits.go).
 	Limits LimitSettings `yaml:"limits,omitempty" json:"limits,omitempty"`
+}
+
+// CheckStoreURL refuses a store setting that does not name PostgreSQL:
+// the server's own database is SQLite in the data directory unless the
+// setting says otherwise, so a SQLite path there would be a second,
+// conflicting way to say it. The empty setting is accepted. The URL's
+// details (host, port, options) are checked when the server connects.
+func CheckStoreURL(s string) error {
+	if s == "" {
+		return nil
+	}
+	scheme, _, ok := strings.Cut(s, "://")
+	if ok {
+		switch strings.ToLower(scheme) {
+		case "postgres", "postgresql":
+			return nil
+		}
+	}
+	return errors.New("want a postgres:// URL (postgres://user@host:5432/db?sslmode=verify-full); " +
+		"leave it unset for the SQLite database in the data directory")
 }
 
 // InputSettings limit the inputs a job may declare. The server reads each
@@ -72,6 +97,9 @@ func (s ServerSettings) Check() error {
 		}
 	}
 	s.Limits.check(&c)
+	if err := CheckStoreURL(s.Store); err != nil {
+		c.add("server.store", "%v", err)
+	}
 	for i, a := range s.Inputs.Allow {
 		if _, err := ParseInputPrefix(a); err != nil {
 			c.add(fmt.Sprintf("server.inputs.allow[%d]", i), "%v", err)

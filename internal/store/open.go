@@ -24,8 +24,8 @@ var (
 
 // Register makes a backend available to Open under scheme ("sqlite").
 // Backend packages call it from init, so a binary has the backends it
-// imports (cmd/allot imports store/sqlite); a second registration of a
-// scheme panics.
+// imports (cmd/allot imports store/sqlite and store/postgres); a second
+// registration of a scheme panics.
 func Register(scheme string, open Backend) {
 	backendsMu.Lock()
 	defer backendsMu.Unlock()
@@ -47,19 +47,12 @@ func Schemes() []string {
 	return out
 }
 
-// plannedSchemes are backends Allot is meant to have that a binary may
-// lack: a URL naming one is refused as not built in, rather than as an
-// unknown scheme.
-var plannedSchemes = map[string]string{
-	"postgres":   "PostgreSQL",
-	"postgresql": "PostgreSQL",
-}
-
 // Open opens the store rawURL names: "sqlite:///var/lib/allot/allot.db"
-// (or "sqlite://:memory:"), or a plain file path, which means SQLite. Every
-// store is opened through here, so a new backend is one Register call
-// away from the server. A URL whose backend is not in this binary (a
-// postgres:// URL today) is ErrNotBuiltIn, with a message that says so.
+// (or "sqlite://:memory:"), or a plain file path, which means SQLite;
+// "postgres://user@host/db?…" for PostgreSQL. Every store is opened
+// through here, so a new backend is one Register call away from the
+// server. A URL whose backend is not in this binary is ErrNotBuiltIn, with
+// a message that says so.
 func Open(ctx context.Context, rawURL string) (Store, error) {
 	scheme, location, ok := strings.Cut(rawURL, "://")
 	if !ok {
@@ -70,10 +63,6 @@ func Open(ctx context.Context, rawURL string) (Store, error) {
 	open, found := backends[scheme]
 	backendsMu.RUnlock()
 	if !found {
-		if name, planned := plannedSchemes[scheme]; planned {
-			return nil, fmt.Errorf("store %s://…: %w: %s is not supported yet; use SQLite (a path, or sqlite:///path/allot.db)",
-				scheme, ErrNotBuiltIn, name)
-		}
 		return nil, fmt.Errorf("store %q: %w: unknown scheme %q (known: %s)", redact(rawURL), ErrNotBuiltIn, scheme, strings.Join(Schemes(), ", "))
 	}
 	return open(ctx, location)

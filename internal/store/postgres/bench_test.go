@@ -1,0 +1,72 @@
+package postgres
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/allot-sched/allot/internal/store"
+	"github.com/allot-sched/allot/internal/store/postgres/pgtest"
+)
+
+// BenchmarkCommitBatch measures group commit on the throwaway server
+// (fsync and synchronous_commit on, loopback TCP), in the shape of
+// SQLite's benchmark of the same name: each Commit updates every task of a
+// job and appends one event per task. rows/s counts task updates plus
+// events.
+func BenchmarkCommitBatch(b *testing.B) {
+	for _, n := range []int{1, 100, 1_000, 10_000} {
+		b.Run(fmt.Sprintf("tasks=%d+events=%d", n, n), func(b *testing.B) {
+			s := openURL(b, pgtest.URL(b))
+			defer s.Close()
+			ctx := b.Context()
+			tasks := make([]store.Task, n)
+			for i := range tasks {
+				tasks[i] = store.Task{Job: "j", Name: fmt.Sprintf("shard-%05d", i), Index: i, State: "ready"}
+			}
+			if _, err := s.CreateJob(ctx, store.Job{ID: "j", Queue: "q", State: "running", Spec: json.RawMessage(`{}`)}, tasks, nil); err != nil {
+				b.Fatal(err)
+			}
+			t0 := time.Now()
+			batch := store.Batch{Tasks: make([]store.Task, n), Events: make([]store.Event, n)}
+			rows := 0
+			for i := 0; b.Loop(); i++ {
+				for k, tk := range tasks {
+					tk.State, tk.Attempt, tk.Worker, tk.Started = "running", i+1, fmt.Sprintf("w-%03d", k%500), t0.Add(time.Duration(i))
+					batch.Tasks[k] = tk
+					batch.Events[k] = store.Event{At: tk.Started, Kind: "task_started", Job: "j", Task: tk.Name, Worker: tk.Worker,
+						Data: json.RawMessage(`{"attempt":1}`)}
+				}
+				if err := s.Commit(ctx, batch); err != nil {
+					b.Fatal(err)
+				}
+				rows += 2 * n
+			}
+			b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "rows/s")
+		})
+	}
+}
+
+// BenchmarkCreateJob measures a job with 10 tasks and its job_submitted
+// event, one transaction each.
+func BenchmarkCreateJob(b *testing.B) {
+	s := openURL(b, pgtest.URL(b))
+	defer s.Close()
+	ctx := b.Context()
+	spec := json.RawMessage(`{"queue":"q","tasks":[{"name":"t","count":10,"command":["./run.sh"],"resources":{"cpu":1}}]}`)
+	jobs := 0
+	for i := 0; b.Loop(); i++ {
+		id := fmt.Sprintf("job-%08d", i)
+		tasks := make([]store.Task, 10)
+		for k := range tasks {
+			tasks[k] = store.Task{Job: id, Name: fmt.Sprintf("t-%d", k), Index: k, State: "ready"}
+		}
+		j := store.Job{ID: id, Queue: "q", Share: "team", Requestor: "ann", State: "pending", Submitted: time.Now(), Spec: spec}
+		if _, err := s.CreateJob(ctx, j, tasks, []store.Event{{At: j.Submitted, Kind: "job_submitted", Job: id}}); err != nil {
+			b.Fatal(err)
+		}
+		jobs++
+	}
+	b.ReportMetric(float64(jobs)/b.Elapsed().Seconds(), "jobs/s")
+}
