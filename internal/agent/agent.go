@@ -103,6 +103,10 @@ type Config struct {
 	// server is unreachable (doubling, with jitter).
 	BackoffMin, BackoffMax time.Duration
 	Logger                 *slog.Logger
+	// Started, when set, is called as the process of each attempt starts,
+	// from the goroutine that started it: allot bench --exec times
+	// submit-to-start with it.
+	Started func(api.Attempt)
 }
 
 // Agent is one running worker agent. Create it with New, run it with Run.
@@ -113,6 +117,7 @@ type Agent struct {
 	reg    api.Register // what the worker registers, without Running
 	run    runner
 	report *reporter
+	stats  agentStats
 
 	mu       sync.Mutex
 	attempts map[api.Attempt]*attempt // accepted and not yet reported: queued or running
@@ -210,7 +215,8 @@ func New(cfg Config) (*Agent, error) {
 		log: log,
 		reg: api.Register{Name: cfg.Name, Resources: cfg.Resources, Labels: cfg.Labels, Slots: cfg.Slots,
 			CostPerHour: cfg.CostPerHour, Cached: cfg.Cached, Cache: cfg.Cache},
-		run:      runner{workDir: cfg.WorkDir, tailBytes: cfg.OutputTailBytes, grace: cfg.Grace, log: log, users: users},
+		run: runner{workDir: cfg.WorkDir, tailBytes: cfg.OutputTailBytes, grace: cfg.Grace, log: log, users: users,
+			started: cfg.Started},
 		attempts: map[api.Attempt]*attempt{},
 	}
 	a.report = newReporter(a.sendReports, a.backoff(), log)
@@ -435,6 +441,7 @@ func (a *Agent) leases(ctx context.Context) {
 		// server requeues what it sent and the worker never got.
 		holds := a.running()
 		l, err := a.c.Lease(ctx, a.reg.Name, api.LeaseRequest{Wait: model.Duration(a.cfg.LeaseWait), Running: &holds})
+		a.stats.leases.Add(1)
 		switch {
 		case err == nil:
 			bo.reset()
@@ -469,14 +476,15 @@ func (a *Agent) apply(l api.Lease) {
 	for _, s := range l.Stops {
 		a.stop(s)
 	}
+	now := time.Now()
 	for _, as := range l.Assignments {
-		a.accept(as)
+		a.accept(as, now)
 	}
 }
 
-// accept takes an assignment: it starts at once if a slot is free and
-// waits in the local queue otherwise.
-func (a *Agent) accept(as api.Assignment) {
+// accept takes an assignment that arrived at now: it starts at once if a
+// slot is free and waits in the local queue otherwise.
+func (a *Agent) accept(as api.Assignment, now time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if _, dup := a.attempts[as.Attempt]; dup {
@@ -492,6 +500,10 @@ func (a *Agent) accept(as api.Assignment) {
 		return
 	}
 	at := a.newUnitLocked(as) // one attempt, or a merged batch (batch.go)
+	for _, m := range unitOf(at) {
+		m.accepted = now
+		a.stats.accepted.Add(1)
+	}
 	a.queue = append(a.queue, at)
 	a.startQueuedLocked()
 }
@@ -519,12 +531,21 @@ func (a *Agent) execute(at *attempt) {
 		return
 	}
 	rep := a.runLogged(at)
-	a.report.add(rep)
+	a.queueReport(at, rep)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	delete(a.attempts, at.as.Attempt)
 	a.busy--
 	a.startQueuedLocked()
+}
+
+// queueReport queues the report of an attempt that ran, and counts its
+// times.
+func (a *Agent) queueReport(at *attempt, rep api.Report) {
+	a.report.add(rep)
+	if !at.began.IsZero() {
+		a.stats.ran(at.accepted, at.began, at.ended, time.Now())
+	}
 }
 
 // runLogged runs one attempt, logging its start and end.

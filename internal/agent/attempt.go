@@ -40,6 +40,10 @@ type attempt struct {
 	// lists the batch's attempts in the order they run.
 	batchHead string
 	batch     []*attempt
+	// accepted is when the lease answer that brought the attempt arrived;
+	// began and ended, when its process started and was reaped (zero if
+	// it never started). They feed Stats.
+	accepted, began, ended time.Time
 
 	mu      sync.Mutex
 	proc    *os.Process // nil until the process started
@@ -120,6 +124,8 @@ type runner struct {
 	// users decides the user each task runs as (runas.go); nil runs every
 	// task as the agent's user.
 	users *userPolicy
+	// started, when set, is told of every process started (Config.Started).
+	started func(api.Attempt)
 }
 
 // run runs the attempt to its end and returns its report; it never fails,
@@ -199,7 +205,11 @@ func (r runner) run(at *attempt) api.Report {
 		return rep
 	}
 	at.proc = cmd.Process
+	at.began = time.Now()
 	at.mu.Unlock()
+	if r.started != nil {
+		r.started(as.Attempt)
+	}
 	if err := r.groups.add(cmd.Process.Pid, as.Attempt, tmp); err != nil {
 		r.log.Warn("could not record the task's process group: what it leaves would survive a crash of the agent",
 			append(attemptAttrs(as.Attempt), "err", err)...)
@@ -215,6 +225,7 @@ func (r runner) run(at *attempt) api.Report {
 		timer = time.AfterFunc(d, func() { at.terminate(fmt.Sprintf("timed out after %s", d), false, r.grace) })
 	}
 	werr := cmd.Wait()
+	at.ended = time.Now()
 	if timer != nil {
 		timer.Stop()
 	}

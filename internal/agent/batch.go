@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/allot-sched/allot/internal/api"
 )
@@ -94,9 +95,12 @@ func (a *Agent) runBatch(unit []*attempt) {
 		}
 		if i == 0 {
 			headRep = rep // held: it goes last
+			if !at.began.IsZero() {
+				a.stats.ran(at.accepted, at.began, at.ended, time.Now())
+			}
 			continue
 		}
-		a.report.add(rep)
+		a.queueReport(at, rep)
 		a.mu.Lock()
 		delete(a.attempts, at.as.Attempt)
 		a.mu.Unlock()

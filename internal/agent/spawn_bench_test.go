@@ -1,0 +1,118 @@
+//go:build linux
+
+package agent
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/allot-sched/allot/internal/api"
+)
+
+// The machine's process-spawn limit, and the agent's spawn path against
+// it (docs/performance.md, "The worker side"). Each operation is one
+// process of /usr/bin/true started and reaped; ns/op over g goroutines is
+// the inverse of the rate the machine sustains with g slots.
+//
+//	bare      exec.Command(true).Run(): what any Go program pays
+//	hardened  the agent's process shape (own process group, parent-death
+//	          signal, forked from the locked thread) with output to a pipe
+//	runner    the whole per-attempt path of the agent: attempt directory,
+//	          environment, pipe and tail, process group recorded in the
+//	          state directory, result read, directory removed
+func BenchmarkSpawn(b *testing.B) {
+	truePath, err := exec.LookPath("true")
+	if err != nil {
+		b.Skip("no true on this machine")
+	}
+	for _, g := range []int{1, 16} {
+		b.Run(fmt.Sprintf("bare/g=%d", g), func(b *testing.B) {
+			spawnParallel(b, g, func(int) error { return exec.Command(truePath).Run() })
+		})
+		b.Run(fmt.Sprintf("hardened/g=%d", g), func(b *testing.B) {
+			spawnParallel(b, g, func(int) error {
+				cmd := exec.Command(truePath)
+				setTaskAttrs(cmd, nil)
+				return startAndWait(cmd)
+			})
+		})
+		b.Run(fmt.Sprintf("runner/g=%d", g), func(b *testing.B) {
+			sd, err := openStateDir(filepath.Join(b.TempDir(), "state"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer sd.close()
+			r := runner{tailBytes: DefaultOutputTailBytes, grace: DefaultGrace, log: slog.New(slog.DiscardHandler), groups: sd.groups}
+			spawnParallel(b, g, func(i int) error {
+				as := api.Assignment{Attempt: api.Attempt{Job: "j", Task: fmt.Sprintf("t%d", i), Attempt: 1}, Command: []string{"true"}}
+				rep := r.run(newAttempt(as))
+				if rep.ExitCode != 0 || rep.Error != "" {
+					return fmt.Errorf("exit code %d, error %q", rep.ExitCode, rep.Error)
+				}
+				return nil
+			})
+		})
+	}
+}
+
+// startAndWait starts cmd as the agent does, output to a pipe it drains,
+// and waits for it.
+func startAndWait(cmd *exec.Cmd) error {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	cmd.Stdout, cmd.Stderr = pw, pw
+	err = startTask(cmd)
+	pw.Close()
+	if err != nil {
+		pr.Close()
+		return err
+	}
+	out := newTail(DefaultOutputTailBytes)
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		_, _ = io.Copy(out, pr)
+	}()
+	err = cmd.Wait()
+	<-drained
+	pr.Close()
+	return err
+}
+
+// spawnParallel runs b.N calls of spawn from g goroutines.
+func spawnParallel(b *testing.B, g int, spawn func(i int) error) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var once sync.Once
+	var failed error
+	b.ResetTimer()
+	for range g {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1))
+				if i > b.N {
+					return
+				}
+				if err := spawn(i); err != nil {
+					once.Do(func() { failed = err })
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	if failed != nil {
+		b.Fatal(failed)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "procs/s")
+}
