@@ -185,17 +185,96 @@ func TestTheAgentRecordsTheGroupsOfRunningTasks(t *testing.T) {
 	}
 }
 
+// readGroupsFile reads the groups a state directory records, as a
+// restarted agent would.
 func readGroupsFile(t *testing.T, dir string) groupsState {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, groupsFile))
+	path := filepath.Join(dir, groupsFile)
+	if _, err := os.Stat(path); err != nil {
+		t.Fatal(err)
+	}
+	st, err := (&taskGroups{path: path}).load()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st groupsState
-	if err := json.Unmarshal(b, &st); err != nil {
+	return st
+}
+
+// The groups file is a log: starts and ends are appended to it, it reads
+// as what is running, a crash's torn last line is as if never written,
+// and it is compacted before it grows long.
+func TestTheGroupsLogReadsAsWhatRunsAndStaysShort(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	sd, err := openStateDir(dir)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return st
+	defer sd.close()
+	if _, err := sd.killLeftovers(); err != nil {
+		t.Fatal(err)
+	}
+	running := bystander(t).Process.Pid
+	ended := bystander(t).Process.Pid
+	for i, pid := range []int{running, ended} {
+		if err := sd.groups.add(pid, api.Attempt{Job: "j", Task: "t" + strconv.Itoa(i), Attempt: 1}, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := sd.groups.remove(ended); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, groupsFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), "\n"); n != 4 {
+		t.Errorf("the log has %d lines, want 4 (the snapshot, two starts, an end):\n%s", n, b)
+	}
+	want := func(what string) {
+		t.Helper()
+		st := readGroupsFile(t, dir)
+		if len(st.Groups) != 1 || st.Groups[0].PGID != running || st.Groups[0].Task != "t0" || st.Boot == "" {
+			t.Errorf("%s: the log reads as %+v, want the running group %d only", what, st, running)
+		}
+	}
+	want("after two starts and an end")
+
+	// A crash in the middle of an append.
+	torn := append(append([]byte(nil), b...), []byte(`{"add":{"pgid":4`)...)
+	if err := os.WriteFile(path, torn, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want("with a torn last line")
+	// Damage anywhere else is not a crash's: it is an error.
+	damaged := strings.Replace(string(b), `{"add"`, `{"add":x`, 1)
+	if err := os.WriteFile(path, []byte(damaged), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (&taskGroups{path: path}).load(); err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("a damaged change line read with err = %v, want one naming line 2", err)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	// Many starts and ends: the log is rewritten from time to time.
+	for i := range 3 * compactAfter {
+		if err := sd.groups.add(ended, api.Attempt{Job: "j", Task: "x" + strconv.Itoa(i), Attempt: 1}, ""); err != nil {
+			t.Fatal(err)
+		}
+		if err := sd.groups.remove(ended); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err = os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), "\n"); n > compactAfter+6 {
+		t.Errorf("after %d starts and ends the log has %d lines: it is not compacted", 3*compactAfter, n)
+	}
+	want("after compactions")
 }
 
 // The attempt directories a crashed agent left (working directories and

@@ -116,3 +116,35 @@ func spawnParallel(b *testing.B, g int, spawn func(i int) error) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "procs/s")
 }
+
+// BenchmarkRecordGroup is the state directory's record of one task's
+// process group: added when it starts, removed when it ends, with 15
+// other tasks running.
+func BenchmarkRecordGroup(b *testing.B) {
+	sd, err := openStateDir(filepath.Join(b.TempDir(), "state"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sd.close()
+	if _, err := sd.killLeftovers(); err != nil {
+		b.Fatal(err)
+	}
+	self := os.Getpid()
+	for i := range 15 {
+		if err := sd.groups.add(self, api.Attempt{Job: "j", Task: fmt.Sprintf("other-%d", i), Attempt: 1}, "/tmp/allot-attempt-other"); err != nil {
+			b.Fatal(err)
+		}
+		sd.groups.mu.Lock()
+		sd.groups.byPGID[1_000_000+i] = sd.groups.byPGID[self]
+		delete(sd.groups.byPGID, self)
+		sd.groups.mu.Unlock()
+	}
+	for b.Loop() {
+		if err := sd.groups.add(self, api.Attempt{Job: "j", Task: "t", Attempt: 1}, "/tmp/allot-attempt-123456789"); err != nil {
+			b.Fatal(err)
+		}
+		if err := sd.groups.remove(self); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
