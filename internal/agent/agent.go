@@ -118,6 +118,9 @@ type Agent struct {
 	run    runner
 	report *reporter
 	stats  agentStats
+	// leftovers are what attempts left (directories, records), cleaned by
+	// one goroutine after their reports are queued (tidy).
+	leftovers chan leftover
 
 	mu       sync.Mutex
 	attempts map[api.Attempt]*attempt // accepted and not yet reported: queued or running
@@ -217,7 +220,8 @@ func New(cfg Config) (*Agent, error) {
 			CostPerHour: cfg.CostPerHour, Cached: cfg.Cached, Cache: cfg.Cache},
 		run: runner{workDir: cfg.WorkDir, tailBytes: cfg.OutputTailBytes, grace: cfg.Grace, log: log, users: users,
 			started: cfg.Started},
-		attempts: map[api.Attempt]*attempt{},
+		attempts:  map[api.Attempt]*attempt{},
+		leftovers: make(chan leftover, 4*cfg.Slots+16),
 	}
 	a.report = newReporter(a.sendReports, a.backoff(), log)
 	return a, nil
@@ -260,6 +264,11 @@ func (a *Agent) Run(ctx context.Context) error {
 		defer close(repDone)
 		a.report.run(repCtx)
 	}()
+	tidied := make(chan struct{})
+	go func() {
+		defer close(tidied)
+		a.tidy()
+	}()
 	var loops sync.WaitGroup
 	loops.Go(func() { a.heartbeats(ctx) })
 	loops.Go(func() { a.leases(ctx) })
@@ -267,6 +276,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	loops.Wait()
 
 	a.shutdown()
+	close(a.leftovers) // every attempt ended: nothing more comes
+	<-tidied
 	repStop()
 	<-repDone
 	flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(a.cfg.Grace, 3*time.Second))
@@ -530,8 +541,9 @@ func (a *Agent) execute(at *attempt) {
 		a.runBatch(at.batch)
 		return
 	}
-	rep := a.runLogged(at)
+	rep, left := a.runLogged(at)
 	a.queueReport(at, rep)
+	a.leftovers <- left
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	delete(a.attempts, at.as.Attempt)
@@ -548,16 +560,28 @@ func (a *Agent) queueReport(at *attempt, rep api.Report) {
 	}
 }
 
+// tidy cleans what attempts left, one after another, until the agent
+// closes the channel. Once an attempt's report is queued, its directory
+// is no longer needed: the report need not wait for its removal, and
+// removals made one at a time do not contend with each other (nor with
+// the next attempts' directories) for the lock of the directory they are
+// in, which on a busy worker costs more than the removals themselves.
+func (a *Agent) tidy() {
+	for left := range a.leftovers {
+		a.run.clean(left)
+	}
+}
+
 // runLogged runs one attempt, logging its start and end.
-func (a *Agent) runLogged(at *attempt) api.Report {
+func (a *Agent) runLogged(at *attempt) (api.Report, leftover) {
 	log := a.log.With(attemptAttrs(at.as.Attempt)...)
 	if at.batchHead != "" {
 		log = log.With("batch", at.batchHead)
 	}
 	log.Info("task started")
-	rep := a.run.run(at)
+	rep, left := a.run.run(at)
 	log.Info("task ended", "exitCode", rep.ExitCode, "error", rep.Error, "stopped", rep.Stopped)
-	return rep
+	return rep, left
 }
 
 // stop carries out a stop order. An attempt still queued here ends without

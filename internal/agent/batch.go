@@ -89,7 +89,7 @@ func (a *Agent) runBatch(unit []*attempt) {
 			unrun = append(unrun, notRun(at, head.as.Task, failed))
 			continue
 		}
-		rep := a.runLogged(at)
+		rep, left := a.runLogged(at)
 		if why := failure(rep); why != "" {
 			failed = fmt.Sprintf("task %q of the batch failed: %s", at.as.Task, why)
 		}
@@ -98,9 +98,11 @@ func (a *Agent) runBatch(unit []*attempt) {
 			if !at.began.IsZero() {
 				a.stats.ran(at.accepted, at.began, at.ended, time.Now())
 			}
+			a.leftovers <- left
 			continue
 		}
 		a.queueReport(at, rep)
+		a.leftovers <- left
 		a.mu.Lock()
 		delete(a.attempts, at.as.Attempt)
 		a.mu.Unlock()

@@ -196,31 +196,34 @@ type taskGroups struct {
 const compactAfter = 256
 
 // add records the group led by pid, a task of attempt a that just started
-// in the directory dir.
-func (g *taskGroups) add(pid int, a api.Attempt, dir string) error {
+// in the directory dir, and returns the leader's start time, which
+// remove needs.
+func (g *taskGroups) add(pid int, a api.Attempt, dir string) (uint64, error) {
 	if g == nil {
-		return nil
+		return 0, nil
 	}
 	p, err := procStat(pid)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	e := groupEntry{PGID: pid, Start: p.start, Job: a.Job, Task: a.Task, Attempt: a.Attempt, Dir: dir}
 	g.byPGID[pid] = e
-	return g.appendLocked(groupChange{Add: &e})
+	return p.start, g.appendLocked(groupChange{Add: &e})
 }
 
-// remove forgets the group led by pid: its task ended and the group was
-// killed.
-func (g *taskGroups) remove(pid int) error {
+// remove forgets the group led by pid whose leader started at start: its
+// task ended, the group was killed and the attempt's directory removed.
+// A record of the same ID with another start time is a later task's (the
+// ID was reused meanwhile), and stays.
+func (g *taskGroups) remove(pid int, start uint64) error {
 	if g == nil {
 		return nil
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if _, ok := g.byPGID[pid]; !ok {
+	if e, ok := g.byPGID[pid]; !ok || e.Start != start {
 		return nil
 	}
 	delete(g.byPGID, pid)

@@ -25,7 +25,7 @@ func orphanGroup(t *testing.T, groups *taskGroups) (pgid, child int) {
 	if err := leader.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if err := groups.add(leader.Process.Pid, api.Attempt{Job: "j", Task: "t", Attempt: 1}, ""); err != nil {
+	if _, err := groups.add(leader.Process.Pid, api.Attempt{Job: "j", Task: "t", Attempt: 1}, ""); err != nil {
 		t.Fatal(err)
 	}
 	child = readPID(t, pidFile)
@@ -60,7 +60,7 @@ func TestARestartedAgentKillsWhatItsPreviousLifeLeftRunning(t *testing.T) {
 	// A group recorded with the start time of another process: its ID was
 	// reused after the task's group ended. It must be left alone.
 	other := bystander(t)
-	if err := first.groups.add(other.Process.Pid, api.Attempt{Job: "j", Task: "u", Attempt: 1}, ""); err != nil {
+	if _, err := first.groups.add(other.Process.Pid, api.Attempt{Job: "j", Task: "u", Attempt: 1}, ""); err != nil {
 		t.Fatal(err)
 	}
 	first.groups.mu.Lock()
@@ -180,8 +180,61 @@ func TestTheAgentRecordsTheGroupsOfRunningTasks(t *testing.T) {
 		return len(st.Groups) == 1 && st.Groups[0].PGID == pid && st.Groups[0].Task == "t" && st.Groups[0].Start != 0
 	})
 	waitFor(t, "the report", func() bool { _, ok := fs.report(a.Attempt); return ok })
+	// The record goes once the attempt's directory is removed, after the
+	// report.
+	waitFor(t, "the record to go", func() bool { return len(readGroupsFile(t, dir).Groups) == 0 })
+}
+
+// What an attempt leaves is cleaned after its report is made, and its
+// group's record goes last: an agent that crashed in between removes the
+// directory when it starts again.
+func TestAnAttemptsRecordOutlivesItsDirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	sd, err := openStateDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sd.killLeftovers(); err != nil {
+		t.Fatal(err)
+	}
+	r := testRunner(DefaultOutputTailBytes)
+	r.groups = sd.groups
+	run := func() (api.Report, leftover) {
+		return r.run(newAttempt(api.Assignment{Attempt: api.Attempt{Job: "j", Task: "t", Attempt: 1}, Run: `dirname "$ALLOT_RESULT_FILE"`}))
+	}
+	rep, left := run()
+	attemptDir := strings.TrimSpace(rep.Output)
+	if rep.ExitCode != 0 || left.dir != attemptDir || left.pid == 0 {
+		t.Fatalf("report %+v, left %+v: want a success in the directory left", rep, left)
+	}
+	if st := readGroupsFile(t, dir); len(st.Groups) != 1 || st.Groups[0].Dir != attemptDir {
+		t.Fatalf("before cleaning, the state lists %+v, want the attempt with its directory", st.Groups)
+	}
+	r.clean(left)
+	if _, err := os.Stat(attemptDir); !os.IsNotExist(err) {
+		t.Errorf("the attempt's directory is still there after cleaning (%v)", err)
+	}
 	if st := readGroupsFile(t, dir); len(st.Groups) != 0 {
-		t.Errorf("after the task ended the state lists %+v, want nothing", st.Groups)
+		t.Errorf("after cleaning, the state lists %+v, want nothing", st.Groups)
+	}
+
+	// A crash after the report, before the cleaning.
+	rep, left = run()
+	attemptDir = strings.TrimSpace(rep.Output)
+	if _, err := os.Stat(attemptDir); err != nil {
+		t.Fatal(err)
+	}
+	sd.close()
+	again, err := openStateDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.close()
+	if killed, err := again.killLeftovers(); err != nil || len(killed) != 0 {
+		t.Errorf("killed %+v (%v): the task had ended", killed, err)
+	}
+	if _, err := os.Stat(attemptDir); !os.IsNotExist(err) {
+		t.Errorf("the directory of an attempt reported before a crash is still there after the restart (%v)", err)
 	}
 }
 
@@ -215,12 +268,19 @@ func TestTheGroupsLogReadsAsWhatRunsAndStaysShort(t *testing.T) {
 	}
 	running := bystander(t).Process.Pid
 	ended := bystander(t).Process.Pid
+	var start uint64
 	for i, pid := range []int{running, ended} {
-		if err := sd.groups.add(pid, api.Attempt{Job: "j", Task: "t" + strconv.Itoa(i), Attempt: 1}, ""); err != nil {
+		var err error
+		if start, err = sd.groups.add(pid, api.Attempt{Job: "j", Task: "t" + strconv.Itoa(i), Attempt: 1}, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := sd.groups.remove(ended); err != nil {
+	// A removal of the same ID with another start time is of an earlier
+	// task that had it: it leaves the record alone.
+	if err := sd.groups.remove(running, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := sd.groups.remove(ended, start); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, groupsFile)
@@ -260,10 +320,10 @@ func TestTheGroupsLogReadsAsWhatRunsAndStaysShort(t *testing.T) {
 
 	// Many starts and ends: the log is rewritten from time to time.
 	for i := range 3 * compactAfter {
-		if err := sd.groups.add(ended, api.Attempt{Job: "j", Task: "x" + strconv.Itoa(i), Attempt: 1}, ""); err != nil {
+		if _, err := sd.groups.add(ended, api.Attempt{Job: "j", Task: "x" + strconv.Itoa(i), Attempt: 1}, ""); err != nil {
 			t.Fatal(err)
 		}
-		if err := sd.groups.remove(ended); err != nil {
+		if err := sd.groups.remove(ended, start); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -296,11 +356,11 @@ func TestARestartedAgentRemovesTheAttemptDirectoriesItsPreviousLifeLeft(t *testi
 	}
 	notOurs := t.TempDir()
 	task := bystander(t)
-	if err := first.groups.add(task.Process.Pid, api.Attempt{Job: "j", Task: "t", Attempt: 1}, left); err != nil {
+	if _, err := first.groups.add(task.Process.Pid, api.Attempt{Job: "j", Task: "t", Attempt: 1}, left); err != nil {
 		t.Fatal(err)
 	}
 	other := bystander(t)
-	if err := first.groups.add(other.Process.Pid, api.Attempt{Job: "j", Task: "u", Attempt: 1}, notOurs); err != nil {
+	if _, err := first.groups.add(other.Process.Pid, api.Attempt{Job: "j", Task: "u", Attempt: 1}, notOurs); err != nil {
 		t.Fatal(err)
 	}
 	first.close()

@@ -26,7 +26,8 @@ import (
 //	          signal, forked from the locked thread) with output to a pipe
 //	runner    the whole per-attempt path of the agent: attempt directory,
 //	          environment, pipe and tail, process group recorded in the
-//	          state directory, result read, directory removed
+//	          state directory, result read; then, in one goroutine, the
+//	          directory removed and the record dropped
 func BenchmarkSpawn(b *testing.B) {
 	truePath, err := exec.LookPath("true")
 	if err != nil {
@@ -50,14 +51,27 @@ func BenchmarkSpawn(b *testing.B) {
 			}
 			defer sd.close()
 			r := runner{tailBytes: DefaultOutputTailBytes, grace: DefaultGrace, log: slog.New(slog.DiscardHandler), groups: sd.groups}
+			// What attempts leave is cleaned by one goroutine, as the
+			// agent's tidy does.
+			leftovers := make(chan leftover, 4*g+16)
+			tidied := make(chan struct{})
+			go func() {
+				defer close(tidied)
+				for left := range leftovers {
+					r.clean(left)
+				}
+			}()
 			spawnParallel(b, g, func(i int) error {
 				as := api.Assignment{Attempt: api.Attempt{Job: "j", Task: fmt.Sprintf("t%d", i), Attempt: 1}, Command: []string{"true"}}
-				rep := r.run(newAttempt(as))
+				rep, left := r.run(newAttempt(as))
+				leftovers <- left
 				if rep.ExitCode != 0 || rep.Error != "" {
 					return fmt.Errorf("exit code %d, error %q", rep.ExitCode, rep.Error)
 				}
 				return nil
 			})
+			close(leftovers)
+			<-tidied
 		})
 	}
 }
@@ -131,7 +145,7 @@ func BenchmarkRecordGroup(b *testing.B) {
 	}
 	self := os.Getpid()
 	for i := range 15 {
-		if err := sd.groups.add(self, api.Attempt{Job: "j", Task: fmt.Sprintf("other-%d", i), Attempt: 1}, "/tmp/allot-attempt-other"); err != nil {
+		if _, err := sd.groups.add(self, api.Attempt{Job: "j", Task: fmt.Sprintf("other-%d", i), Attempt: 1}, "/tmp/allot-attempt-other"); err != nil {
 			b.Fatal(err)
 		}
 		sd.groups.mu.Lock()
@@ -140,10 +154,11 @@ func BenchmarkRecordGroup(b *testing.B) {
 		sd.groups.mu.Unlock()
 	}
 	for b.Loop() {
-		if err := sd.groups.add(self, api.Attempt{Job: "j", Task: "t", Attempt: 1}, "/tmp/allot-attempt-123456789"); err != nil {
+		start, err := sd.groups.add(self, api.Attempt{Job: "j", Task: "t", Attempt: 1}, "/tmp/allot-attempt-123456789")
+		if err != nil {
 			b.Fatal(err)
 		}
-		if err := sd.groups.remove(self); err != nil {
+		if err := sd.groups.remove(self, start); err != nil {
 			b.Fatal(err)
 		}
 	}
