@@ -379,3 +379,45 @@ func alive(pid int) bool {
 	i := bytes.LastIndexByte(b, ')')
 	return !(i > 0 && len(b) > i+2 && b[i+2] == 'Z')
 }
+
+// A worker with many slots running very short tasks sends its reports in
+// batches, and has some in flight almost all the time: a server killed
+// under that load must still end every task exactly once, with the
+// result it wrote, whether its report went before the kill, was in
+// flight, or waited for the server to return.
+func TestBatchedReportsOfShortTasksSurviveServerKills(t *testing.T) {
+	args := []string{"--heartbeat-timeout", "20s"}
+	c := start(t, args...)
+	crashWorker(c, "w1", 16)
+	const jobs, size = 4, 250
+	var ids []string
+	for i := range jobs {
+		j := c.submit(fmt.Sprintf(`
+id: short-%d
+tasks:
+  - name: t
+    count: %d
+    run: '%s'
+`, i, size, publish))
+		ids = append(ids, j.ID)
+	}
+	done := func() int {
+		n := 0
+		for _, id := range ids {
+			for _, tk := range c.job(id).Tasks {
+				if tk.State == "succeeded" {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	for _, depth := range []int{100, 500} {
+		waitUntil(t, fmt.Sprintf("%d tasks to succeed", depth), 60*time.Second, func() bool { return done() >= depth })
+		t.Logf("killing the server after %d tasks", done())
+		c.killServer()
+		time.Sleep(200 * time.Millisecond) // tasks end and their reports wait
+		c.restartServer(args...)
+	}
+	checkEndedOnce(t, c, ids)
+}

@@ -43,6 +43,9 @@ type benchConfig struct {
 	// Store is the PostgreSQL URL to measure on (a new schema of it, which
 	// the run drops at its end); empty for SQLite in the data directory.
 	Store string `json:"-"`
+	// Exec, when set, is the command every task runs (no shell), on real
+	// agents instead of no-op workers (bench_exec.go).
+	Exec []string `json:"exec,omitempty"`
 }
 
 // benchResult is what `allot bench` prints; -o json prints it as is.
@@ -52,6 +55,8 @@ type benchResult struct {
 	Throughput benchThroughput  `json:"throughput"`
 	Latency    benchLatency     `json:"latency"`
 	Totals     map[string]int64 `json:"totals"`
+	// Agents is where the real agents' time went (--exec only).
+	Agents *benchAgentFigures `json:"agents,omitempty"`
 }
 
 type benchMachine struct {
@@ -85,7 +90,7 @@ type benchPercentiles struct {
 
 func newBenchCmd() *cobra.Command {
 	cfg := benchConfig{}
-	var output, dataDir, cpuProfile string
+	var output, dataDir, cpuProfile, execCmd string
 	var noAuth bool
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -107,12 +112,19 @@ It then runs two phases:
               every slot is free; prints submit-to-start percentiles, from the
               client sending the job to the worker receiving its task
 
+With --exec, the workers are real agents (the code of allot worker, in this
+process, each with its state directory and an Info-level log in the data
+directory) and every task runs the command given, as a process: --exec true
+measures how many short processes --workers agents with --slots slots start
+and report per second, and prints where a task's time went on the agents.
+
 Authentication is on, as in production: the clients use the admin token the
 server creates in its data directory. --no-auth measures without it.`,
 		Example: `  allot bench
   allot bench --tasks 100000 --slots 100 --job-size 1000 -o json
   allot bench --tasks 20000 --cpuprofile bench.pprof
-  allot bench --store 'postgres://allot@127.0.0.1:5432/allot?sslmode=disable'`,
+  allot bench --store 'postgres://allot@127.0.0.1:5432/allot?sslmode=disable'
+  allot bench --exec true --workers 1 --slots 16 --tasks 20000 --latency-jobs 0`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if output != "table" && output != "json" {
@@ -139,6 +151,7 @@ server creates in its data directory. --no-auth measures without it.`,
 				return err
 			}
 			cfg.Store = scfg.Server.Store
+			cfg.Exec = strings.Fields(execCmd)
 			if cpuProfile != "" {
 				f, err := os.Create(cpuProfile)
 				if err != nil {
@@ -198,6 +211,7 @@ server creates in its data directory. --no-auth measures without it.`,
 	f.BoolVar(&noAuth, "no-auth", false, "run the server without authentication")
 	f.StringVar(&dataDir, "data-dir", "", "directory of the embedded database (default: a temporary directory, removed at exit)")
 	f.StringVar(&cfg.Store, "store", "", "PostgreSQL URL to measure on, in a new schema dropped at exit (env ALLOT_STORE)")
+	f.StringVar(&execCmd, "exec", "", "run every task as this command (split on spaces, no shell) on --workers real agents, not no-op workers")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (server and workers) to this file")
 	f.StringVarP(&output, "output", "o", "table", "output format: table or json")
 	return cmd
@@ -257,7 +271,19 @@ func runBench(ctx context.Context, cfg benchConfig, dataDir string, progress io.
 	wctx, stopWorkers := context.WithCancel(ctx)
 	var workers sync.WaitGroup
 	werr := make(chan error, cfg.Workers)
-	for i := range cfg.Workers {
+	var agents *benchAgents
+	if len(cfg.Exec) > 0 {
+		if agents, err = b.startAgents(ctx, srv.URL, dataDir, werr); err != nil {
+			stopWorkers()
+			return nil, err
+		}
+		defer agents.close()
+	}
+	noops := cfg.Workers
+	if agents != nil {
+		noops = 0
+	}
+	for i := range noops {
 		slots := cfg.Slots / cfg.Workers
 		if i < cfg.Slots%cfg.Workers {
 			slots++
@@ -304,6 +330,9 @@ func runBench(ctx context.Context, cfg benchConfig, dataDir string, progress io.
 	}
 	res.Throughput = benchThroughput{Seconds: elapsed.Seconds(), SubmitSeconds: submitted.Seconds(),
 		TasksPerSec: float64(cfg.Tasks) / elapsed.Seconds(), Wait: b.percentiles("bench-t-")}
+	if agents != nil {
+		res.Agents = agents.figures(agents.stats(), elapsed)
+	}
 
 	// Latency: one small job at a time on idle slots.
 	if cfg.LatencyJobs > 0 {
@@ -396,7 +425,7 @@ func (b *benchRun) work(ctx context.Context, name string) error {
 
 // submit sends one job of n no-op tasks and notes when it was sent.
 func (b *benchRun) submit(ctx context.Context, id string, n int) error {
-	doc, _ := json.Marshal(spec.Job{ID: id, Tasks: []spec.Task{{Name: "t", Count: n, Run: "true"}}})
+	doc, _ := json.Marshal(spec.Job{ID: id, Tasks: []spec.Task{b.task(n)}})
 	b.mu.Lock()
 	b.submitted[id] = time.Now()
 	b.mu.Unlock()
@@ -530,7 +559,11 @@ func printBench(w io.Writer, r *benchResult) {
 		auth = "off"
 	}
 	fmt.Fprintf(w, "allot bench: %d CPUs, %s, %s; authentication %s\n", r.Machine.CPUs, r.Machine.GoVersion, r.Machine.Store, auth)
-	fmt.Fprintf(w, "throughput  %d no-op tasks in jobs of %d, %d slots on %d workers, %d submitters\n", c.Tasks, c.JobSize, c.Slots, c.Workers, c.Submitters)
+	kind := "no-op"
+	if len(c.Exec) > 0 {
+		kind = fmt.Sprintf("%q", c.Exec)
+	}
+	fmt.Fprintf(w, "throughput  %d %s tasks in jobs of %d, %d slots on %d workers, %d submitters\n", c.Tasks, kind, c.JobSize, c.Slots, c.Workers, c.Submitters)
 	fmt.Fprintf(w, "            %.0f tasks/s completed: %.2fs from the first submission to the last completion (submissions took %.2fs)\n",
 		r.Throughput.TasksPerSec, r.Throughput.Seconds, r.Throughput.SubmitSeconds)
 	fmt.Fprintf(w, "            wait for a slot: p50 %s, p95 %s, p99 %s, max %s\n",
@@ -539,6 +572,9 @@ func printBench(w io.Writer, r *benchResult) {
 		fmt.Fprintf(w, "latency     %d single-task jobs, one every %s, on free slots\n", r.Latency.Jobs, c.LatencyEvery)
 		l := r.Latency.SubmitToStart
 		fmt.Fprintf(w, "            submit to start: p50 %s, p95 %s, p99 %s, max %s\n", ms(l.P50), ms(l.P95), ms(l.P99), ms(l.Max))
+	}
+	if r.Agents != nil {
+		printAgents(w, c, r.Agents)
 	}
 	fmt.Fprintf(w, "totals      %d jobs, %d tasks\n", r.Totals["jobs"], r.Totals["tasks"])
 }

@@ -106,6 +106,10 @@ type Config struct {
 	// server is unreachable (doubling, with jitter).
 	BackoffMin, BackoffMax time.Duration
 	Logger                 *slog.Logger
+	// Started, when set, is called as the process of each attempt starts,
+	// from the goroutine that started it: allot bench --exec times
+	// submit-to-start with it.
+	Started func(api.Attempt)
 }
 
 // Agent is one running worker agent. Create it with New, run it with Run.
@@ -116,6 +120,10 @@ type Agent struct {
 	reg    api.Register // what the worker registers, without Running
 	run    runner
 	report *reporter
+	stats  agentStats
+	// leftovers are what attempts left (directories, records), cleaned by
+	// one goroutine after their reports are queued (tidy).
+	leftovers chan leftover
 
 	mu       sync.Mutex
 	attempts map[api.Attempt]*attempt // accepted and not yet reported: queued or running
@@ -217,8 +225,10 @@ func New(cfg Config) (*Agent, error) {
 		log: log,
 		reg: api.Register{Name: cfg.Name, Resources: cfg.Resources, Labels: cfg.Labels, Slots: cfg.Slots,
 			CostPerHour: cfg.CostPerHour, Cached: cfg.Cached, Cache: cfg.Cache},
-		run:      runner{workDir: cfg.WorkDir, tailBytes: cfg.OutputTailBytes, grace: cfg.Grace, log: log, users: users},
-		attempts: map[api.Attempt]*attempt{},
+		run: runner{workDir: cfg.WorkDir, tailBytes: cfg.OutputTailBytes, grace: cfg.Grace, log: log, users: users,
+			started: cfg.Started},
+		attempts:  map[api.Attempt]*attempt{},
+		leftovers: make(chan leftover, 4*cfg.Slots+16),
 	}
 	a.report = newReporter(a.sendReports, a.backoff(), log)
 	return a, nil
@@ -261,6 +271,11 @@ func (a *Agent) Run(ctx context.Context) error {
 		defer close(repDone)
 		a.report.run(repCtx)
 	}()
+	tidied := make(chan struct{})
+	go func() {
+		defer close(tidied)
+		a.tidy()
+	}()
 	var loops sync.WaitGroup
 	loops.Go(func() { a.heartbeats(ctx) })
 	loops.Go(func() { a.leases(ctx) })
@@ -268,6 +283,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	loops.Wait()
 
 	a.shutdown()
+	close(a.leftovers) // every attempt ended: nothing more comes
+	<-tidied
 	repStop()
 	<-repDone
 	flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(a.cfg.Grace, 3*time.Second))
@@ -470,6 +487,7 @@ func (a *Agent) leases(ctx context.Context) {
 		holds := a.running()
 		server := a.c.BaseURL()
 		l, err := a.c.Lease(ctx, a.reg.Name, api.LeaseRequest{Wait: model.Duration(a.cfg.LeaseWait), Running: &holds})
+		a.stats.leases.Add(1)
 		switch {
 		case err == nil:
 			bo.reset()
@@ -509,14 +527,15 @@ func (a *Agent) apply(l api.Lease) {
 	for _, s := range l.Stops {
 		a.stop(s)
 	}
+	now := time.Now()
 	for _, as := range l.Assignments {
-		a.accept(as)
+		a.accept(as, now)
 	}
 }
 
-// accept takes an assignment: it starts at once if a slot is free and
-// waits in the local queue otherwise.
-func (a *Agent) accept(as api.Assignment) {
+// accept takes an assignment that arrived at now: it starts at once if a
+// slot is free and waits in the local queue otherwise.
+func (a *Agent) accept(as api.Assignment, now time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if _, dup := a.attempts[as.Attempt]; dup {
@@ -532,6 +551,10 @@ func (a *Agent) accept(as api.Assignment) {
 		return
 	}
 	at := a.newUnitLocked(as) // one attempt, or a merged batch (batch.go)
+	for _, m := range unitOf(at) {
+		m.accepted = now
+		a.stats.accepted.Add(1)
+	}
 	a.queue = append(a.queue, at)
 	a.startQueuedLocked()
 }
@@ -558,8 +581,9 @@ func (a *Agent) execute(at *attempt) {
 		a.runBatch(at.batch)
 		return
 	}
-	rep := a.runLogged(at)
-	a.report.add(rep)
+	rep, left := a.runLogged(at)
+	a.queueReport(at, rep)
+	a.leftovers <- left
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	delete(a.attempts, at.as.Attempt)
@@ -567,16 +591,37 @@ func (a *Agent) execute(at *attempt) {
 	a.startQueuedLocked()
 }
 
+// queueReport queues the report of an attempt that ran, and counts its
+// times.
+func (a *Agent) queueReport(at *attempt, rep api.Report) {
+	a.report.add(rep)
+	if !at.began.IsZero() {
+		a.stats.ran(at.accepted, at.began, at.ended, time.Now())
+	}
+}
+
+// tidy cleans what attempts left, one after another, until the agent
+// closes the channel. Once an attempt's report is queued, its directory
+// is no longer needed: the report need not wait for its removal, and
+// removals made one at a time do not contend with each other (nor with
+// the next attempts' directories) for the lock of the directory they are
+// in, which on a busy worker costs more than the removals themselves.
+func (a *Agent) tidy() {
+	for left := range a.leftovers {
+		a.run.clean(left)
+	}
+}
+
 // runLogged runs one attempt, logging its start and end.
-func (a *Agent) runLogged(at *attempt) api.Report {
+func (a *Agent) runLogged(at *attempt) (api.Report, leftover) {
 	log := a.log.With(attemptAttrs(at.as.Attempt)...)
 	if at.batchHead != "" {
 		log = log.With("batch", at.batchHead)
 	}
 	log.Info("task started")
-	rep := a.run.run(at)
+	rep, left := a.run.run(at)
 	log.Info("task ended", "exitCode", rep.ExitCode, "error", rep.Error, "stopped", rep.Stopped)
-	return rep
+	return rep, left
 }
 
 // stop carries out a stop order. An attempt still queued here ends without

@@ -3,11 +3,13 @@
 package agent
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -256,5 +258,44 @@ func TestNewChecksAndDefaultsTheConfig(t *testing.T) {
 	}
 	if got := a.Registration().Resources; got != (spec.Resources{CPU: 1000, Memory: 1, GPUs: 1, GPUMemory: 1}) {
 		t.Errorf("given resources changed by detection: %+v", got)
+	}
+}
+
+// Stats counts what the agent accepted, ran and delivered, and the time
+// each step took.
+func TestStatsCountWhatRanAndWasDelivered(t *testing.T) {
+	fs, url := newFakeServer(t)
+	cfg := testConfig(url)
+	cfg.Slots = 2
+	var mu sync.Mutex
+	var started []api.Attempt
+	cfg.Started = func(a api.Attempt) {
+		mu.Lock()
+		defer mu.Unlock()
+		started = append(started, a)
+	}
+	a, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	l := api.Lease{Assignments: []api.Assignment{assign("j", "a", 1, "sleep 0.05", nil), assign("j", "b", 1, "true", nil), assign("j", "c", 1, "true", nil)}}
+	fs.give(l)
+	waitFor(t, "three reports", func() bool { _, _, d := fs.snapshot(); return len(d) == 3 })
+	waitFor(t, "the stats to count them", func() bool { return a.Stats().Reported == 3 })
+	s := a.Stats()
+	if s.Accepted != 3 || s.Started != 3 || s.ReportRequests < 1 || s.ReportRequests > 3 || s.LeaseRequests < 1 {
+		t.Errorf("stats %+v, want 3 accepted, started and reported in 1 to 3 requests", s)
+	}
+	if s.Run < 50*time.Millisecond || s.Setup <= 0 || s.Finish <= 0 || s.Deliver <= 0 {
+		t.Errorf("stats %+v: the processes ran at least 50ms in all, and every step takes some time", s)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(started) != 3 {
+		t.Errorf("Started was told of %v, want the 3 attempts", started)
 	}
 }

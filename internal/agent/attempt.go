@@ -40,6 +40,10 @@ type attempt struct {
 	// lists the batch's attempts in the order they run.
 	batchHead string
 	batch     []*attempt
+	// accepted is when the lease answer that brought the attempt arrived;
+	// began and ended, when its process started and was reaped (zero if
+	// it never started). They feed Stats.
+	accepted, began, ended time.Time
 
 	mu      sync.Mutex
 	proc    *os.Process // nil until the process started
@@ -120,47 +124,57 @@ type runner struct {
 	// users decides the user each task runs as (runas.go); nil runs every
 	// task as the agent's user.
 	users *userPolicy
+	// started, when set, is told of every process started (Config.Started).
+	started func(api.Attempt)
+}
+
+// leftover is what remains of an attempt once its report is made: its
+// directory, and the record of its process group, which goes only after
+// the directory did, so that an agent that crashes in between removes the
+// directory when it starts again.
+type leftover struct {
+	dir   string // "" if none was made
+	pid   int    // the group's ID, 0 if none was recorded
+	start uint64 // its leader's start time, as recorded
 }
 
 // run runs the attempt to its end and returns its report; it never fails,
 // since a task that cannot run is a report too (exit code -1 and Error).
-func (r runner) run(at *attempt) api.Report {
+// What it leaves is for clean, once the report is on its way.
+func (r runner) run(at *attempt) (api.Report, leftover) {
+	var left leftover
 	as := at.as
 	rep := reportOf(as)
 	cmd, err := command(as)
 	if err != nil {
 		rep.Error = err.Error()
-		return rep
+		return rep, left
 	}
 	user, err := r.users.userFor(as)
 	if err != nil {
 		rep.Error = err.Error()
-		return rep
+		return rep, left
 	}
 	tmp, err := os.MkdirTemp("", attemptDirPrefix+"*")
 	if err != nil {
 		rep.Error = fmt.Sprintf("could not create the attempt's directory: %v", err)
-		return rep
+		return rep, left
 	}
-	defer func() {
-		if err := os.RemoveAll(tmp); err != nil {
-			r.log.Warn("could not remove an attempt's directory", "dir", tmp, "err", err)
-		}
-	}()
+	left.dir = tmp
 	// The task owns the directory, so it may rename it and leave a link in
 	// its place: the result is read through the directory made here, held
 	// open from before the task starts, never through its path.
 	dir, err := os.OpenRoot(tmp)
 	if err != nil {
 		rep.Error = fmt.Sprintf("could not open the attempt's directory: %v", err)
-		return rep
+		return rep, left
 	}
 	defer dir.Close()
 	// The directory is the task's (it writes its result there, and works
 	// there when it names no workdir), whoever it runs as.
 	if err := giveTo(tmp, user); err != nil {
 		rep.Error = fmt.Sprintf("could not give the attempt's directory to user %q: %v", user.Name, err)
-		return rep
+		return rep, left
 	}
 	const resultName = "result.json"
 	resultPath := filepath.Join(tmp, resultName)
@@ -178,7 +192,7 @@ func (r runner) run(at *attempt) api.Report {
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		rep.Error = fmt.Sprintf("could not create the output pipe: %v", err)
-		return rep
+		return rep, left
 	}
 	cmd.Stdout, cmd.Stderr = pw, pw
 
@@ -188,7 +202,7 @@ func (r runner) run(at *attempt) api.Report {
 		at.mu.Unlock()
 		pr.Close()
 		pw.Close()
-		return rep
+		return rep, left
 	}
 	err = startTask(cmd)
 	pw.Close()
@@ -196,13 +210,19 @@ func (r runner) run(at *attempt) api.Report {
 		at.mu.Unlock()
 		pr.Close()
 		rep.Error = fmt.Sprintf("could not start: %v", err)
-		return rep
+		return rep, left
 	}
 	at.proc = cmd.Process
+	at.began = time.Now()
 	at.mu.Unlock()
-	if err := r.groups.add(cmd.Process.Pid, as.Attempt, tmp); err != nil {
+	if r.started != nil {
+		r.started(as.Attempt)
+	}
+	if start, err := r.groups.add(cmd.Process.Pid, as.Attempt, tmp); err != nil {
 		r.log.Warn("could not record the task's process group: what it leaves would survive a crash of the agent",
 			append(attemptAttrs(as.Attempt), "err", err)...)
+	} else {
+		left.pid, left.start = cmd.Process.Pid, start
 	}
 
 	copied := make(chan struct{})
@@ -215,13 +235,11 @@ func (r runner) run(at *attempt) api.Report {
 		timer = time.AfterFunc(d, func() { at.terminate(fmt.Sprintf("timed out after %s", d), false, r.grace) })
 	}
 	werr := cmd.Wait()
+	at.ended = time.Now()
 	if timer != nil {
 		timer.Stop()
 	}
 	cause, stopped := at.reaped()
-	if err := r.groups.remove(cmd.Process.Pid); err != nil {
-		r.log.Warn("could not update the record of the tasks' process groups", append(attemptAttrs(as.Attempt), "err", err)...)
-	}
 	select {
 	case <-copied:
 	case <-time.After(outputDrain):
@@ -247,7 +265,22 @@ func (r runner) run(at *attempt) api.Report {
 	}
 	rep.Result = result
 	rep.Error = strings.Join(problems, "; ")
-	return rep
+	return rep, left
+}
+
+// clean removes what an attempt left: its directory, then the record of
+// its process group (killed when the process was reaped).
+func (r runner) clean(left leftover) {
+	if left.dir != "" {
+		if err := os.RemoveAll(left.dir); err != nil {
+			r.log.Warn("could not remove an attempt's directory", "dir", left.dir, "err", err)
+		}
+	}
+	if left.pid != 0 {
+		if err := r.groups.remove(left.pid, left.start); err != nil {
+			r.log.Warn("could not update the record of the tasks' process groups", "processGroup", left.pid, "err", err)
+		}
+	}
 }
 
 // command builds the process of an assignment: Run through the shell,

@@ -19,6 +19,14 @@ func testRunner(tailBytes int) runner {
 	return runner{tailBytes: tailBytes, grace: 5 * time.Second, log: slog.New(slog.DiscardHandler)}
 }
 
+// runNow runs an attempt and cleans what it left, as the agent does once
+// the report is queued.
+func runNow(r runner, at *attempt) api.Report {
+	rep, left := r.run(at)
+	r.clean(left)
+	return rep
+}
+
 func TestRunReportsExitCodeOutputAndResult(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -98,7 +106,7 @@ func TestRunReportsExitCodeOutputAndResult(t *testing.T) {
 				tailBytes = DefaultOutputTailBytes
 			}
 			tt.as.Attempt = api.Attempt{Job: "j", Task: "t", Attempt: 1}
-			rep := testRunner(tailBytes).run(newAttempt(tt.as))
+			rep := runNow(testRunner(tailBytes), newAttempt(tt.as))
 			if rep.Attempt != tt.as.Attempt {
 				t.Errorf("report names %+v, want %+v", rep.Attempt, tt.as.Attempt)
 			}
@@ -129,7 +137,7 @@ func TestRunSetsEnvironmentAndHidesTheToken(t *testing.T) {
 		Run:     `echo "$FOO|$AGENT_VAR|$ALLOT_JOB|$ALLOT_TASK|$ALLOT_ATTEMPT|${ALLOT_TOKEN-unset}"`,
 		Env:     map[string]string{"FOO": "bar baz", "AGENT_VAR": "overridden", "ALLOT_JOB": "forged"},
 	}
-	rep := testRunner(DefaultOutputTailBytes).run(newAttempt(as))
+	rep := runNow(testRunner(DefaultOutputTailBytes), newAttempt(as))
 	if want := "bar baz|overridden|job-1|train|3|unset\n"; rep.Output != want {
 		t.Errorf("output = %q, want %q", rep.Output, want)
 	}
@@ -166,7 +174,7 @@ func TestRunPicksTheWorkingDirectory(t *testing.T) {
 			r := testRunner(DefaultOutputTailBytes)
 			r.workDir = tt.base
 			as := api.Assignment{Run: `pwd -P; cd "$(dirname "$ALLOT_RESULT_FILE")" && pwd -P`, WorkDir: tt.workdir}
-			rep := r.run(newAttempt(as))
+			rep := runNow(r, newAttempt(as))
 			if tt.startErr {
 				if rep.ExitCode != -1 || !strings.Contains(rep.Error, "could not start") {
 					t.Errorf("report = %+v, want a start failure", rep)
@@ -211,7 +219,7 @@ func TestTimeoutKillsTheProcessGroup(t *testing.T) {
 			r.grace = tt.grace
 			as := api.Assignment{Run: strings.ReplaceAll(tt.run, "PID", pidFile), Timeout: spec.Duration(200 * time.Millisecond)}
 			start := time.Now()
-			rep := r.run(newAttempt(as))
+			rep := runNow(r, newAttempt(as))
 			if d := time.Since(start); d > 2*time.Second {
 				t.Errorf("took %v", d)
 			}
@@ -227,7 +235,7 @@ func TestTimeoutKillsTheProcessGroup(t *testing.T) {
 func TestLeftoversOfAFinishedTaskAreKilled(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "child")
 	start := time.Now()
-	rep := testRunner(DefaultOutputTailBytes).run(newAttempt(api.Assignment{
+	rep := runNow(testRunner(DefaultOutputTailBytes), newAttempt(api.Assignment{
 		Run: "sleep 30 & echo $! > " + pidFile + "; echo done"}))
 	if d := time.Since(start); d > outputDrain {
 		t.Errorf("took %v: the background child held the task", d)
@@ -243,7 +251,7 @@ func TestTerminateBeforeStartRunsNothing(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "ran")
 	at := newAttempt(api.Assignment{Run: "touch " + marker})
 	at.terminate("stopped by the server", true, time.Second)
-	rep := testRunner(DefaultOutputTailBytes).run(at)
+	rep := runNow(testRunner(DefaultOutputTailBytes), at)
 	if !rep.Stopped || rep.ExitCode != -1 || !strings.Contains(rep.Error, "before it started") {
 		t.Errorf("report = %+v", rep)
 	}

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/allot-sched/allot/internal/api"
 )
@@ -88,15 +89,20 @@ func (a *Agent) runBatch(unit []*attempt) {
 			unrun = append(unrun, notRun(at, head.as.Task, failed))
 			continue
 		}
-		rep := a.runLogged(at)
+		rep, left := a.runLogged(at)
 		if why := failure(rep); why != "" {
 			failed = fmt.Sprintf("task %q of the batch failed: %s", at.as.Task, why)
 		}
 		if i == 0 {
 			headRep = rep // held: it goes last
+			if !at.began.IsZero() {
+				a.stats.ran(at.accepted, at.began, at.ended, time.Now())
+			}
+			a.leftovers <- left
 			continue
 		}
-		a.report.add(rep)
+		a.queueReport(at, rep)
+		a.leftovers <- left
 		a.mu.Lock()
 		delete(a.attempts, at.as.Attempt)
 		a.mu.Unlock()

@@ -11,7 +11,14 @@ package agent
 // records of the machine's previous boot, which mean nothing now.
 
 // groupsFile is the file of the state directory that lists the process
-// groups of running tasks.
+// groups of running tasks. It is a log of JSON lines: the first is a
+// snapshot (groupsState), each later one a change (groupChange) appended
+// as a task starts or ends, so recording a task costs one small write,
+// not a new file. When the changes outnumber the groups by far, the log
+// is compacted: a new snapshot is written whole and renamed over it, so
+// a crash leaves the old log or the new, never half of one; a crash in
+// the middle of an append leaves at most a torn last line, which is read
+// as never written.
 const groupsFile = "tasks.json"
 
 // lockFile is the file of the state directory the running agent holds
@@ -36,9 +43,17 @@ type groupEntry struct {
 // restarted agent removes only recorded directories named so.
 const attemptDirPrefix = "allot-attempt-"
 
-// groupsState is the content of groupsFile.
+// groupsState is the first line of groupsFile, and what the whole log
+// reads as.
 type groupsState struct {
 	// Boot is the boot ID of the machine when the groups were recorded.
 	Boot   string       `json:"boot"`
 	Groups []groupEntry `json:"groups"`
+}
+
+// groupChange is a later line of groupsFile: a group added (a task
+// started) or removed (its task ended and the group was killed).
+type groupChange struct {
+	Add    *groupEntry `json:"add,omitempty"`
+	Remove int         `json:"remove,omitempty"`
 }

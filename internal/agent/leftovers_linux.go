@@ -77,7 +77,10 @@ func openStateDir(dir string) (*stateDir, error) {
 }
 
 // close releases the directory (the lock goes with the process anyway).
-func (s *stateDir) close() { s.lock.Close() }
+func (s *stateDir) close() {
+	s.groups.close()
+	s.lock.Close()
+}
 
 // killLeftovers kills the process groups the groups file lists that still
 // run (SIGKILL to the group), waits until they are gone, and empties the
@@ -181,41 +184,86 @@ type taskGroups struct {
 
 	mu     sync.Mutex
 	byPGID map[int]groupEntry
+	// log is the groups file, open for appending changes since the last
+	// snapshot (nil before the first); changes counts them.
+	log     *os.File
+	changes int
 }
 
+// compactAfter is how many changes the log takes beyond four per group
+// recorded before it is compacted: one whole write per that many
+// appends.
+const compactAfter = 256
+
 // add records the group led by pid, a task of attempt a that just started
-// in the directory dir.
-func (g *taskGroups) add(pid int, a api.Attempt, dir string) error {
+// in the directory dir, and returns the leader's start time, which
+// remove needs.
+func (g *taskGroups) add(pid int, a api.Attempt, dir string) (uint64, error) {
 	if g == nil {
-		return nil
+		return 0, nil
 	}
 	p, err := procStat(pid)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.byPGID[pid] = groupEntry{PGID: pid, Start: p.start, Job: a.Job, Task: a.Task, Attempt: a.Attempt, Dir: dir}
-	return g.saveLocked()
+	e := groupEntry{PGID: pid, Start: p.start, Job: a.Job, Task: a.Task, Attempt: a.Attempt, Dir: dir}
+	g.byPGID[pid] = e
+	return p.start, g.appendLocked(groupChange{Add: &e})
 }
 
-// remove forgets the group led by pid: its task ended and the group was
-// killed.
-func (g *taskGroups) remove(pid int) error {
+// remove forgets the group led by pid whose leader started at start: its
+// task ended, the group was killed and the attempt's directory removed.
+// A record of the same ID with another start time is a later task's (the
+// ID was reused meanwhile), and stays.
+func (g *taskGroups) remove(pid int, start uint64) error {
 	if g == nil {
 		return nil
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if _, ok := g.byPGID[pid]; !ok {
+	if e, ok := g.byPGID[pid]; !ok || e.Start != start {
 		return nil
 	}
 	delete(g.byPGID, pid)
-	return g.saveLocked()
+	return g.appendLocked(groupChange{Remove: pid})
 }
 
-// saveLocked writes the groups file whole (a new file renamed over the
-// old one), so a crash leaves the old list or the new, never half of one.
+// appendLocked records a change: one line appended to the log, or a new
+// snapshot when there is no log yet or it has grown long.
+func (g *taskGroups) appendLocked(c groupChange) error {
+	if g.log == nil || g.changes >= 4*len(g.byPGID)+compactAfter {
+		return g.saveLocked()
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	if _, err := g.log.Write(append(b, '\n')); err != nil {
+		// The log may now end in a torn line: start a new one.
+		if serr := g.saveLocked(); serr != nil {
+			return fmt.Errorf("recording the tasks' process groups: %w", errors.Join(err, serr))
+		}
+		return nil
+	}
+	g.changes++
+	return nil
+}
+
+// close closes the log.
+func (g *taskGroups) close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.log != nil {
+		g.log.Close()
+		g.log = nil
+	}
+}
+
+// saveLocked writes a snapshot of the groups as a new log (a new file
+// renamed over the old one), so a crash leaves the old log or the new,
+// never half of one, and appends the changes that follow to it.
 func (g *taskGroups) saveLocked() error {
 	st := groupsState{Boot: g.boot, Groups: make([]groupEntry, 0, len(g.byPGID))}
 	for _, e := range g.byPGID {
@@ -227,16 +275,31 @@ func (g *taskGroups) saveLocked() error {
 		return err
 	}
 	tmp := g.path + ".new"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("recording the tasks' process groups: %w", err)
+	}
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		f.Close()
 		return fmt.Errorf("recording the tasks' process groups: %w", err)
 	}
 	if err := os.Rename(tmp, g.path); err != nil {
+		f.Close()
 		return fmt.Errorf("recording the tasks' process groups: %w", err)
 	}
+	// The new file is the log now; what is appended to it follows the
+	// snapshot.
+	if g.log != nil {
+		g.log.Close()
+	}
+	g.log, g.changes = f, 0
 	return nil
 }
 
-// load reads the groups file; none is an empty list.
+// load reads the groups file (a snapshot and the changes since); none is
+// an empty list. A last line that does not parse is the append a crash
+// cut short: the change it was to record is ignored, as if the agent died
+// just before it.
 func (g *taskGroups) load() (groupsState, error) {
 	var st groupsState
 	b, err := os.ReadFile(g.path)
@@ -246,9 +309,37 @@ func (g *taskGroups) load() (groupsState, error) {
 	if err != nil {
 		return st, fmt.Errorf("reading the tasks' process groups: %w", err)
 	}
-	if err := json.Unmarshal(b, &st); err != nil {
-		return st, fmt.Errorf("reading the tasks' process groups from %s: %w", g.path, err)
+	lines := bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n"))
+	bad := func(i int, err error) (groupsState, error) {
+		return groupsState{}, fmt.Errorf("reading the tasks' process groups from %s, line %d: %w", g.path, i+1, err)
 	}
+	if err := json.Unmarshal(lines[0], &st); err != nil {
+		return bad(0, err)
+	}
+	byPGID := make(map[int]groupEntry, len(st.Groups))
+	for _, e := range st.Groups {
+		byPGID[e.PGID] = e
+	}
+	for i, line := range lines[1:] {
+		var c groupChange
+		if err := json.Unmarshal(line, &c); err != nil {
+			if i == len(lines)-2 {
+				break // torn by a crash
+			}
+			return bad(i+1, err)
+		}
+		switch {
+		case c.Add != nil:
+			byPGID[c.Add.PGID] = *c.Add
+		case c.Remove != 0:
+			delete(byPGID, c.Remove)
+		}
+	}
+	st.Groups = st.Groups[:0]
+	for _, e := range byPGID {
+		st.Groups = append(st.Groups, e)
+	}
+	sort.Slice(st.Groups, func(i, j int) bool { return st.Groups[i].PGID < st.Groups[j].PGID })
 	return st, nil
 }
 

@@ -25,7 +25,7 @@ func orphanGroup(t *testing.T, groups *taskGroups) (pgid, child int) {
 	if err := leader.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if err := groups.add(leader.Process.Pid, api.Attempt{Job: "j", Task: "t", Attempt: 1}, ""); err != nil {
+	if _, err := groups.add(leader.Process.Pid, api.Attempt{Job: "j", Task: "t", Attempt: 1}, ""); err != nil {
 		t.Fatal(err)
 	}
 	child = readPID(t, pidFile)
@@ -60,7 +60,7 @@ func TestARestartedAgentKillsWhatItsPreviousLifeLeftRunning(t *testing.T) {
 	// A group recorded with the start time of another process: its ID was
 	// reused after the task's group ended. It must be left alone.
 	other := bystander(t)
-	if err := first.groups.add(other.Process.Pid, api.Attempt{Job: "j", Task: "u", Attempt: 1}, ""); err != nil {
+	if _, err := first.groups.add(other.Process.Pid, api.Attempt{Job: "j", Task: "u", Attempt: 1}, ""); err != nil {
 		t.Fatal(err)
 	}
 	first.groups.mu.Lock()
@@ -180,22 +180,161 @@ func TestTheAgentRecordsTheGroupsOfRunningTasks(t *testing.T) {
 		return len(st.Groups) == 1 && st.Groups[0].PGID == pid && st.Groups[0].Task == "t" && st.Groups[0].Start != 0
 	})
 	waitFor(t, "the report", func() bool { _, ok := fs.report(a.Attempt); return ok })
-	if st := readGroupsFile(t, dir); len(st.Groups) != 0 {
-		t.Errorf("after the task ended the state lists %+v, want nothing", st.Groups)
-	}
+	// The record goes once the attempt's directory is removed, after the
+	// report.
+	waitFor(t, "the record to go", func() bool { return len(readGroupsFile(t, dir).Groups) == 0 })
 }
 
-func readGroupsFile(t *testing.T, dir string) groupsState {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, groupsFile))
+// What an attempt leaves is cleaned after its report is made, and its
+// group's record goes last: an agent that crashed in between removes the
+// directory when it starts again.
+func TestAnAttemptsRecordOutlivesItsDirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	sd, err := openStateDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st groupsState
-	if err := json.Unmarshal(b, &st); err != nil {
+	if _, err := sd.killLeftovers(); err != nil {
+		t.Fatal(err)
+	}
+	r := testRunner(DefaultOutputTailBytes)
+	r.groups = sd.groups
+	run := func() (api.Report, leftover) {
+		return r.run(newAttempt(api.Assignment{Attempt: api.Attempt{Job: "j", Task: "t", Attempt: 1}, Run: `dirname "$ALLOT_RESULT_FILE"`}))
+	}
+	rep, left := run()
+	attemptDir := strings.TrimSpace(rep.Output)
+	if rep.ExitCode != 0 || left.dir != attemptDir || left.pid == 0 {
+		t.Fatalf("report %+v, left %+v: want a success in the directory left", rep, left)
+	}
+	if st := readGroupsFile(t, dir); len(st.Groups) != 1 || st.Groups[0].Dir != attemptDir {
+		t.Fatalf("before cleaning, the state lists %+v, want the attempt with its directory", st.Groups)
+	}
+	r.clean(left)
+	if _, err := os.Stat(attemptDir); !os.IsNotExist(err) {
+		t.Errorf("the attempt's directory is still there after cleaning (%v)", err)
+	}
+	if st := readGroupsFile(t, dir); len(st.Groups) != 0 {
+		t.Errorf("after cleaning, the state lists %+v, want nothing", st.Groups)
+	}
+
+	// A crash after the report, before the cleaning.
+	rep, left = run()
+	attemptDir = strings.TrimSpace(rep.Output)
+	if _, err := os.Stat(attemptDir); err != nil {
+		t.Fatal(err)
+	}
+	sd.close()
+	again, err := openStateDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.close()
+	if killed, err := again.killLeftovers(); err != nil || len(killed) != 0 {
+		t.Errorf("killed %+v (%v): the task had ended", killed, err)
+	}
+	if _, err := os.Stat(attemptDir); !os.IsNotExist(err) {
+		t.Errorf("the directory of an attempt reported before a crash is still there after the restart (%v)", err)
+	}
+}
+
+// readGroupsFile reads the groups a state directory records, as a
+// restarted agent would.
+func readGroupsFile(t *testing.T, dir string) groupsState {
+	t.Helper()
+	path := filepath.Join(dir, groupsFile)
+	if _, err := os.Stat(path); err != nil {
+		t.Fatal(err)
+	}
+	st, err := (&taskGroups{path: path}).load()
+	if err != nil {
 		t.Fatal(err)
 	}
 	return st
+}
+
+// The groups file is a log: starts and ends are appended to it, it reads
+// as what is running, a crash's torn last line is as if never written,
+// and it is compacted before it grows long.
+func TestTheGroupsLogReadsAsWhatRunsAndStaysShort(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	sd, err := openStateDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sd.close()
+	if _, err := sd.killLeftovers(); err != nil {
+		t.Fatal(err)
+	}
+	running := bystander(t).Process.Pid
+	ended := bystander(t).Process.Pid
+	var start uint64
+	for i, pid := range []int{running, ended} {
+		var err error
+		if start, err = sd.groups.add(pid, api.Attempt{Job: "j", Task: "t" + strconv.Itoa(i), Attempt: 1}, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A removal of the same ID with another start time is of an earlier
+	// task that had it: it leaves the record alone.
+	if err := sd.groups.remove(running, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := sd.groups.remove(ended, start); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, groupsFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), "\n"); n != 4 {
+		t.Errorf("the log has %d lines, want 4 (the snapshot, two starts, an end):\n%s", n, b)
+	}
+	want := func(what string) {
+		t.Helper()
+		st := readGroupsFile(t, dir)
+		if len(st.Groups) != 1 || st.Groups[0].PGID != running || st.Groups[0].Task != "t0" || st.Boot == "" {
+			t.Errorf("%s: the log reads as %+v, want the running group %d only", what, st, running)
+		}
+	}
+	want("after two starts and an end")
+
+	// A crash in the middle of an append.
+	torn := append(append([]byte(nil), b...), []byte(`{"add":{"pgid":4`)...)
+	if err := os.WriteFile(path, torn, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want("with a torn last line")
+	// Damage anywhere else is not a crash's: it is an error.
+	damaged := strings.Replace(string(b), `{"add"`, `{"add":x`, 1)
+	if err := os.WriteFile(path, []byte(damaged), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (&taskGroups{path: path}).load(); err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("a damaged change line read with err = %v, want one naming line 2", err)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	// Many starts and ends: the log is rewritten from time to time.
+	for i := range 3 * compactAfter {
+		if _, err := sd.groups.add(ended, api.Attempt{Job: "j", Task: "x" + strconv.Itoa(i), Attempt: 1}, ""); err != nil {
+			t.Fatal(err)
+		}
+		if err := sd.groups.remove(ended, start); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err = os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), "\n"); n > compactAfter+6 {
+		t.Errorf("after %d starts and ends the log has %d lines: it is not compacted", 3*compactAfter, n)
+	}
+	want("after compactions")
 }
 
 // The attempt directories a crashed agent left (working directories and
@@ -217,11 +356,11 @@ func TestARestartedAgentRemovesTheAttemptDirectoriesItsPreviousLifeLeft(t *testi
 	}
 	notOurs := t.TempDir()
 	task := bystander(t)
-	if err := first.groups.add(task.Process.Pid, api.Attempt{Job: "j", Task: "t", Attempt: 1}, left); err != nil {
+	if _, err := first.groups.add(task.Process.Pid, api.Attempt{Job: "j", Task: "t", Attempt: 1}, left); err != nil {
 		t.Fatal(err)
 	}
 	other := bystander(t)
-	if err := first.groups.add(other.Process.Pid, api.Attempt{Job: "j", Task: "u", Attempt: 1}, notOurs); err != nil {
+	if _, err := first.groups.add(other.Process.Pid, api.Attempt{Job: "j", Task: "u", Attempt: 1}, notOurs); err != nil {
 		t.Fatal(err)
 	}
 	first.close()

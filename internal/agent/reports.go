@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/allot-sched/allot/internal/api"
 )
@@ -32,11 +34,22 @@ type reporter struct {
 	log  *slog.Logger
 
 	mu      sync.Mutex
-	pending []api.Report
+	pending []queued
 	// inflight is the batch being sent: it has left pending but the server
 	// has not taken it yet.
-	inflight []api.Report
+	inflight []queued
 	wake     chan struct{}
+
+	// What was delivered: reports the server took, the requests that
+	// carried them, and the time the reports waited from add to delivery.
+	taken, requests atomic.Int64
+	waited          atomic.Int64 // nanoseconds
+}
+
+// queued is a report waiting for delivery, with when it was added.
+type queued struct {
+	rep api.Report
+	at  time.Time
 }
 
 // errRejected marks a batch the server refused for what it contains:
@@ -50,7 +63,7 @@ func newReporter(send func(context.Context, []api.Report) error, bo backoff, log
 // add queues a report and wakes the sender.
 func (r *reporter) add(rep api.Report) {
 	r.mu.Lock()
-	r.pending = append(r.pending, rep)
+	r.pending = append(r.pending, queued{rep, time.Now()})
 	r.mu.Unlock()
 	select {
 	case r.wake <- struct{}{}:
@@ -65,18 +78,18 @@ func (r *reporter) len() int {
 	return len(r.pending)
 }
 
-func (r *reporter) take() []api.Report {
+func (r *reporter) take() []queued {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n, size := 0, 0
 	for n < len(r.pending) && n < maxReportBatch {
-		size += reportBytes(r.pending[n])
+		size += reportBytes(r.pending[n].rep)
 		if n > 0 && size > maxReportBatchBytes {
 			break
 		}
 		n++
 	}
-	b := append([]api.Report(nil), r.pending[:n]...)
+	b := append([]queued(nil), r.pending[:n]...)
 	r.pending = r.pending[n:]
 	r.inflight = b
 	return b
@@ -89,7 +102,7 @@ func reportBytes(rep api.Report) int {
 
 // putBack returns an undelivered batch to the front of the queue, so
 // reports keep the order in which attempts ended.
-func (r *reporter) putBack(b []api.Report) {
+func (r *reporter) putBack(b []queued) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.pending = append(b, r.pending...)
@@ -103,6 +116,26 @@ func (r *reporter) delivered() {
 	r.inflight = nil
 }
 
+// sent delivers b in one request and counts what the server took.
+func (r *reporter) sent(ctx context.Context, b []queued) error {
+	reps := make([]api.Report, len(b))
+	for i, q := range b {
+		reps[i] = q.rep
+	}
+	err := r.send(ctx, reps)
+	r.requests.Add(1)
+	if err == nil {
+		now := time.Now()
+		var waited time.Duration
+		for _, q := range b {
+			waited += now.Sub(q.at)
+		}
+		r.taken.Add(int64(len(b)))
+		r.waited.Add(int64(waited))
+	}
+	return err
+}
+
 // held lists the attempts whose reports the server has not taken yet,
 // queued or in flight. A registration lists them with the running ones, so
 // a server that restarted keeps those attempts for the reports to come
@@ -111,11 +144,11 @@ func (r *reporter) held() []api.Attempt {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := make([]api.Attempt, 0, len(r.pending)+len(r.inflight))
-	for _, rep := range r.inflight {
-		out = append(out, rep.Attempt)
+	for _, q := range r.inflight {
+		out = append(out, q.rep.Attempt)
 	}
-	for _, rep := range r.pending {
-		out = append(out, rep.Attempt)
+	for _, q := range r.pending {
+		out = append(out, q.rep.Attempt)
 	}
 	return out
 }
@@ -170,7 +203,7 @@ func (r *reporter) sendOne(ctx context.Context) error {
 	if len(b) == 0 {
 		return nil
 	}
-	err := r.send(ctx, b)
+	err := r.sent(ctx, b)
 	switch {
 	case err == nil:
 		r.delivered()
@@ -180,17 +213,17 @@ func (r *reporter) sendOne(ctx context.Context) error {
 		return err
 	case len(b) == 1:
 		r.delivered()
-		r.log.Error("the server rejected a report; dropping it", append(attemptAttrs(b[0].Attempt), "err", err)...)
+		r.log.Error("the server rejected a report; dropping it", append(attemptAttrs(b[0].rep.Attempt), "err", err)...)
 		return nil
 	}
 	defer r.delivered()
 	for i, one := range b {
-		if err := r.send(ctx, []api.Report{one}); err != nil {
+		if err := r.sent(ctx, b[i:i+1]); err != nil {
 			if !errors.Is(err, errRejected) {
 				r.putBack(b[i:])
 				return err
 			}
-			r.log.Error("the server rejected a report; dropping it", append(attemptAttrs(one.Attempt), "err", err)...)
+			r.log.Error("the server rejected a report; dropping it", append(attemptAttrs(one.rep.Attempt), "err", err)...)
 		}
 	}
 	return nil

@@ -168,7 +168,7 @@ func TestAResultFileThatIsALinkOrAPipeIsRefused(t *testing.T) {
 		"a named pipe":    `mkfifo "$ALLOT_RESULT_FILE"`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			rep := r.run(newAttempt(api.Assignment{Attempt: api.Attempt{Job: "j", Task: "t", Attempt: 1}, Run: run}))
+			rep := runNow(r, newAttempt(api.Assignment{Attempt: api.Attempt{Job: "j", Task: "t", Attempt: 1}, Run: run}))
 			if len(rep.Result) != 0 || !strings.Contains(rep.Error, "invalid result") {
 				t.Errorf("result %s, error %q; want no result and an invalid result error", rep.Result, rep.Error)
 			}
@@ -204,7 +204,7 @@ func TestAResultDirectorySwappedForALinkIsNotFollowed(t *testing.T) {
 	r := testRunner(DefaultOutputTailBytes)
 	r.users = p
 	run := `d=$(dirname "$ALLOT_RESULT_FILE"); echo '{"own": true}' > "$ALLOT_RESULT_FILE"; mv "$d" "$d.moved" && ln -s ` + secretDir + ` "$d"`
-	rep := r.run(newAttempt(api.Assignment{Attempt: api.Attempt{Job: "j", Task: "t", Attempt: 1}, Run: run}))
+	rep := runNow(r, newAttempt(api.Assignment{Attempt: api.Attempt{Job: "j", Task: "t", Attempt: 1}, Run: run}))
 	if strings.Contains(string(rep.Result), "secret") {
 		t.Errorf("result %s: the agent followed the link that replaced the attempt's directory", rep.Result)
 	}
