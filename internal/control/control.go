@@ -107,6 +107,8 @@ type Controller struct {
 	// that what one worker runs is found without walking every job. It may
 	// hold records that have since moved on; readers check the record.
 	running map[string]map[*store.Task]struct{}
+	// gone remembers the jobs forgotten last, for the ID check (ids.go).
+	gone goneIDs
 	// recent keeps each queue's recent runtimes, for explain's estimate.
 	recent map[string]*whatif.Window
 	// features are the loop's features (features.go), and what each hook
@@ -269,6 +271,7 @@ func (c *Controller) round(ctx context.Context, batch []*request, ticked bool) e
 		// Its end is durable now; the engine need not remember it.
 		_ = c.eng.Apply(engine.ForgetJob{Job: j})
 	}
+	c.gone.forget(t.finished)
 	c.deliver(t)
 	for _, r := range batch {
 		close(r.done)
