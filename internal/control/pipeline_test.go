@@ -1,0 +1,169 @@
+package control
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/allot-sched/allot/internal/api"
+	"github.com/allot-sched/allot/internal/engine"
+	"github.com/allot-sched/allot/internal/spec"
+	"github.com/allot-sched/allot/internal/store"
+	"github.com/allot-sched/allot/internal/store/sqlite"
+)
+
+// gatedStore holds every Commit until the test lets it through, and
+// counts the commits under way.
+type gatedStore struct {
+	store.Store
+	entered chan struct{} // a commit began
+	release chan struct{} // let one commit through
+	mu      sync.Mutex
+	active  int
+	most    int
+}
+
+func (g *gatedStore) Commit(ctx context.Context, b store.Batch) error {
+	g.mu.Lock()
+	g.active++
+	g.most = max(g.most, g.active)
+	g.mu.Unlock()
+	g.entered <- struct{}{}
+	<-g.release
+	err := g.Store.Commit(ctx, b)
+	g.mu.Lock()
+	g.active--
+	g.mu.Unlock()
+	return err
+}
+
+// cycleCounter signals each cycle of the loop.
+type cycleCounter struct{ cycles chan struct{} }
+
+func (c cycleCounter) Cycle(*engine.Decisions, time.Duration)   { c.cycles <- struct{}{} }
+func (cycleCounter) Commit([]store.Event, time.Duration, error) {}
+func (cycleCounter) StoreState(string)                          {}
+
+// The loop applies round N+1 while round N is being committed, but answers
+// N+1 only once N and N+1 are both stored, and never commits two rounds at
+// once.
+func TestARoundIsAnsweredOnlyOnceItAndTheRoundsBeforeItAreStored(t *testing.T) {
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "allot.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	g := &gatedStore{Store: st, entered: make(chan struct{}, 4), release: make(chan struct{})}
+	obs := cycleCounter{cycles: make(chan struct{}, 16)}
+	c, err := New(context.Background(), Config{Scheduling: spec.Scheduling{Queues: []spec.Queue{{Name: "batch"}}},
+		CycleEvery: time.Hour, Observer: obs, Logger: slog.New(slog.DiscardHandler)}, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	submit := func(id string) <-chan error {
+		out := make(chan error, 1)
+		go func() { _, err := c.Submit(ctx, oneTask(id)); out <- err }()
+		return out
+	}
+	wait := func(ch <-chan struct{}, what string) {
+		t.Helper()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+	answered := func(ch <-chan error) bool {
+		select {
+		case err := <-ch:
+			if err != nil {
+				t.Fatal(err)
+			}
+			return true
+		default:
+			return false
+		}
+	}
+
+	a := submit("a")
+	wait(obs.cycles, "round 1's cycle")
+	wait(g.entered, "round 1's commit")
+	b := submit("b")
+	wait(obs.cycles, "round 2's cycle, while round 1 commits")
+	if answered(a) || answered(b) {
+		t.Fatal("a submission was answered before its round was stored")
+	}
+	g.release <- struct{}{} // round 1 is stored
+	if err := <-a; err != nil {
+		t.Fatal(err)
+	}
+	wait(g.entered, "round 2's commit")
+	if answered(b) {
+		t.Fatal("round 2 was answered before it was stored")
+	}
+	g.release <- struct{}{}
+	if err := <-b; err != nil {
+		t.Fatal(err)
+	}
+	if g.most != 1 {
+		t.Errorf("%d commits ran at once, want 1", g.most)
+	}
+	cancel()
+	<-done
+}
+
+// A worker that registers again in a round being committed is not declared
+// lost, for its old mailbox's silence, by the tick of the next round.
+func TestWorkerRegisteringInTheRoundBeingCommittedIsNotLost(t *testing.T) {
+	clock := newFakeClock()
+	st, err := sqlite.Open(sqlite.Memory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	c, err := New(context.Background(), Config{Scheduling: spec.Scheduling{Queues: []spec.Queue{{Name: "batch"}}},
+		HeartbeatTimeout: 30 * time.Second, Clock: clock.Now, Logger: slog.New(slog.DiscardHandler)}, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	register := func() (*request, chan error) {
+		errc := make(chan error, 1)
+		go func() {
+			_, err := c.Register(context.Background(), api.Register{Name: "w1", Resources: spec.Resources{CPU: 1000, Memory: 1024}})
+			errc <- err
+		}()
+		return <-c.reqs, errc
+	}
+	r, errc := register()
+	if err := c.round(context.Background(), []*request{r}, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	clock.Add(31 * time.Second)
+	r, errc = register()
+	t1 := c.prepare([]*request{r}, false)
+	f := c.launch(context.Background(), t1, []*request{r})
+	t2 := c.prepare(nil, true) // the tick, while round 1 commits
+	if err := c.land(context.Background(), f, <-f.done); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if err := c.commitUntilStored(context.Background(), t2); err != nil {
+		t.Fatal(err)
+	}
+	c.finish(t2, nil)
+	if got := c.workers["w1"].rec.State; got != "ready" {
+		t.Fatalf("w1 is %s after registering in the round being committed, want ready", got)
+	}
+}
