@@ -42,13 +42,21 @@ type shapeChecker struct {
 // checkShape checks root against the type out points to; tag is "yaml" or
 // "json". It returns the problems found, in document order.
 func checkShape(root *yaml.Node, out any, tag string) Errors {
+	errs, _ := checkShapeOf(root, out, tag)
+	return errs
+}
+
+// checkShapeOf is checkShape that also reports whether the checker saw the
+// whole document: false when it ran out of budget (aliases), or when out is
+// not a pointer.
+func checkShapeOf(root *yaml.Node, out any, tag string) (errs Errors, complete bool) {
 	t := reflect.TypeOf(out)
 	if root == nil || t == nil || t.Kind() != reflect.Pointer {
-		return nil
+		return nil, false
 	}
 	c := &shapeChecker{tag: tag, budget: 1_000_000}
 	c.value(root, t.Elem(), "", intRange{})
-	return c.errs
+	return c.errs, c.budget >= 0
 }
 
 // CheckJSON finds the problems of a JSON document that is to be decoded into
