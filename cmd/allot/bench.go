@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -33,6 +34,10 @@ type benchConfig struct {
 	Workers    int `json:"workers"`
 	JobSize    int `json:"jobSize"`
 	Submitters int `json:"submitters"`
+	// Backlog pending jobs that no worker can run are submitted before
+	// the throughput phase, so that it runs against a server that holds
+	// them.
+	Backlog int `json:"backlog"`
 	// LatencyJobs single-task jobs are submitted one every LatencyEvery
 	// while the slots are idle, to measure submit-to-start without a queue.
 	LatencyJobs  int           `json:"latencyJobs"`
@@ -61,6 +66,10 @@ type benchThroughput struct {
 	Seconds       float64 `json:"seconds"`        // first submission to last completion
 	SubmitSeconds float64 `json:"submitSeconds"`  // first submission to last acknowledgement
 	TasksPerSec   float64 `json:"tasksPerSecond"` // completed
+	JobsPerSec    float64 `json:"jobsPerSecond"`  // completed
+	// Submit is how long a submission took, from sending POST /v1/jobs
+	// to its answer (the job is durable then).
+	Submit benchPercentiles `json:"submit"`
 	// Wait is submit-to-start with a queue: most tasks wait for a slot.
 	Wait benchPercentiles `json:"wait"`
 }
@@ -93,15 +102,28 @@ and reports every task it gets as succeeded, all in one request.
 
 It then runs two phases:
   throughput  --tasks no-op tasks in jobs of --job-size, submitted by
-              --submitters clients at once; prints tasks completed per second
-              (first submission to last completion) and how long tasks waited
+              --submitters clients at once, each sending one job per
+              POST /v1/jobs and the next once it is answered; prints tasks
+              (and jobs) completed per second (first submission to last
+              completion), how long a submission took, and how long tasks
+              waited
   latency     --latency-jobs single-task jobs, one every --latency-every, while
               every slot is free; prints submit-to-start percentiles, from the
               client sending the job to the worker receiving its task
 
+With --backlog N, N one-task jobs that no worker can run (they select a label
+no worker has) are submitted in bulk first, so that the throughput phase runs
+against a server holding N pending jobs.
+
+Two shapes matter: the default, big jobs from a few clients, and many small
+jobs from many clients, which is how most batch users submit:
+  allot bench --tasks 20000 --job-size 1 --submitters 64
+
 Authentication is on, as in production: the clients use the admin token the
 server creates in its data directory. --no-auth measures without it.`,
 		Example: `  allot bench
+  allot bench --tasks 20000 --job-size 1 --submitters 64
+  allot bench --tasks 20000 --job-size 1 --submitters 64 --backlog 100000
   allot bench --tasks 100000 --slots 100 --job-size 1000 -o json
   allot bench --tasks 20000 --cpuprofile bench.pprof`,
 		Args: cobra.NoArgs,
@@ -116,6 +138,9 @@ server creates in its data directory. --no-auth measures without it.`,
 				if f.v < 1 {
 					return fmt.Errorf("%s: must be at least 1", f.name)
 				}
+			}
+			if cfg.Backlog < 0 {
+				return fmt.Errorf("--backlog: must not be negative")
 			}
 			if cfg.JobSize > spec.MaxTasksPerJob {
 				return fmt.Errorf("--job-size: at most %d tasks per job", spec.MaxTasksPerJob)
@@ -164,7 +189,8 @@ server creates in its data directory. --no-auth measures without it.`,
 	f.IntVar(&cfg.Slots, "slots", 100, "worker slots in all, shared evenly by --workers")
 	f.IntVar(&cfg.Workers, "workers", 10, "in-process workers")
 	f.IntVar(&cfg.JobSize, "job-size", 1000, "tasks per job in the throughput phase")
-	f.IntVar(&cfg.Submitters, "submitters", 4, "clients submitting jobs at once in the throughput phase")
+	f.IntVar(&cfg.Submitters, "submitters", 4, "clients submitting jobs at once in the throughput phase, one job per request")
+	f.IntVar(&cfg.Backlog, "backlog", 0, "pending jobs no worker can run, submitted before the throughput phase")
 	f.IntVar(&cfg.LatencyJobs, "latency-jobs", 200, "single-task jobs of the latency phase (0: skip it)")
 	f.DurationVar(&cfg.LatencyEvery, "latency-every", 20*time.Millisecond, "interval between submissions in the latency phase")
 	f.DurationVar(&cfg.Timeout, "timeout", 10*time.Minute, "give up after this long")
@@ -184,6 +210,7 @@ type benchRun struct {
 
 	mu        sync.Mutex
 	submitted map[string]time.Time // job → when its submission was sent
+	answered  map[string]time.Time // job → when its submission was answered
 	received  map[string][]time.Time
 }
 
@@ -224,7 +251,7 @@ func runBench(ctx context.Context, cfg benchConfig, dataDir string, progress io.
 	if err != nil {
 		return nil, err
 	}
-	b := &benchRun{cfg: cfg, c: c, submitted: map[string]time.Time{}, received: map[string][]time.Time{}}
+	b := &benchRun{cfg: cfg, c: c, submitted: map[string]time.Time{}, answered: map[string]time.Time{}, received: map[string][]time.Time{}}
 
 	wctx, stopWorkers := context.WithCancel(ctx)
 	var workers sync.WaitGroup
@@ -254,6 +281,12 @@ func runBench(ctx context.Context, cfg benchConfig, dataDir string, progress io.
 		Machine: benchMachine{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH,
 			Store: "SQLite (WAL, synchronous=FULL) in " + dataDir}}
 
+	if cfg.Backlog > 0 {
+		if err := b.submitBacklog(ctx, cfg.Backlog, progress); err != nil {
+			return nil, fmt.Errorf("backlog: %w", err)
+		}
+	}
+
 	// Throughput: everything at once, from several clients.
 	jobs := (cfg.Tasks + cfg.JobSize - 1) / cfg.JobSize
 	start := time.Now()
@@ -272,7 +305,8 @@ func runBench(ctx context.Context, cfg benchConfig, dataDir string, progress io.
 		return nil, fmt.Errorf("throughput phase: %w", err)
 	}
 	res.Throughput = benchThroughput{Seconds: elapsed.Seconds(), SubmitSeconds: submitted.Seconds(),
-		TasksPerSec: float64(cfg.Tasks) / elapsed.Seconds(), Wait: b.percentiles("bench-t-")}
+		TasksPerSec: float64(cfg.Tasks) / elapsed.Seconds(), JobsPerSec: float64(jobs) / elapsed.Seconds(),
+		Submit: b.submitPercentiles("bench-t-"), Wait: b.percentiles("bench-t-")}
 
 	// Latency: one small job at a time on idle slots.
 	if cfg.LatencyJobs > 0 {
@@ -298,8 +332,13 @@ func runBench(ctx context.Context, cfg benchConfig, dataDir string, progress io.
 	}
 
 	// Every acknowledged report must have ended its task: a job the
-	// server does not count as succeeded means a report was ignored.
-	left, err := c.Jobs(ctx, client.JobFilter{State: "pending,running,failed,cancelled", Limit: 1})
+	// server does not count as succeeded means a report was ignored. (The
+	// backlog's jobs are pending by design.)
+	unfinished := "pending,running,failed,cancelled"
+	if cfg.Backlog > 0 {
+		unfinished = "running,failed,cancelled"
+	}
+	left, err := c.Jobs(ctx, client.JobFilter{State: unfinished, Limit: 1})
 	if err != nil {
 		return nil, err
 	}
@@ -308,6 +347,7 @@ func runBench(ctx context.Context, cfg benchConfig, dataDir string, progress io.
 	}
 	res.Totals["tasks"] = b.done.Load()
 	res.Totals["jobs"] = int64(jobs + cfg.LatencyJobs)
+	res.Totals["backlog"] = int64(cfg.Backlog)
 	return res, nil
 }
 
@@ -370,7 +410,39 @@ func (b *benchRun) submit(ctx context.Context, id string, n int) error {
 	b.submitted[id] = time.Now()
 	b.mu.Unlock()
 	_, err := b.c.SubmitJob(ctx, doc, "application/json")
+	if err == nil {
+		b.mu.Lock()
+		b.answered[id] = time.Now()
+		b.mu.Unlock()
+	}
 	return err
+}
+
+// submitBacklog submits n one-task jobs that no worker can run (they
+// select a label no bench worker has), in bulk calls.
+func (b *benchRun) submitBacklog(ctx context.Context, n int, progress io.Writer) error {
+	start := time.Now()
+	var body bytes.Buffer
+	for i := 0; i < n; i += api.MaxBulkJobs {
+		body.Reset()
+		for k := i; k < min(n, i+api.MaxBulkJobs); k++ {
+			doc, _ := json.Marshal(spec.Job{ID: fmt.Sprintf("bench-b-%06d", k), Selector: map[string]string{"bench": "backlog"},
+				Tasks: []spec.Task{{Name: "t", Run: "true"}}})
+			body.Write(doc)
+			body.WriteByte('\n')
+		}
+		res, err := b.c.SubmitJobs(ctx, body.Bytes(), "application/x-ndjson")
+		if err != nil {
+			return err
+		}
+		for _, r := range res.Results {
+			if r.Status != api.BulkCreated {
+				return fmt.Errorf("job %d of the backlog: %s: %v", i+r.Index, r.Status, r.Error)
+			}
+		}
+	}
+	fmt.Fprintf(progress, "backlog    %d pending jobs that no worker runs, submitted in %.1fs\n", n, time.Since(start).Seconds())
+	return nil
 }
 
 // submitAll submits jobs 0..n-1 from several clients at once.
@@ -430,6 +502,11 @@ func (b *benchRun) percentiles(prefix string) benchPercentiles {
 		}
 	}
 	b.mu.Unlock()
+	return summarise(ds)
+}
+
+// summarise gives the percentiles of durations in milliseconds.
+func summarise(ds []float64) benchPercentiles {
 	if len(ds) == 0 {
 		return benchPercentiles{}
 	}
@@ -439,6 +516,20 @@ func (b *benchRun) percentiles(prefix string) benchPercentiles {
 		return round2(ds[max(0, min(i, len(ds)-1))])
 	}
 	return benchPercentiles{P50: at(0.50), P95: at(0.95), P99: at(0.99), Max: round2(ds[len(ds)-1])}
+}
+
+// submitPercentiles summarises how long the submissions of the jobs whose
+// IDs start with prefix took.
+func (b *benchRun) submitPercentiles(prefix string) benchPercentiles {
+	b.mu.Lock()
+	var ds []float64
+	for job, at := range b.answered {
+		if strings.HasPrefix(job, prefix) {
+			ds = append(ds, float64(at.Sub(b.submitted[job]))/float64(time.Millisecond))
+		}
+	}
+	b.mu.Unlock()
+	return summarise(ds)
 }
 
 func round2(x float64) float64 { return math.Round(x*100) / 100 }
@@ -500,8 +591,16 @@ func printBench(w io.Writer, r *benchResult) {
 	}
 	fmt.Fprintf(w, "allot bench: %d CPUs, %s, %s; authentication %s\n", r.Machine.CPUs, r.Machine.GoVersion, r.Machine.Store, auth)
 	fmt.Fprintf(w, "throughput  %d no-op tasks in jobs of %d, %d slots on %d workers, %d submitters\n", c.Tasks, c.JobSize, c.Slots, c.Workers, c.Submitters)
+	if c.Backlog > 0 {
+		fmt.Fprintf(w, "            against a backlog of %d pending jobs\n", c.Backlog)
+	}
 	fmt.Fprintf(w, "            %.0f tasks/s completed: %.2fs from the first submission to the last completion (submissions took %.2fs)\n",
 		r.Throughput.TasksPerSec, r.Throughput.Seconds, r.Throughput.SubmitSeconds)
+	if c.JobSize > 1 {
+		fmt.Fprintf(w, "            %.0f jobs/s completed\n", r.Throughput.JobsPerSec)
+	}
+	sb := r.Throughput.Submit
+	fmt.Fprintf(w, "            a submission took: p50 %s, p95 %s, p99 %s, max %s\n", ms(sb.P50), ms(sb.P95), ms(sb.P99), ms(sb.Max))
 	fmt.Fprintf(w, "            wait for a slot: p50 %s, p95 %s, p99 %s, max %s\n",
 		ms(r.Throughput.Wait.P50), ms(r.Throughput.Wait.P95), ms(r.Throughput.Wait.P99), ms(r.Throughput.Wait.Max))
 	if r.Latency.Jobs > 0 {
