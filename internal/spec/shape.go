@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -400,8 +401,29 @@ func (fs shapeFields) lookup(key string, foldCase bool) (shapeField, bool) {
 // structFields lists t's fields under their names in c.tag, as the decoder
 // names them: the tag's name, else (yaml) the field's name in lower case or
 // (json) as written; "-" skips a field; yaml's ",inline" and json's
-// untagged embedded structs lift the fields of the inner struct.
+// untagged embedded structs lift the fields of the inner struct. The list
+// depends on the type and the tag only, so it is made once for each
+// (shapeFieldCache): every submission walks the same few types.
 func (c *shapeChecker) structFields(t reflect.Type) shapeFields {
+	key := shapeFieldKey{t: t, tag: c.tag}
+	if fs, ok := shapeFieldCache.Load(key); ok {
+		return fs.(shapeFields)
+	}
+	fs := c.listFields(t)
+	shapeFieldCache.Store(key, fs)
+	return fs
+}
+
+// shapeFieldCache holds structFields' lists, never modified once stored.
+var shapeFieldCache sync.Map // shapeFieldKey → shapeFields
+
+type shapeFieldKey struct {
+	t   reflect.Type
+	tag string
+}
+
+// listFields makes structFields' list.
+func (c *shapeChecker) listFields(t reflect.Type) shapeFields {
 	var out shapeFields
 	for i := range t.NumField() {
 		f := t.Field(i)
