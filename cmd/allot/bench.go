@@ -67,6 +67,10 @@ type benchThroughput struct {
 	SubmitSeconds float64 `json:"submitSeconds"`  // first submission to last acknowledgement
 	TasksPerSec   float64 `json:"tasksPerSecond"` // completed
 	JobsPerSec    float64 `json:"jobsPerSecond"`  // completed
+	// CPUPerTask is the CPU time the whole process (server, workers and
+	// submitters: they share the machine's cores) used in the phase,
+	// per task, in microseconds; 0 where it is not measured.
+	CPUPerTask float64 `json:"cpuPerTaskUs"`
 	// Submit is how long a submission took, from sending POST /v1/jobs
 	// to its answer (the job is durable then).
 	Submit benchPercentiles `json:"submit"`
@@ -289,7 +293,7 @@ func runBench(ctx context.Context, cfg benchConfig, dataDir string, progress io.
 
 	// Throughput: everything at once, from several clients.
 	jobs := (cfg.Tasks + cfg.JobSize - 1) / cfg.JobSize
-	start := time.Now()
+	start, cpu0 := time.Now(), processCPU()
 	stopBar := b.progress(progress, "throughput", int64(cfg.Tasks), start)
 	var submitted time.Duration
 	err = b.submitAll(ctx, jobs, func(i int) (string, int) {
@@ -299,14 +303,15 @@ func runBench(ctx context.Context, cfg benchConfig, dataDir string, progress io.
 	if err == nil {
 		err = b.waitDone(ctx, int64(cfg.Tasks), werr)
 	}
-	elapsed := time.Since(start)
+	elapsed, cpu := time.Since(start), processCPU()-cpu0
 	stopBar()
 	if err != nil {
 		return nil, fmt.Errorf("throughput phase: %w", err)
 	}
 	res.Throughput = benchThroughput{Seconds: elapsed.Seconds(), SubmitSeconds: submitted.Seconds(),
 		TasksPerSec: float64(cfg.Tasks) / elapsed.Seconds(), JobsPerSec: float64(jobs) / elapsed.Seconds(),
-		Submit: b.submitPercentiles("bench-t-"), Wait: b.percentiles("bench-t-")}
+		CPUPerTask: round2(float64(cpu) / float64(time.Microsecond) / float64(cfg.Tasks)),
+		Submit:     b.submitPercentiles("bench-t-"), Wait: b.percentiles("bench-t-")}
 
 	// Latency: one small job at a time on idle slots.
 	if cfg.LatencyJobs > 0 {
@@ -598,6 +603,9 @@ func printBench(w io.Writer, r *benchResult) {
 		r.Throughput.TasksPerSec, r.Throughput.Seconds, r.Throughput.SubmitSeconds)
 	if c.JobSize > 1 {
 		fmt.Fprintf(w, "            %.0f jobs/s completed\n", r.Throughput.JobsPerSec)
+	}
+	if r.Throughput.CPUPerTask > 0 {
+		fmt.Fprintf(w, "            CPU time: %.0fµs per task (server, workers and submitters, on %d CPUs)\n", r.Throughput.CPUPerTask, r.Machine.CPUs)
 	}
 	sb := r.Throughput.Submit
 	fmt.Fprintf(w, "            a submission took: p50 %s, p95 %s, p99 %s, max %s\n", ms(sb.P50), ms(sb.P95), ms(sb.P99), ms(sb.Max))

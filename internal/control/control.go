@@ -186,69 +186,105 @@ func New(ctx context.Context, cfg Config, st store.Store) (*Controller, error) {
 // store has not, so the server must restart and rebuild from the store.
 //
 // A round's commit runs beside the loop: while round N's batch is being
-// committed, the loop takes the requests that came meanwhile and applies
-// them as round N+1, so the store and the rest of the server each use a
-// core. Nothing of N+1 is committed, answered or handed to a worker before
-// N is stored: N+1 waits for N's commit before its own starts, and its
-// answers wait for its own.
+// committed, the loop applies the requests that arrive as round N+1, so
+// the store and the rest of the server each use a core. When N is stored,
+// the loop runs N+1's cycle and starts N+1's commit: a round holds what
+// arrived during the commit before it, as when the loop waited for each
+// commit, and its requests were applied meanwhile. Nothing of N+1 is
+// committed, answered or handed to a worker before N is stored, and its
+// answers wait for its own commit.
 func (c *Controller) Run(ctx context.Context) error {
 	defer close(c.done)
 	defer c.stopFeatures() // however the loop ends, before done closes
 	tick := time.NewTicker(c.cfg.CycleEvery)
 	defer tick.Stop()
-	var prev *flight // the round whose commit runs
+	var (
+		prev *flight // the round whose commit runs
+		next *intake // the round taking requests
+	)
 	for {
-		batch := make([]*request, 0, 16)
-		ticked := false
+		reqs := c.reqs
+		if next != nil && len(next.batch) >= c.cfg.MaxBatch {
+			reqs = nil // full: the rest waits for the round after
+		}
 		var landed <-chan error
 		if prev != nil {
 			landed = prev.done
 		}
 		select {
 		case <-ctx.Done():
+			var applied []*request // applied, never to be stored
+			if next != nil {
+				applied = next.batch
+			}
 			if prev != nil {
 				if err := c.land(ctx, prev, <-prev.done); err != nil {
-					return c.stopped(ctx, err, prev.batch)
+					return c.stopped(ctx, err, prev.batch, applied)
 				}
 			}
 			c.err = ctx.Err()
+			for _, r := range applied {
+				r.val, r.err = nil, ErrStopped
+				close(r.done)
+			}
 			c.drain(ErrStopped)
 			return nil
-		case r := <-c.reqs:
-			batch = append(batch, r)
+		case r := <-reqs:
+			next = c.take(next, r)
 		case <-tick.C:
-			ticked = true
+			next = c.take(next, nil)
+			next.ticked = true
 		case err := <-landed:
 			f := prev
 			prev = nil
 			if err := c.land(ctx, f, err); err != nil {
-				return c.stopped(ctx, err, f.batch)
+				var applied []*request
+				if next != nil {
+					applied = next.batch
+				}
+				return c.stopped(ctx, err, f.batch, applied)
 			}
+		}
+		if prev != nil || next == nil {
 			continue
 		}
 	more:
-		for len(batch) < c.cfg.MaxBatch {
+		for len(next.batch) < c.cfg.MaxBatch {
 			select {
 			case r := <-c.reqs:
-				batch = append(batch, r)
+				next = c.take(next, r)
 			default:
 				break more
 			}
 		}
-		t := c.prepare(batch, ticked)
-		if prev != nil {
-			f := prev
-			prev = nil
-			if err := c.land(ctx, f, <-f.done); err != nil {
-				return c.stopped(ctx, err, f.batch, batch)
-			}
-		}
+		t, batch := next.t, next.batch
+		c.close(t, next.ticked)
+		next = nil
 		if t.batch.Empty() {
 			c.finish(t, batch)
 			continue
 		}
 		prev = c.launch(ctx, t, batch)
 	}
+}
+
+// intake is the round taking requests: they are applied as they come.
+type intake struct {
+	t      *txn
+	batch  []*request
+	ticked bool
+}
+
+// take applies r (if any) in round in, which it opens if in is nil.
+func (c *Controller) take(in *intake, r *request) *intake {
+	if in == nil {
+		in = &intake{t: c.open()}
+	}
+	if r != nil {
+		r.val, r.err = r.fn(in.t)
+		in.batch = append(in.batch, r)
+	}
+	return in
 }
 
 // stopped ends the loop after a round could not be stored: the requests of
@@ -308,10 +344,22 @@ func (c *Controller) round(ctx context.Context, batch []*request, ticked bool) e
 // prepare applies a round's requests, runs the cycle and collects what the
 // round stores.
 func (c *Controller) prepare(batch []*request, ticked bool) *txn {
-	t := &txn{c: c, now: c.cfg.Clock().UTC(), assign: map[string][]api.Assignment{}, stops: map[string][]api.StopOrder{}}
+	t := c.open()
 	for _, r := range batch {
 		r.val, r.err = r.fn(t)
 	}
+	c.close(t, ticked)
+	return t
+}
+
+// open starts a round at the loop's clock.
+func (c *Controller) open() *txn {
+	return &txn{c: c, now: c.cfg.Clock().UTC(), assign: map[string][]api.Assignment{}, stops: map[string][]api.StopOrder{}}
+}
+
+// close ends a round whose requests are applied: the tick's features if
+// it ticked, the cycle, and what the round stores.
+func (c *Controller) close(t *txn, ticked bool) {
 	if ticked {
 		for _, f := range c.onTick {
 			f(t)
@@ -324,7 +372,6 @@ func (c *Controller) prepare(batch []*request, ticked bool) *txn {
 	for _, f := range c.onEnd {
 		f(t)
 	}
-	return t
 }
 
 // launch starts committing t's batch beside the loop.
