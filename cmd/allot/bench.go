@@ -115,9 +115,9 @@ It then runs two phases:
               every slot is free; prints submit-to-start percentiles, from the
               client sending the job to the worker receiving its task
 
-With --backlog N, N one-task jobs that no worker can run (they select a label
-no worker has) are submitted in bulk first, so that the throughput phase runs
-against a server holding N pending jobs.
+With --backlog N, N one-task jobs that no worker can run (they wait in a queue
+"backlog" whose pool has no bench worker) are submitted in bulk first, so that
+the throughput phase runs against a server holding N pending jobs.
 
 Two shapes matter: the default, big jobs from a few clients, and many small
 jobs from many clients, which is how most batch users submit:
@@ -230,6 +230,12 @@ func runBench(ctx context.Context, cfg benchConfig, dataDir string, progress io.
 	// Every worker and submitter of the bench connects from this machine:
 	// one address, which must not be held to one client's share.
 	scfg.Server.Limits.MaxConnectionsPerAddress = math.MaxInt32
+	if cfg.Backlog > 0 {
+		// The backlog waits in a queue of its own whose pool no bench
+		// worker is in: pending, as jobs wait behind a busy cluster,
+		// without standing in front of the measured jobs.
+		scfg.Queues = []spec.Queue{{Name: spec.DefaultQueue}, {Name: benchBacklogQueue, Pool: map[string]string{"bench": "backlog"}}}
+	}
 	srv, err := startServerWith(srvCtx, scfg, log, serverOptions{auth: cfg.Auth})
 	if err != nil {
 		stopServer()
@@ -256,6 +262,14 @@ func runBench(ctx context.Context, cfg benchConfig, dataDir string, progress io.
 		return nil, err
 	}
 	b := &benchRun{cfg: cfg, c: c, submitted: map[string]time.Time{}, answered: map[string]time.Time{}, received: map[string][]time.Time{}}
+
+	// The backlog goes in before the workers register: it takes a while,
+	// and idle workers need not wait through it.
+	if cfg.Backlog > 0 {
+		if err := b.submitBacklog(ctx, cfg.Backlog, progress); err != nil {
+			return nil, fmt.Errorf("backlog: %w", err)
+		}
+	}
 
 	wctx, stopWorkers := context.WithCancel(ctx)
 	var workers sync.WaitGroup
@@ -284,12 +298,6 @@ func runBench(ctx context.Context, cfg benchConfig, dataDir string, progress io.
 	res := &benchResult{Config: cfg, Totals: map[string]int64{},
 		Machine: benchMachine{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH,
 			Store: "SQLite (WAL, synchronous=FULL) in " + dataDir}}
-
-	if cfg.Backlog > 0 {
-		if err := b.submitBacklog(ctx, cfg.Backlog, progress); err != nil {
-			return nil, fmt.Errorf("backlog: %w", err)
-		}
-	}
 
 	// Throughput: everything at once, from several clients.
 	jobs := (cfg.Tasks + cfg.JobSize - 1) / cfg.JobSize
@@ -423,15 +431,19 @@ func (b *benchRun) submit(ctx context.Context, id string, n int) error {
 	return err
 }
 
-// submitBacklog submits n one-task jobs that no worker can run (they
-// select a label no bench worker has), in bulk calls.
+// benchBacklogQueue is the queue of the backlog's jobs; no bench worker is
+// in its pool.
+const benchBacklogQueue = "backlog"
+
+// submitBacklog submits n one-task jobs that no worker can run (their
+// queue's pool has no bench worker), in bulk calls.
 func (b *benchRun) submitBacklog(ctx context.Context, n int, progress io.Writer) error {
 	start := time.Now()
 	var body bytes.Buffer
 	for i := 0; i < n; i += api.MaxBulkJobs {
 		body.Reset()
 		for k := i; k < min(n, i+api.MaxBulkJobs); k++ {
-			doc, _ := json.Marshal(spec.Job{ID: fmt.Sprintf("bench-b-%06d", k), Selector: map[string]string{"bench": "backlog"},
+			doc, _ := json.Marshal(spec.Job{ID: fmt.Sprintf("bench-b-%06d", k), Queue: benchBacklogQueue,
 				Tasks: []spec.Task{{Name: "t", Run: "true"}}})
 			body.Write(doc)
 			body.WriteByte('\n')
