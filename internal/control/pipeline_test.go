@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"sync"
@@ -23,12 +24,14 @@ type gatedStore struct {
 	mu      sync.Mutex
 	active  int
 	most    int
+	jobs    []int // jobs stored by each commit
 }
 
 func (g *gatedStore) Commit(ctx context.Context, b store.Batch) error {
 	g.mu.Lock()
 	g.active++
 	g.most = max(g.most, g.active)
+	g.jobs = append(g.jobs, len(b.Jobs))
 	g.mu.Unlock()
 	g.entered <- struct{}{}
 	<-g.release
@@ -165,5 +168,66 @@ func TestWorkerRegisteringInTheRoundBeingCommittedIsNotLost(t *testing.T) {
 	c.finish(t2, nil)
 	if got := c.workers["w1"].rec.State; got != "ready" {
 		t.Fatalf("w1 is %s after registering in the round being committed, want ready", got)
+	}
+}
+
+// Submissions from many clients that arrive while a round is committed
+// share the next round and its one commit (group commit across requests).
+func TestSubmissionsFromManyClientsShareOneCommit(t *testing.T) {
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "allot.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	g := &gatedStore{Store: st, entered: make(chan struct{}, 4), release: make(chan struct{})}
+	c, err := New(context.Background(), Config{Scheduling: spec.Scheduling{Queues: []spec.Queue{{Name: "batch"}}},
+		CycleEvery: time.Hour, Logger: slog.New(slog.DiscardHandler)}, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	applied := make(chan struct{}, 16)
+	submit := func(id string) <-chan error {
+		out := make(chan error, 1)
+		go func() {
+			// What Submit does, with word of when the loop applied it.
+			_, err := c.do(ctx, func(t *txn) (any, error) {
+				applied <- struct{}{}
+				return c.submit(ctx, t, oneTask(id), "", "", false, c.gone.epoch.Load())
+			})
+			out <- err
+		}()
+		return out
+	}
+	first := submit("first")
+	<-applied
+	<-g.entered // round 1's commit is under way
+	const clients = 8
+	var answers []<-chan error
+	for i := range clients {
+		answers = append(answers, submit(fmt.Sprintf("c%d", i)))
+	}
+	for range clients {
+		<-applied
+	}
+	g.release <- struct{}{}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	<-g.entered
+	g.release <- struct{}{}
+	for _, a := range answers {
+		if err := <-a; err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.jobs) != 2 || g.jobs[1] != clients {
+		t.Errorf("jobs stored per commit: %v, want [1 %d]: the %d clients' submissions in one commit", g.jobs, clients, clients)
 	}
 }
