@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -34,6 +35,10 @@ type benchConfig struct {
 	Workers    int `json:"workers"`
 	JobSize    int `json:"jobSize"`
 	Submitters int `json:"submitters"`
+	// Backlog pending jobs that no worker can run are submitted before
+	// the throughput phase, so that it runs against a server that holds
+	// them.
+	Backlog int `json:"backlog"`
 	// LatencyJobs single-task jobs are submitted one every LatencyEvery
 	// while the slots are idle, to measure submit-to-start without a queue.
 	LatencyJobs  int           `json:"latencyJobs"`
@@ -70,6 +75,14 @@ type benchThroughput struct {
 	Seconds       float64 `json:"seconds"`        // first submission to last completion
 	SubmitSeconds float64 `json:"submitSeconds"`  // first submission to last acknowledgement
 	TasksPerSec   float64 `json:"tasksPerSecond"` // completed
+	JobsPerSec    float64 `json:"jobsPerSecond"`  // completed
+	// CPUPerTask is the CPU time the whole process (server, workers and
+	// submitters: they share the machine's cores) used in the phase,
+	// per task, in microseconds; 0 where it is not measured.
+	CPUPerTask float64 `json:"cpuPerTaskUs"`
+	// Submit is how long a submission took, from sending POST /v1/jobs
+	// to its answer (the job is durable then).
+	Submit benchPercentiles `json:"submit"`
 	// Wait is submit-to-start with a queue: most tasks wait for a slot.
 	Wait benchPercentiles `json:"wait"`
 }
@@ -106,8 +119,11 @@ at its end, so a run starts empty and leaves the database as it was.
 
 It then runs two phases:
   throughput  --tasks no-op tasks in jobs of --job-size, submitted by
-              --submitters clients at once; prints tasks completed per second
-              (first submission to last completion) and how long tasks waited
+              --submitters clients at once, each sending one job per
+              POST /v1/jobs and the next once it is answered; prints tasks
+              (and jobs) completed per second (first submission to last
+              completion), how long a submission took, and how long tasks
+              waited
   latency     --latency-jobs single-task jobs, one every --latency-every, while
               every slot is free; prints submit-to-start percentiles, from the
               client sending the job to the worker receiving its task
@@ -118,9 +134,19 @@ directory) and every task runs the command given, as a process: --exec true
 measures how many short processes --workers agents with --slots slots start
 and report per second, and prints where a task's time went on the agents.
 
+With --backlog N, N one-task jobs that no worker can run (they wait in a queue
+"backlog" whose pool has no bench worker) are submitted in bulk first, so that
+the throughput phase runs against a server holding N pending jobs.
+
+Two shapes matter: the default, big jobs from a few clients, and many small
+jobs from many clients, which is how most batch users submit:
+  allot bench --tasks 20000 --job-size 1 --submitters 64
+
 Authentication is on, as in production: the clients use the admin token the
 server creates in its data directory. --no-auth measures without it.`,
 		Example: `  allot bench
+  allot bench --tasks 20000 --job-size 1 --submitters 64
+  allot bench --tasks 20000 --job-size 1 --submitters 64 --backlog 100000
   allot bench --tasks 100000 --slots 100 --job-size 1000 -o json
   allot bench --tasks 20000 --cpuprofile bench.pprof
   allot bench --store 'postgres://allot@127.0.0.1:5432/allot?sslmode=disable'
@@ -137,6 +163,9 @@ server creates in its data directory. --no-auth measures without it.`,
 				if f.v < 1 {
 					return fmt.Errorf("%s: must be at least 1", f.name)
 				}
+			}
+			if cfg.Backlog < 0 {
+				return fmt.Errorf("--backlog: must not be negative")
 			}
 			if cfg.JobSize > spec.MaxTasksPerJob {
 				return fmt.Errorf("--job-size: at most %d tasks per job", spec.MaxTasksPerJob)
@@ -204,7 +233,8 @@ server creates in its data directory. --no-auth measures without it.`,
 	f.IntVar(&cfg.Slots, "slots", 100, "worker slots in all, shared evenly by --workers")
 	f.IntVar(&cfg.Workers, "workers", 10, "in-process workers")
 	f.IntVar(&cfg.JobSize, "job-size", 1000, "tasks per job in the throughput phase")
-	f.IntVar(&cfg.Submitters, "submitters", 4, "clients submitting jobs at once in the throughput phase")
+	f.IntVar(&cfg.Submitters, "submitters", 4, "clients submitting jobs at once in the throughput phase, one job per request")
+	f.IntVar(&cfg.Backlog, "backlog", 0, "pending jobs no worker can run, submitted before the throughput phase")
 	f.IntVar(&cfg.LatencyJobs, "latency-jobs", 200, "single-task jobs of the latency phase (0: skip it)")
 	f.DurationVar(&cfg.LatencyEvery, "latency-every", 20*time.Millisecond, "interval between submissions in the latency phase")
 	f.DurationVar(&cfg.Timeout, "timeout", 10*time.Minute, "give up after this long")
@@ -226,6 +256,7 @@ type benchRun struct {
 
 	mu        sync.Mutex
 	submitted map[string]time.Time // job → when its submission was sent
+	answered  map[string]time.Time // job → when its submission was answered
 	received  map[string][]time.Time
 }
 
@@ -241,6 +272,12 @@ func runBench(ctx context.Context, cfg benchConfig, dataDir string, progress io.
 	// Every worker and submitter of the bench connects from this machine:
 	// one address, which must not be held to one client's share.
 	scfg.Server.Limits.MaxConnectionsPerAddress = math.MaxInt32
+	if cfg.Backlog > 0 {
+		// The backlog waits in a queue of its own whose pool no bench
+		// worker is in: pending, as jobs wait behind a busy cluster,
+		// without standing in front of the measured jobs.
+		scfg.Queues = []spec.Queue{{Name: spec.DefaultQueue}, {Name: benchBacklogQueue, Pool: map[string]string{"bench": "backlog"}}}
+	}
 	srv, err := startServerWith(srvCtx, scfg, log, serverOptions{auth: cfg.Auth})
 	if err != nil {
 		stopServer()
@@ -266,7 +303,15 @@ func runBench(ctx context.Context, cfg benchConfig, dataDir string, progress io.
 	if err != nil {
 		return nil, err
 	}
-	b := &benchRun{cfg: cfg, c: c, submitted: map[string]time.Time{}, received: map[string][]time.Time{}}
+	b := &benchRun{cfg: cfg, c: c, submitted: map[string]time.Time{}, answered: map[string]time.Time{}, received: map[string][]time.Time{}}
+
+	// The backlog goes in before the workers register: it takes a while,
+	// and idle workers need not wait through it.
+	if cfg.Backlog > 0 {
+		if err := b.submitBacklog(ctx, cfg.Backlog, progress); err != nil {
+			return nil, fmt.Errorf("backlog: %w", err)
+		}
+	}
 
 	wctx, stopWorkers := context.WithCancel(ctx)
 	var workers sync.WaitGroup
@@ -313,7 +358,7 @@ func runBench(ctx context.Context, cfg benchConfig, dataDir string, progress io.
 
 	// Throughput: everything at once, from several clients.
 	jobs := (cfg.Tasks + cfg.JobSize - 1) / cfg.JobSize
-	start := time.Now()
+	start, cpu0 := time.Now(), processCPU()
 	stopBar := b.progress(progress, "throughput", int64(cfg.Tasks), start)
 	var submitted time.Duration
 	err = b.submitAll(ctx, jobs, func(i int) (string, int) {
@@ -323,13 +368,15 @@ func runBench(ctx context.Context, cfg benchConfig, dataDir string, progress io.
 	if err == nil {
 		err = b.waitDone(ctx, int64(cfg.Tasks), werr)
 	}
-	elapsed := time.Since(start)
+	elapsed, cpu := time.Since(start), processCPU()-cpu0
 	stopBar()
 	if err != nil {
 		return nil, fmt.Errorf("throughput phase: %w", err)
 	}
 	res.Throughput = benchThroughput{Seconds: elapsed.Seconds(), SubmitSeconds: submitted.Seconds(),
-		TasksPerSec: float64(cfg.Tasks) / elapsed.Seconds(), Wait: b.percentiles("bench-t-")}
+		TasksPerSec: float64(cfg.Tasks) / elapsed.Seconds(), JobsPerSec: float64(jobs) / elapsed.Seconds(),
+		CPUPerTask: round2(float64(cpu) / float64(time.Microsecond) / float64(cfg.Tasks)),
+		Submit:     b.submitPercentiles("bench-t-"), Wait: b.percentiles("bench-t-")}
 	if agents != nil {
 		res.Agents = agents.figures(agents.stats(), elapsed)
 	}
@@ -358,8 +405,13 @@ func runBench(ctx context.Context, cfg benchConfig, dataDir string, progress io.
 	}
 
 	// Every acknowledged report must have ended its task: a job the
-	// server does not count as succeeded means a report was ignored.
-	left, err := c.Jobs(ctx, client.JobFilter{State: "pending,running,failed,cancelled", Limit: 1})
+	// server does not count as succeeded means a report was ignored. (The
+	// backlog's jobs are pending by design.)
+	unfinished := "pending,running,failed,cancelled"
+	if cfg.Backlog > 0 {
+		unfinished = "running,failed,cancelled"
+	}
+	left, err := c.Jobs(ctx, client.JobFilter{State: unfinished, Limit: 1})
 	if err != nil {
 		return nil, err
 	}
@@ -368,6 +420,7 @@ func runBench(ctx context.Context, cfg benchConfig, dataDir string, progress io.
 	}
 	res.Totals["tasks"] = b.done.Load()
 	res.Totals["jobs"] = int64(jobs + cfg.LatencyJobs)
+	res.Totals["backlog"] = int64(cfg.Backlog)
 	return res, nil
 }
 
@@ -430,7 +483,43 @@ func (b *benchRun) submit(ctx context.Context, id string, n int) error {
 	b.submitted[id] = time.Now()
 	b.mu.Unlock()
 	_, err := b.c.SubmitJob(ctx, doc, "application/json")
+	if err == nil {
+		b.mu.Lock()
+		b.answered[id] = time.Now()
+		b.mu.Unlock()
+	}
 	return err
+}
+
+// benchBacklogQueue is the queue of the backlog's jobs; no bench worker is
+// in its pool.
+const benchBacklogQueue = "backlog"
+
+// submitBacklog submits n one-task jobs that no worker can run (their
+// queue's pool has no bench worker), in bulk calls.
+func (b *benchRun) submitBacklog(ctx context.Context, n int, progress io.Writer) error {
+	start := time.Now()
+	var body bytes.Buffer
+	for i := 0; i < n; i += api.MaxBulkJobs {
+		body.Reset()
+		for k := i; k < min(n, i+api.MaxBulkJobs); k++ {
+			doc, _ := json.Marshal(spec.Job{ID: fmt.Sprintf("bench-b-%06d", k), Queue: benchBacklogQueue,
+				Tasks: []spec.Task{{Name: "t", Run: "true"}}})
+			body.Write(doc)
+			body.WriteByte('\n')
+		}
+		res, err := b.c.SubmitJobs(ctx, body.Bytes(), "application/x-ndjson")
+		if err != nil {
+			return err
+		}
+		for _, r := range res.Results {
+			if r.Status != api.BulkCreated {
+				return fmt.Errorf("job %d of the backlog: %s: %v", i+r.Index, r.Status, r.Error)
+			}
+		}
+	}
+	fmt.Fprintf(progress, "backlog    %d pending jobs that no worker runs, submitted in %.1fs\n", n, time.Since(start).Seconds())
+	return nil
 }
 
 // submitAll submits jobs 0..n-1 from several clients at once.
@@ -490,6 +579,11 @@ func (b *benchRun) percentiles(prefix string) benchPercentiles {
 		}
 	}
 	b.mu.Unlock()
+	return summarise(ds)
+}
+
+// summarise gives the percentiles of durations in milliseconds.
+func summarise(ds []float64) benchPercentiles {
 	if len(ds) == 0 {
 		return benchPercentiles{}
 	}
@@ -499,6 +593,20 @@ func (b *benchRun) percentiles(prefix string) benchPercentiles {
 		return round2(ds[max(0, min(i, len(ds)-1))])
 	}
 	return benchPercentiles{P50: at(0.50), P95: at(0.95), P99: at(0.99), Max: round2(ds[len(ds)-1])}
+}
+
+// submitPercentiles summarises how long the submissions of the jobs whose
+// IDs start with prefix took.
+func (b *benchRun) submitPercentiles(prefix string) benchPercentiles {
+	b.mu.Lock()
+	var ds []float64
+	for job, at := range b.answered {
+		if strings.HasPrefix(job, prefix) {
+			ds = append(ds, float64(at.Sub(b.submitted[job]))/float64(time.Millisecond))
+		}
+	}
+	b.mu.Unlock()
+	return summarise(ds)
 }
 
 func round2(x float64) float64 { return math.Round(x*100) / 100 }
@@ -564,8 +672,19 @@ func printBench(w io.Writer, r *benchResult) {
 		kind = fmt.Sprintf("%q", c.Exec)
 	}
 	fmt.Fprintf(w, "throughput  %d %s tasks in jobs of %d, %d slots on %d workers, %d submitters\n", c.Tasks, kind, c.JobSize, c.Slots, c.Workers, c.Submitters)
+	if c.Backlog > 0 {
+		fmt.Fprintf(w, "            against a backlog of %d pending jobs\n", c.Backlog)
+	}
 	fmt.Fprintf(w, "            %.0f tasks/s completed: %.2fs from the first submission to the last completion (submissions took %.2fs)\n",
 		r.Throughput.TasksPerSec, r.Throughput.Seconds, r.Throughput.SubmitSeconds)
+	if c.JobSize > 1 {
+		fmt.Fprintf(w, "            %.0f jobs/s completed\n", r.Throughput.JobsPerSec)
+	}
+	if r.Throughput.CPUPerTask > 0 {
+		fmt.Fprintf(w, "            CPU time: %.0fµs per task (server, workers and submitters, on %d CPUs)\n", r.Throughput.CPUPerTask, r.Machine.CPUs)
+	}
+	sb := r.Throughput.Submit
+	fmt.Fprintf(w, "            a submission took: p50 %s, p95 %s, p99 %s, max %s\n", ms(sb.P50), ms(sb.P95), ms(sb.P99), ms(sb.Max))
 	fmt.Fprintf(w, "            wait for a slot: p50 %s, p95 %s, p99 %s, max %s\n",
 		ms(r.Throughput.Wait.P50), ms(r.Throughput.Wait.P95), ms(r.Throughput.Wait.P99), ms(r.Throughput.Wait.Max))
 	if r.Latency.Jobs > 0 {

@@ -107,6 +107,11 @@ type Controller struct {
 	// that what one worker runs is found without walking every job. It may
 	// hold records that have since moved on; readers check the record.
 	running map[string]map[*store.Task]struct{}
+	// gone remembers the jobs forgotten last, for the ID check (ids.go).
+	gone goneIDs
+	// inflight is the round whose commit runs beside the loop (Run), nil
+	// when none does.
+	inflight *txn
 	// recent keeps each queue's recent runtimes, for explain's estimate.
 	recent map[string]*whatif.Window
 	// features are the loop's features (features.go), and what each hook
@@ -179,52 +184,129 @@ func New(ctx context.Context, cfg Config, st store.Store) (*Controller, error) {
 // retried until it is stored (degraded.go). A refusal no retry cures (an
 // invalid row, a fenced store) is fatal: the engine has moved on and the
 // store has not, so the server must restart and rebuild from the store.
+//
+// A round's commit runs beside the loop: while round N's batch is being
+// committed, the loop applies the requests that arrive as round N+1, so
+// the store and the rest of the server each use a core. When N is stored,
+// the loop runs N+1's cycle and starts N+1's commit: a round holds what
+// arrived during the commit before it, as when the loop waited for each
+// commit, and its requests were applied meanwhile. Nothing of N+1 is
+// committed, answered or handed to a worker before N is stored, and its
+// answers wait for its own commit.
 func (c *Controller) Run(ctx context.Context) error {
 	defer close(c.done)
 	defer c.stopFeatures() // however the loop ends, before done closes
 	tick := time.NewTicker(c.cfg.CycleEvery)
 	defer tick.Stop()
-	batch := make([]*request, 0, c.cfg.MaxBatch)
+	var (
+		prev *flight // the round whose commit runs
+		next *intake // the round taking requests
+	)
 	for {
-		batch = batch[:0]
-		ticked := false
+		reqs := c.reqs
+		if next != nil && len(next.batch) >= c.cfg.MaxBatch {
+			reqs = nil // full: the rest waits for the round after
+		}
+		var landed <-chan error
+		if prev != nil {
+			landed = prev.done
+		}
 		select {
 		case <-ctx.Done():
+			var applied []*request // applied, never to be stored
+			if next != nil {
+				applied = next.batch
+			}
+			if prev != nil {
+				if err := c.land(ctx, prev, <-prev.done); err != nil {
+					return c.stopped(ctx, err, prev.batch, applied)
+				}
+			}
 			c.err = ctx.Err()
+			for _, r := range applied {
+				r.val, r.err = nil, ErrStopped
+				close(r.done)
+			}
 			c.drain(ErrStopped)
 			return nil
-		case r := <-c.reqs:
-			batch = append(batch, r)
+		case r := <-reqs:
+			next = c.take(next, r)
 		case <-tick.C:
-			ticked = true
+			next = c.take(next, nil)
+			next.ticked = true
+		case err := <-landed:
+			f := prev
+			prev = nil
+			if err := c.land(ctx, f, err); err != nil {
+				var applied []*request
+				if next != nil {
+					applied = next.batch
+				}
+				return c.stopped(ctx, err, f.batch, applied)
+			}
+		}
+		if prev != nil || next == nil {
+			continue
 		}
 	more:
-		for len(batch) < c.cfg.MaxBatch {
+		for len(next.batch) < c.cfg.MaxBatch {
 			select {
 			case r := <-c.reqs:
-				batch = append(batch, r)
+				next = c.take(next, r)
 			default:
 				break more
 			}
 		}
-		if err := c.round(ctx, batch, ticked); err != nil {
-			c.err = err
-			for _, r := range batch {
-				r.err = fmt.Errorf("%w: %v", ErrStopped, err)
-				close(r.done)
-			}
-			c.drain(ErrStopped)
-			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-				// Stopped before the round was stored (typically while
-				// the store refused writes): none of it was
-				// acknowledged, so nothing acknowledged is lost.
-				c.cfg.Logger.Warn("scheduling loop stopped before its last round was stored; none of it was acknowledged", "err", err)
-				return nil
-			}
-			c.cfg.Logger.Error("scheduling loop stopped", "err", err)
-			return err
+		t, batch := next.t, next.batch
+		c.close(t, next.ticked)
+		next = nil
+		if t.batch.Empty() {
+			c.finish(t, batch)
+			continue
+		}
+		prev = c.launch(ctx, t, batch)
+	}
+}
+
+// intake is the round taking requests: they are applied as they come.
+type intake struct {
+	t      *txn
+	batch  []*request
+	ticked bool
+}
+
+// take applies r (if any) in round in, which it opens if in is nil.
+func (c *Controller) take(in *intake, r *request) *intake {
+	if in == nil {
+		in = &intake{t: c.open()}
+	}
+	if r != nil {
+		r.val, r.err = r.fn(in.t)
+		in.batch = append(in.batch, r)
+	}
+	return in
+}
+
+// stopped ends the loop after a round could not be stored: the requests of
+// the given batches, and those waiting, are answered ErrStopped.
+func (c *Controller) stopped(ctx context.Context, err error, batches ...[]*request) error {
+	c.err = err
+	for _, batch := range batches {
+		for _, r := range batch {
+			r.err = fmt.Errorf("%w: %v", ErrStopped, err)
+			close(r.done)
 		}
 	}
+	c.drain(ErrStopped)
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		// Stopped before the round was stored (typically while the
+		// store refused writes): none of it was acknowledged, so
+		// nothing acknowledged is lost.
+		c.cfg.Logger.Warn("scheduling loop stopped before its last round was stored; none of it was acknowledged", "err", err)
+		return nil
+	}
+	c.cfg.Logger.Error("scheduling loop stopped", "err", err)
+	return err
 }
 
 func (c *Controller) drain(err error) {
@@ -239,12 +321,45 @@ func (c *Controller) drain(err error) {
 	}
 }
 
-// round runs one loop iteration: requests, a cycle, one commit, answers.
+// flight is a round whose batch is being committed.
+type flight struct {
+	t     *txn
+	batch []*request
+	done  chan error // the commit's result
+}
+
+// round runs one loop iteration at once: requests, a cycle, one commit,
+// answers.
 func (c *Controller) round(ctx context.Context, batch []*request, ticked bool) error {
-	t := &txn{c: c, now: c.cfg.Clock().UTC(), assign: map[string][]api.Assignment{}, stops: map[string][]api.StopOrder{}}
+	t := c.prepare(batch, ticked)
+	if !t.batch.Empty() {
+		if err := c.commitUntilStored(ctx, t); err != nil {
+			return fmt.Errorf("commit: %w", err)
+		}
+	}
+	c.finish(t, batch)
+	return nil
+}
+
+// prepare applies a round's requests, runs the cycle and collects what the
+// round stores.
+func (c *Controller) prepare(batch []*request, ticked bool) *txn {
+	t := c.open()
 	for _, r := range batch {
 		r.val, r.err = r.fn(t)
 	}
+	c.close(t, ticked)
+	return t
+}
+
+// open starts a round at the loop's clock.
+func (c *Controller) open() *txn {
+	return &txn{c: c, now: c.cfg.Clock().UTC(), assign: map[string][]api.Assignment{}, stops: map[string][]api.StopOrder{}}
+}
+
+// close ends a round whose requests are applied: the tick's features if
+// it ticked, the cycle, and what the round stores.
+func (c *Controller) close(t *txn, ticked bool) {
 	if ticked {
 		for _, f := range c.onTick {
 			f(t)
@@ -257,18 +372,48 @@ func (c *Controller) round(ctx context.Context, batch []*request, ticked bool) e
 	for _, f := range c.onEnd {
 		f(t)
 	}
-	if !t.batch.Empty() {
+}
+
+// launch starts committing t's batch beside the loop.
+func (c *Controller) launch(ctx context.Context, t *txn, batch []*request) *flight {
+	f := &flight{t: t, batch: batch, done: make(chan error, 1)}
+	c.inflight = t
+	go func() {
 		start := time.Now()
-		if err := c.commitUntilStored(ctx, t); err != nil {
+		err := c.commit(ctx, t.batch)
+		c.cfg.Logger.Debug("commit", "tasks", len(t.batch.Tasks), "events", len(t.batch.Events), "took", time.Since(start))
+		f.done <- err
+	}()
+	return f
+}
+
+// land ends a round whose commit returned err: a refusal that retrying can
+// cure holds the loop until the batch is stored (degraded.go); then the
+// round's answers go out.
+func (c *Controller) land(ctx context.Context, f *flight, err error) error {
+	c.inflight = nil
+	if err != nil {
+		if !retryable(err) {
 			return fmt.Errorf("commit: %w", err)
 		}
-		c.cfg.Logger.Debug("commit", "tasks", len(t.batch.Tasks), "events", len(t.batch.Events), "took", time.Since(start))
+		if err := c.holdUntilStored(ctx, f.t, err); err != nil {
+			return fmt.Errorf("commit: %w", err)
+		}
 	}
+	c.finish(f.t, f.batch)
+	return nil
+}
+
+// finish ends a round whose batch is stored: ended jobs are forgotten, the
+// workers get their orders, the callers their answers, and the event
+// streams a wake-up.
+func (c *Controller) finish(t *txn, batch []*request) {
 	for _, j := range t.finished {
 		delete(c.jobs, j)
 		// Its end is durable now; the engine need not remember it.
 		_ = c.eng.Apply(engine.ForgetJob{Job: j})
 	}
+	c.gone.forget(t.finished)
 	c.deliver(t)
 	for _, r := range batch {
 		close(r.done)
@@ -279,7 +424,6 @@ func (c *Controller) round(ctx context.Context, batch []*request, ticked bool) e
 		c.notifyCh = make(chan struct{})
 		c.mu.Unlock()
 	}
-	return nil
 }
 
 // do runs fn on the loop and waits until its changes are committed.

@@ -66,6 +66,12 @@ func (c *Controller) commitUntilStored(ctx context.Context, t *txn) error {
 	if err == nil || !retryable(err) {
 		return err
 	}
+	return c.holdUntilStored(ctx, t, err)
+}
+
+// holdUntilStored holds the round t, whose commit failed with err, which
+// retrying may cure, and commits its batch again until it is stored.
+func (c *Controller) holdUntilStored(ctx context.Context, t *txn, err error) error {
 	c.degrade(err)
 	wait := storeRetryFirst
 	timer := time.NewTimer(wait)

@@ -33,13 +33,15 @@ func (e *DuplicateError) Is(target error) bool { return target == ErrConflict }
 // duplicateOf turns taken, the refusal of js's ID, into a *DuplicateError
 // when the job holding the ID has the same submitter and the same spec as
 // js (with its queue and ID filled in, as stored); otherwise it returns
-// taken as it is. It reads the job only on this path, a refused ID.
-func (c *Controller) duplicateOf(ctx context.Context, taken error, js spec.Job, submitter string) error {
+// taken as it is. It reads the job only on this path, a refused ID: from
+// the loop's live jobs first when called on the loop (onLoop), else from
+// the store alone, which holds every job from its submission on.
+func (c *Controller) duplicateOf(ctx context.Context, taken error, js spec.Job, submitter string, onLoop bool) error {
 	var t *IDTakenError
 	if !errors.As(taken, &t) {
 		return taken
 	}
-	stored, storedBy, state, ok := c.heldSpec(ctx, js.ID)
+	stored, storedBy, state, ok := c.heldSpec(ctx, js.ID, onLoop)
 	if !ok || storedBy != submitter || !sameSpec(stored, js) {
 		return taken
 	}
@@ -47,10 +49,13 @@ func (c *Controller) duplicateOf(ctx context.Context, taken error, js spec.Job, 
 }
 
 // heldSpec returns the stored spec, submitter and state of the job with
-// this ID: live, or read from the store.
-func (c *Controller) heldSpec(ctx context.Context, id string) (raw []byte, submitter, state string, ok bool) {
-	if lj, live := c.jobs[id]; live {
-		return lj.rec.Spec, lj.rec.Submitter, lj.rec.State, true
+// this ID: live (only on the loop, which owns the live jobs), or read from
+// the store.
+func (c *Controller) heldSpec(ctx context.Context, id string, onLoop bool) (raw []byte, submitter, state string, ok bool) {
+	if onLoop {
+		if lj, live := c.jobs[id]; live {
+			return lj.rec.Spec, lj.rec.Submitter, lj.rec.State, true
+		}
 	}
 	j, _, err := c.st.Job(ctx, id)
 	if err != nil {

@@ -383,10 +383,10 @@ func TestASecondJobUnderADeadLetteredIDIsRefused(t *testing.T) {
 	// Twins in one loop round: the first is not stored yet when the
 	// second comes.
 	_, err := p.c.do(p.ctx(), func(tx *txn) (any, error) {
-		if _, err := p.c.submit(p.ctx(), tx, endpointJob("twin", 2, missing), "", "no such file"); err != nil {
+		if _, err := p.c.submit(p.ctx(), tx, endpointJob("twin", 2, missing), "", "no such file", false, 0); err != nil {
 			t.Errorf("first twin: %v", err)
 		}
-		return p.c.submit(p.ctx(), tx, endpointJob("twin", 1), "", "")
+		return p.c.submit(p.ctx(), tx, endpointJob("twin", 1), "", "", false, 0)
 	})
 	if !errors.Is(err, ErrConflict) {
 		t.Errorf("a second job twin in the same round: %v, want a conflict", err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -75,16 +76,36 @@ type Submission struct {
 // loop stopped, the store refuses writes, ctx ended): then no answer is
 // known, as for SubmitBy.
 func (c *Controller) SubmitManyBy(ctx context.Context, submitter string, specs []spec.Job) ([]Submission, error) {
+	specs = slices.Clone(specs) // IDs are filled in below
 	refused := make([]error, len(specs))
 	why := make([]string, len(specs))
+	generated := make([]bool, len(specs))
+	// The store is read for the IDs here, not on the loop (ids.go); the
+	// epoch is noted before the first read.
+	seen := c.gone.epoch.Load()
 	accepted := 0
-	for i, js := range specs {
-		if refused[i] = c.CheckJob(js); refused[i] != nil {
+	for i := range specs {
+		js := &specs[i]
+		if refused[i] = c.CheckJob(*js); refused[i] != nil {
+			continue
+		}
+		var err error
+		if js.ID == "" {
+			js.ID, generated[i] = spec.NewJobID(c.cfg.Clock().UTC()), true
+		}
+		taken, err := c.stored(ctx, js.ID)
+		for ; err == nil && taken && generated[i]; taken, err = c.stored(ctx, js.ID) {
+			js.ID = spec.NewJobID(c.cfg.Clock().UTC())
+		}
+		if err != nil {
+			return nil, err
+		}
+		if taken {
+			refused[i] = c.duplicateOf(ctx, &IDTakenError{ID: js.ID}, c.withQueue(*js), submitter, false)
 			continue
 		}
 		accepted++
-		var err error
-		if why[i], err = c.inputsProblem(ctx, js); err != nil { // I/O, outside the loop; a failure dead-letters the job
+		if why[i], err = c.inputsProblem(ctx, *js); err != nil { // I/O, outside the loop; a failure dead-letters the job
 			return nil, err
 		}
 	}
@@ -102,7 +123,7 @@ func (c *Controller) SubmitManyBy(ctx context.Context, submitter string, specs [
 				out[i].Err = refused[i]
 				continue
 			}
-			v, err := c.submit(ctx, t, js, submitter, why[i])
+			v, err := c.submit(ctx, t, js, submitter, why[i], generated[i], seen)
 			if err != nil {
 				out[i].Err = err
 				continue
@@ -216,6 +237,15 @@ func (c *Controller) queueNames() []string {
 	return out
 }
 
+// withQueue returns js with its queue named: the default queue when it
+// names none, as it is stored.
+func (c *Controller) withQueue(js spec.Job) spec.Job {
+	if js.Queue == "" {
+		js.Queue = c.defaultQueue()
+	}
+	return js
+}
+
 func (c *Controller) defaultQueue() string {
 	if len(c.engCfg.Queues) == 1 {
 		return c.engCfg.Queues[0].Name
@@ -223,22 +253,17 @@ func (c *Controller) defaultQueue() string {
 	return spec.DefaultQueue
 }
 
-func (c *Controller) submit(ctx context.Context, t *txn, js spec.Job, submitter, inaccessible string) (any, error) {
-	if js.Queue == "" {
-		js.Queue = c.defaultQueue()
-	}
-	named := js.ID == ""
-	if named {
+// submit applies a checked job whose ID SubmitManyBy found free in the
+// store in epoch seen; a generated ID that turns out taken is replaced.
+func (c *Controller) submit(ctx context.Context, t *txn, js spec.Job, submitter, inaccessible string, generated bool, seen uint64) (any, error) {
+	js = c.withQueue(js)
+	err := c.idFree(ctx, js.ID, true, seen)
+	for generated && errors.As(err, new(*IDTakenError)) {
 		js.ID = spec.NewJobID(t.now)
-	}
-	err := c.idFree(ctx, js.ID)
-	for tries := 0; err != nil && named && tries < 3; tries++ {
-		// A name of our own that is taken is no conflict of the caller's.
-		js.ID = spec.NewJobID(t.now)
-		err = c.idFree(ctx, js.ID)
+		err = c.idFree(ctx, js.ID, false, 0)
 	}
 	if err != nil {
-		return nil, c.duplicateOf(ctx, err, js, submitter)
+		return nil, c.duplicateOf(ctx, err, js, submitter, true)
 	}
 	lj, err := newLiveJob(js, t.now)
 	if err != nil {
@@ -268,26 +293,6 @@ func (c *Controller) submit(ctx context.Context, t *txn, js spec.Job, submitter,
 	}
 	t.event(EventJobSubmitted, js.ID, "", "", model.Reason{}, data)
 	return c.view(lj, false), nil
-}
-
-// idFree returns an *IDTakenError when a job with this ID is live,
-// dead-lettered (possibly earlier in this round, so not stored yet) or
-// stored; the answer is the same in every case.
-func (c *Controller) idFree(ctx context.Context, id string) error {
-	if _, live := c.jobs[id]; live {
-		return &IDTakenError{ID: id}
-	}
-	if _, dead := c.eng.DeadLettered(id); dead {
-		return &IDTakenError{ID: id}
-	}
-	_, _, err := c.st.Job(ctx, id)
-	switch {
-	case err == nil:
-		return &IDTakenError{ID: id}
-	case errors.Is(err, store.ErrNotFound):
-		return nil
-	}
-	return err
 }
 
 // newLiveJob expands a checked spec into the records the loop keeps.

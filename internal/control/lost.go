@@ -27,6 +27,11 @@ func (c *Controller) checkLost(t *txn) {
 		if _, fresh := t.newBoxes[name]; fresh {
 			continue // it registered in this round: its old mailbox is history
 		}
+		if f := c.inflight; f != nil {
+			if _, fresh := f.newBoxes[name]; fresh {
+				continue // or in the round being committed
+			}
+		}
 		last := lw.recovered
 		box, hasBox := c.boxes[name]
 		if hasBox {

@@ -12,9 +12,11 @@ import (
 
 // Observer is told what the scheduling loop does, so that metrics
 // (internal/metrics) can count it without the control plane knowing about
-// any metrics system. Every method runs on the loop goroutine, between a
-// cycle and the next, so it must be quick and must not call back into the
-// Controller; it must not keep or modify what it is given.
+// any metrics system. Cycle and StoreState run on the loop goroutine;
+// Commit runs on the goroutine that commits a round beside the loop (Run),
+// so it may run while the loop reports the next round's Cycle, but never
+// beside another Commit. Every method must be quick and must not call back
+// into the Controller; it must not keep or modify what it is given.
 type Observer interface {
 	// Cycle reports one engine cycle: its decisions and how long the
 	// engine took to make them (seed 000's scheduling Duration).

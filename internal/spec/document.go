@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -32,12 +33,12 @@ func Decode(data []byte, out any) (*yaml.Node, error) {
 	if root.Kind == 0 {
 		return nil, &FieldError{Msg: "document is empty"}
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	err := dec.Decode(out)
-	if errors.Is(err, io.EOF) {
-		err = nil
-	}
+	// The tree just parsed is decoded, not the text parsed again: a
+	// submission is parsed once. The strict decoder's unknown fields are
+	// the shape checker's to find, with their paths; where it could not
+	// look everywhere (aliases that exceed its budget), the text is
+	// decoded again by the strict decoder.
+	err := root.Decode(out)
 	var te *yaml.TypeError
 	if err != nil && !errors.As(err, &te) {
 		var fe *FieldError
@@ -47,8 +48,19 @@ func Decode(data []byte, out any) (*yaml.Node, error) {
 	}
 	// The document's shape, checked against out, finds what the decoder
 	// takes silently and names each field exactly (see shapeChecker).
-	if problems := checkShape(&root, out, "yaml"); len(problems) > 0 {
+	problems, complete := checkShapeOf(&root, out, "yaml")
+	if len(problems) > 0 {
 		return nil, problems
+	}
+	if !complete {
+		if v := reflect.ValueOf(out); v.Kind() == reflect.Pointer && !v.IsNil() {
+			v.Elem().SetZero()
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(data))
+		dec.KnownFields(true)
+		if err = dec.Decode(out); errors.Is(err, io.EOF) {
+			err = nil
+		}
 	}
 	if err != nil {
 		return nil, typeErrors(err, &root)

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -42,13 +43,21 @@ type shapeChecker struct {
 // checkShape checks root against the type out points to; tag is "yaml" or
 // "json". It returns the problems found, in document order.
 func checkShape(root *yaml.Node, out any, tag string) Errors {
+	errs, _ := checkShapeOf(root, out, tag)
+	return errs
+}
+
+// checkShapeOf is checkShape that also reports whether the checker saw the
+// whole document: false when it ran out of budget (aliases), or when out is
+// not a pointer.
+func checkShapeOf(root *yaml.Node, out any, tag string) (errs Errors, complete bool) {
 	t := reflect.TypeOf(out)
 	if root == nil || t == nil || t.Kind() != reflect.Pointer {
-		return nil
+		return nil, false
 	}
 	c := &shapeChecker{tag: tag, budget: 1_000_000}
 	c.value(root, t.Elem(), "", intRange{})
-	return c.errs
+	return c.errs, c.budget >= 0
 }
 
 // CheckJSON finds the problems of a JSON document that is to be decoded into
@@ -425,8 +434,29 @@ func (fs shapeFields) lookup(key string, foldCase bool) (shapeField, bool) {
 // structFields lists t's fields under their names in c.tag, as the decoder
 // names them: the tag's name, else (yaml) the field's name in lower case or
 // (json) as written; "-" skips a field; yaml's ",inline" and json's
-// untagged embedded structs lift the fields of the inner struct.
+// untagged embedded structs lift the fields of the inner struct. The list
+// depends on the type and the tag only, so it is made once for each
+// (shapeFieldCache): every submission walks the same few types.
 func (c *shapeChecker) structFields(t reflect.Type) shapeFields {
+	key := shapeFieldKey{t: t, tag: c.tag}
+	if fs, ok := shapeFieldCache.Load(key); ok {
+		return fs.(shapeFields)
+	}
+	fs := c.listFields(t)
+	shapeFieldCache.Store(key, fs)
+	return fs
+}
+
+// shapeFieldCache holds structFields' lists, never modified once stored.
+var shapeFieldCache sync.Map // shapeFieldKey → shapeFields
+
+type shapeFieldKey struct {
+	t   reflect.Type
+	tag string
+}
+
+// listFields makes structFields' list.
+func (c *shapeChecker) listFields(t reflect.Type) shapeFields {
 	var out shapeFields
 	for i := range t.NumField() {
 		f := t.Field(i)

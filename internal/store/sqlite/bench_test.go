@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -73,4 +74,29 @@ func BenchmarkCreateJob(b *testing.B) {
 		jobs++
 	}
 	b.ReportMetric(float64(jobs)/b.Elapsed().Seconds(), "jobs/s")
+}
+
+// BenchmarkJobHeader reads one job's row, as a submission does to refuse a
+// taken ID: half the IDs are stored, half are not.
+func BenchmarkJobHeader(b *testing.B) {
+	s, err := Open(tempPath(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ctx := b.Context()
+	const stored = 1000
+	batch := store.Batch{}
+	for i := range stored {
+		batch.Jobs = append(batch.Jobs, store.Job{ID: fmt.Sprintf("job-%06d", i), Queue: "q", State: "pending", Spec: json.RawMessage(`{}`)})
+	}
+	if err := s.Commit(ctx, batch); err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; b.Loop(); i++ {
+		_, err := s.JobHeader(ctx, fmt.Sprintf("job-%06d", i%(2*stored)))
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			b.Fatal(err)
+		}
+	}
 }

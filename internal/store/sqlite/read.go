@@ -47,7 +47,7 @@ func (s *Store) Job(ctx context.Context, id string) (store.Job, []store.Task, er
 
 // JobHeader implements store.Store.
 func (s *Store) JobHeader(ctx context.Context, id string) (store.Job, error) {
-	j, err := scanJob(s.readers.QueryRowContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = ?`, id))
+	j, err := scanJob(s.jobHeader.QueryRowContext(ctx, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		err = store.ErrNotFound
 	}

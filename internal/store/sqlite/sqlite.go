@@ -39,6 +39,10 @@ type Store struct {
 	writer  *sql.DB // exactly one connection: all writes, serialised
 	readers *sql.DB // a pool of query-only connections
 	stmts   stmts   // prepared on the writer, reused by every write
+	// jobHeader reads one job's row (JobHeader, which every submission
+	// calls to refuse a taken ID): prepared once on the readers, not
+	// parsed and planned per call.
+	jobHeader *sql.Stmt
 
 	closeOnce sync.Once
 	closeErr  error
@@ -97,17 +101,25 @@ func Open(path string) (*Store, error) {
 
 	if memory {
 		s.readers = s.writer
-		return s, nil
+	} else {
+		s.readers, err = sql.Open("sqlite", dsn(path, readerPragmas, ""))
+		if err != nil {
+			s.stmts.close()
+			s.writer.Close()
+			return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+		}
+		n := max(4, runtime.GOMAXPROCS(0))
+		s.readers.SetMaxOpenConns(n)
+		s.readers.SetMaxIdleConns(n)
 	}
-	s.readers, err = sql.Open("sqlite", dsn(path, readerPragmas, ""))
-	if err != nil {
+	if s.jobHeader, err = s.readers.PrepareContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = ?`); err != nil {
+		if s.readers != s.writer {
+			s.readers.Close()
+		}
 		s.stmts.close()
 		s.writer.Close()
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+		return nil, fmt.Errorf("sqlite: open %s: prepare: %w", path, s.classify(err))
 	}
-	n := max(4, runtime.GOMAXPROCS(0))
-	s.readers.SetMaxOpenConns(n)
-	s.readers.SetMaxIdleConns(n)
 	return s, nil
 }
 
@@ -209,7 +221,7 @@ func (s *Store) checkIntegrity(ctx context.Context) error {
 // returns the first result.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		var errs []error
+		errs := []error{s.jobHeader.Close()}
 		if s.readers != s.writer {
 			errs = append(errs, s.readers.Close())
 		}
