@@ -27,6 +27,7 @@ func (e *Engine) Cycle(now time.Time) *Decisions {
 		e.allocate(q, now, d)
 	}
 	e.compact()
+	e.summarize()
 	if !e.lazyPending {
 		d.Pending = e.Pending()
 	} else {
@@ -112,6 +113,7 @@ func (e *Engine) allocate(q *queue, now time.Time, d *Decisions) {
 		}
 		g.target = target
 		if g.waiting > 0 {
+			e.pend.reasoned = append(e.pend.reasoned, g)
 			g.reasonCycle, g.poolFull = e.cycle, false
 			if r, ok := plan.Alloc.Why(i); ok {
 				g.reason = r
@@ -214,6 +216,7 @@ func (e *Engine) park(j *job, parked *[]*job, r model.Reason) {
 	j.parked = true
 	j.reason, j.reasonCycle = r, e.cycle
 	*parked = append(*parked, j)
+	e.pend.parked = append(e.pend.parked, j)
 }
 
 // start runs the head task t of its job on the chosen worker, with the
@@ -267,17 +270,23 @@ func (e *Engine) Pending() []Pending {
 	// over the jobs.
 	out := make([]Pending, 0, e.pendingHint+e.pendingHint/8+4)
 	for _, j := range e.active {
-		if j.done {
-			continue
-		}
-		if n := j.ready.Len(); n > 0 {
-			out = append(out, Pending{Job: j.id, Tasks: n, Reason: e.readyReason(j)})
-		}
-		if blocked := j.left - j.ready.Len() - j.running; blocked > 0 {
-			out = append(out, Pending{Job: j.id, Tasks: blocked, Reason: e.jobBlockedReason(j)})
+		if !j.done {
+			out = e.appendPending(out, j)
 		}
 	}
 	e.pendingHint = len(out)
+	return out
+}
+
+// appendPending appends the entries of j, which has not ended: its ready
+// tasks, then its blocked ones.
+func (e *Engine) appendPending(out []Pending, j *job) []Pending {
+	if n := j.ready.Len(); n > 0 {
+		out = append(out, Pending{Job: j.id, Tasks: n, Reason: e.readyReason(j)})
+	}
+	if blocked := j.left - j.ready.Len() - j.running; blocked > 0 {
+		out = append(out, Pending{Job: j.id, Tasks: blocked, Reason: e.jobBlockedReason(j)})
+	}
 	return out
 }
 

@@ -84,6 +84,8 @@ type Engine struct {
 	// affinity holds, per job, the workers that ran its tasks, under
 	// policies that ask for intrinsic affinity (affinity.go).
 	affinity map[*job]*place.Affinity
+	// pend counts the waiting tasks as jobs change (pendcount.go).
+	pend pendingTally
 }
 
 // New builds an engine from cfg.
@@ -267,6 +269,7 @@ func (e *Engine) setPolicy(q *queue, cfg policy.Config, at time.Time) error {
 			}
 		}
 		g.push(j)
+		e.tally(j)
 	}
 	return nil
 }
@@ -352,6 +355,7 @@ func (e *Engine) submit(spec model.Job) error {
 	}
 	e.advance(js.Submitted)
 	e.enqueue(j)
+	e.tally(j)
 	return nil
 }
 
@@ -364,6 +368,7 @@ func (e *Engine) admit(j *job) {
 			e.makeReady(t)
 		}
 	}
+	e.tally(j)
 }
 
 func (e *Engine) makeReady(t *task) {
@@ -373,6 +378,7 @@ func (e *Engine) makeReady(t *task) {
 	j.ready.push(t)
 	j.g.waiting++
 	j.g.push(j)
+	e.tally(j)
 }
 
 // findCycle returns a dependency cycle of j as "a → b → a" (each task
@@ -527,6 +533,7 @@ func (e *Engine) dropWaiting(t *task) {
 	if j.ready.Len() == 0 && j.heapPos >= 0 {
 		j.g.jobs.remove(j.heapPos)
 	}
+	e.tally(j)
 }
 
 // end moves t to a terminal state and closes the job when it was the last.
@@ -554,6 +561,7 @@ func (e *Engine) end(t *task, s model.TaskState, r model.Reason, worker string) 
 		}
 		e.jobsDone = append(e.jobsDone, JobEnd{Job: j.spec.ID, State: state})
 	}
+	e.tally(j)
 }
 
 // release frees the slot of a running task.
@@ -575,6 +583,7 @@ func (e *Engine) release(t *task, now time.Time) {
 	}
 	j.q.pol.Account(j.g.key, -1, now)
 	t.worker = nil
+	e.tally(j)
 }
 
 // occupy runs t on w from now.
@@ -604,6 +613,7 @@ func (e *Engine) startOn(t *task, w *place.Worker, now time.Time) {
 	}
 	e.onWorker[w.Idx] = t
 	t.job.running++
+	e.tally(t.job)
 }
 
 // offWorker takes t out of its worker's list of tasks.
@@ -756,6 +766,7 @@ func (e *Engine) restoreTask(ev RestoreTask) error {
 			}
 		}
 	}
+	e.tally(j)
 	return nil
 }
 

@@ -1,0 +1,206 @@
+package engine
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/allot-sched/allot/internal/engine/place"
+	"github.com/allot-sched/allot/internal/model"
+)
+
+// This file keeps the counts of waiting tasks by reason up to date as jobs
+// change, so that a server can show how many tasks wait and why without
+// listing every waiting job each cycle (Decisions.Pending, Pending). A
+// job's ready tasks are explained by its group's reason, or by its own
+// reason when the cycle parked it, or, in a full pool, by the placement
+// diagnosis of its head task's shape; its blocked tasks by its admission or
+// its dependencies. So the engine keeps, per group, the ready tasks by the
+// shape of their job's head task, and engine-wide the waiting tasks, the
+// jobs with waiting tasks and the jobs waiting for admission. A job's share
+// of these moves when the job changes (tally); at the end of each cycle the
+// counts by reason are summed per group and shape, per job parked in the
+// cycle, and per job waiting for admission: what changed, not the backlog.
+
+// PendingSummary counts the tasks that wait, as of the last cycle, by the
+// reason they wait: what the list of waiting jobs (Pending) adds up to,
+// without building it. The dashboard's overview and the pending-task
+// metric show it.
+type PendingSummary struct {
+	// Jobs counts the jobs with waiting (ready or blocked) tasks.
+	Jobs int `json:"jobs"`
+	// Tasks counts the waiting tasks.
+	Tasks int `json:"tasks"`
+	// ByReason counts the waiting tasks per reason code, by code.
+	ByReason []ReasonCount `json:"byReason"`
+}
+
+// ReasonCount is the number of waiting tasks that wait for one reason.
+type ReasonCount struct {
+	Code  string `json:"code"`
+	Tasks int    `json:"tasks"`
+}
+
+// jobTally is a job's share of the engine's counts, as last added.
+type jobTally struct {
+	waiting int          // ready and blocked tasks
+	ready   int          // ready tasks, counted in g.byHead[head]
+	head    *place.Shape // the shape of the head ready task
+	g       *group       // the group counting the ready tasks
+	// unadmitted says the job is in pendingTally.unadmitted.
+	unadmitted bool
+}
+
+// pendingTally is the engine's running count of waiting tasks.
+type pendingTally struct {
+	jobs  int // jobs with waiting tasks
+	tasks int // waiting tasks
+	ready int // ready tasks
+	// unadmitted holds the jobs with waiting tasks that wait for
+	// admission: their reason is their endpoint's, and changes with it.
+	unadmitted map[*job]struct{}
+	// parked lists the jobs parked in the current cycle.
+	parked []*job
+	// reasoned lists the groups given a reason in the current cycle.
+	reasoned []*group
+	// byCode is scratch space for summarize.
+	byCode map[string]int
+	last   PendingSummary
+}
+
+// tally brings j's share of the counts up to date. Every change of a job's
+// ready tasks, running or unfinished task count, admission or group calls
+// it.
+func (e *Engine) tally(j *job) {
+	c := &j.tally
+	waiting, ready := 0, 0
+	var head *place.Shape
+	if !j.done {
+		waiting, ready, head = j.left-j.running, j.ready.Len(), j.ready.head
+	}
+	if c.g != j.g || c.head != head {
+		if c.ready > 0 {
+			c.g.addHead(c.head, -c.ready)
+		}
+		if ready > 0 {
+			j.g.addHead(head, ready)
+		}
+	} else if ready != c.ready {
+		j.g.addHead(head, ready-c.ready)
+	}
+	p := &e.pend
+	p.ready += ready - c.ready
+	p.tasks += waiting - c.waiting
+	if (waiting > 0) != (c.waiting > 0) {
+		if waiting > 0 {
+			p.jobs++
+		} else {
+			p.jobs--
+		}
+	}
+	if unadmitted := waiting > 0 && !j.admitted; unadmitted != c.unadmitted {
+		if unadmitted {
+			if p.unadmitted == nil {
+				p.unadmitted = map[*job]struct{}{}
+			}
+			p.unadmitted[j] = struct{}{}
+		} else {
+			delete(p.unadmitted, j)
+		}
+		c.unadmitted = unadmitted
+	}
+	c.waiting, c.ready, c.head, c.g = waiting, ready, head, j.g
+}
+
+// addHead counts n more ready tasks of jobs whose head task has shape s.
+func (g *group) addHead(s *place.Shape, n int) {
+	if g.byHead == nil {
+		g.byHead = map[*place.Shape]int{}
+	}
+	if v := g.byHead[s] + n; v != 0 {
+		g.byHead[s] = v
+	} else {
+		delete(g.byHead, s)
+	}
+}
+
+// groupReadyCode is the reason code readyReason gives the ready tasks of a
+// job of g, with head task shape head, that the cycle did not park.
+func (e *Engine) groupReadyCode(g *group, head *place.Shape) string {
+	if g.reasonCycle != e.cycle || g.reason.Code == "" {
+		return model.ReasonNotReached
+	}
+	if g.poolFull {
+		if w, why := e.fleet.Place(head); w == nil && why.Code != model.ReasonNoFreeSlot {
+			return why.Code
+		}
+	}
+	return g.reason.Code
+}
+
+// summarize counts the waiting tasks by reason at the end of a cycle. It
+// visits the groups that have ready tasks with each shape their jobs' head
+// tasks have, the jobs parked in the cycle and the jobs waiting for
+// admission.
+func (e *Engine) summarize() {
+	p := &e.pend
+	if p.byCode == nil {
+		p.byCode = map[string]int{}
+	}
+	by := p.byCode
+	clear(by)
+	for _, g := range p.reasoned {
+		for head, n := range g.byHead {
+			by[e.groupReadyCode(g, head)] += n
+		}
+	}
+	for _, j := range p.parked {
+		// A parked job's own reason replaces its group's.
+		if n := j.tally.ready; n > 0 && j.reasonCycle == e.cycle {
+			by[e.groupReadyCode(j.g, j.tally.head)] -= n
+			by[j.reason.Code] += n
+		}
+	}
+	blocked := p.tasks - p.ready
+	for j := range p.unadmitted {
+		by[e.admissionReason(j).Code] += j.tally.waiting
+		blocked -= j.tally.waiting
+	}
+	if blocked > 0 {
+		by[model.ReasonWaitingDependency] += blocked
+	}
+	s := PendingSummary{Jobs: p.jobs, Tasks: p.tasks, ByReason: make([]ReasonCount, 0, len(by))}
+	for code, n := range by {
+		if n != 0 {
+			s.ByReason = append(s.ByReason, ReasonCount{Code: code, Tasks: n})
+		}
+	}
+	slices.SortFunc(s.ByReason, func(a, b ReasonCount) int { return strings.Compare(a.Code, b.Code) })
+	p.last = s
+	clear(p.parked)
+	p.parked = p.parked[:0]
+	clear(p.reasoned)
+	p.reasoned = p.reasoned[:0]
+}
+
+// PendingSummary counts the waiting tasks by reason as of the last cycle:
+// the sums of the list Pending gives right after that cycle. Its cost does
+// not grow with the backlog, so a server publishes it every cycle.
+func (e *Engine) PendingSummary() PendingSummary {
+	s := e.pend.last
+	s.ByReason = slices.Clone(s.ByReason)
+	if s.ByReason == nil {
+		s.ByReason = []ReasonCount{}
+	}
+	return s
+}
+
+// PendingOf gives the entries of Pending that explain job id's waiting
+// tasks (none for a job that has none, or that the engine does not hold),
+// as of the last cycle: a page listing some jobs asks for those only.
+func (e *Engine) PendingOf(id string) []Pending {
+	j, ok := e.jobs[id]
+	if !ok || j.done {
+		return []Pending{}
+	}
+	return e.appendPending(make([]Pending, 0, 2), j)
+}
