@@ -365,20 +365,27 @@ func (e *Engine) admit(j *job) {
 	j.admitted = true
 	for _, t := range j.tasks {
 		if t.state == model.TaskBlocked && t.unmet == 0 {
-			e.makeReady(t)
+			e.queueReady(t)
 		}
 	}
-	e.tally(j)
+	e.tally(j) // once for all the tasks made ready
 }
 
+// makeReady makes a task ready to run.
 func (e *Engine) makeReady(t *task) {
+	e.queueReady(t)
+	e.tally(t.job)
+}
+
+// queueReady is makeReady without the count of waiting tasks, which the
+// caller brings up to date.
+func (e *Engine) queueReady(t *task) {
 	t.state = model.TaskReady
 	t.readyAt = e.now
 	j := t.job
 	j.ready.push(t)
 	j.g.waiting++
 	j.g.push(j)
-	e.tally(j)
 }
 
 // findCycle returns a dependency cycle of j as "a → b → a" (each task
