@@ -79,13 +79,13 @@ func (e *Engine) tally(j *job) {
 	}
 	if c.g != j.g || c.head != head {
 		if c.ready > 0 {
-			c.g.addHead(c.head, -c.ready)
+			c.g.byHead.add(c.head, -c.ready)
 		}
 		if ready > 0 {
-			j.g.addHead(head, ready)
+			j.g.byHead.add(head, ready)
 		}
 	} else if ready != c.ready {
-		j.g.addHead(head, ready-c.ready)
+		j.g.byHead.add(head, ready-c.ready)
 	}
 	p := &e.pend
 	p.ready += ready - c.ready
@@ -111,16 +111,39 @@ func (e *Engine) tally(j *job) {
 	c.waiting, c.ready, c.head, c.g = waiting, ready, head, j.g
 }
 
-// addHead counts n more ready tasks of jobs whose head task has shape s.
-func (g *group) addHead(s *place.Shape, n int) {
-	if g.byHead == nil {
-		g.byHead = map[*place.Shape]int{}
+// headCounts counts a group's ready tasks by the shape of their job's head
+// task. Most groups see one shape at a time, which is kept inline: no map
+// per group, and no map operation per start.
+type headCounts struct {
+	shape *place.Shape // nil when no task is counted inline
+	n     int
+	more  map[*place.Shape]int // the other shapes, nil when none
+}
+
+// add counts n more (or, negative, fewer) ready tasks with head shape s.
+func (h *headCounts) add(s *place.Shape, n int) {
+	if h.shape == s {
+		if h.n += n; h.n == 0 {
+			h.shape = nil
+		}
+		return
 	}
-	if v := g.byHead[s] + n; v != 0 {
-		g.byHead[s] = v
-	} else {
-		delete(g.byHead, s)
+	if v, ok := h.more[s]; ok {
+		if v += n; v != 0 {
+			h.more[s] = v
+		} else if delete(h.more, s); len(h.more) == 0 {
+			h.more = nil
+		}
+		return
 	}
+	if h.shape == nil {
+		h.shape, h.n = s, n
+		return
+	}
+	if h.more == nil {
+		h.more = map[*place.Shape]int{}
+	}
+	h.more[s] = n
 }
 
 // groupReadyCode is the reason code readyReason gives the ready tasks of a
@@ -149,7 +172,10 @@ func (e *Engine) summarize() {
 	by := p.byCode
 	clear(by)
 	for _, g := range p.reasoned {
-		for head, n := range g.byHead {
+		if h := &g.byHead; h.shape != nil {
+			by[e.groupReadyCode(g, h.shape)] += h.n
+		}
+		for head, n := range g.byHead.more {
 			by[e.groupReadyCode(g, head)] += n
 		}
 	}

@@ -109,7 +109,7 @@ type group struct {
 	// byHead counts the group's ready tasks by the shape of their job's
 	// head task: in a full pool, that shape's placement diagnosis
 	// explains them (pendcount.go).
-	byHead map[*place.Shape]int
+	byHead headCounts
 }
 
 // queue is a configured queue with its policy and groups.
