@@ -23,11 +23,11 @@ func (e *Engine) Cycle(now time.Time) *Decisions {
 	}
 	e.stops, e.ended, e.jobsDone = nil, nil, nil
 	e.admissionPass(now, d)
+	e.forgetParked()
 	for _, q := range e.queues {
 		e.allocate(q, now, d)
 	}
 	e.compact()
-	e.summarize()
 	if !e.lazyPending {
 		d.Pending = e.Pending()
 	} else {
@@ -113,7 +113,6 @@ func (e *Engine) allocate(q *queue, now time.Time, d *Decisions) {
 		}
 		g.target = target
 		if g.waiting > 0 {
-			e.pend.reasoned = append(e.pend.reasoned, g)
 			g.reasonCycle, g.poolFull = e.cycle, false
 			if r, ok := plan.Alloc.Why(i); ok {
 				g.reason = r

@@ -12,19 +12,19 @@ import (
 // change, so that a server can show how many tasks wait and why without
 // listing every waiting job each cycle (Decisions.Pending, Pending). A
 // job's ready tasks are explained by its group's reason, or by its own
-// reason when the cycle parked it, or, in a full pool, by the placement
-// diagnosis of its head task's shape; its blocked tasks by its admission or
-// its dependencies. So the engine keeps, per group, the ready tasks by the
-// shape of their job's head task, and engine-wide the waiting tasks, the
-// jobs with waiting tasks and the jobs waiting for admission. A job's share
-// of these moves when the job changes (tally); at the end of each cycle the
-// counts by reason are summed per group and shape, per job parked in the
-// cycle, and per job waiting for admission: what changed, not the backlog.
+// reason when the last cycle parked it, or, in a full pool, by the
+// placement diagnosis of its head task's shape; its blocked tasks by its
+// admission or its dependencies. So the engine keeps, per group, the ready
+// tasks by the shape of their job's head task, the groups that have ready
+// tasks, and engine-wide the waiting tasks, the jobs with waiting tasks and
+// the jobs waiting for admission. A job's share of these moves when the job
+// changes (tally). PendingSummary sums them by reason per group and shape,
+// per job the last cycle parked and per job waiting for admission: a cost
+// that follows the groups, shapes and changes, not the backlog.
 
-// PendingSummary counts the tasks that wait, as of the last cycle, by the
-// reason they wait: what the list of waiting jobs (Pending) adds up to,
-// without building it. The dashboard's overview and the pending-task
-// metric show it.
+// PendingSummary counts the tasks that wait by the reason they wait: what
+// the list of waiting jobs (Pending) adds up to, without building it. The
+// dashboard's overview and the pending-task metric show it.
 type PendingSummary struct {
 	// Jobs counts the jobs with waiting (ready or blocked) tasks.
 	Jobs int `json:"jobs"`
@@ -43,7 +43,7 @@ type ReasonCount struct {
 // jobTally is a job's share of the engine's counts, as last added.
 type jobTally struct {
 	waiting int          // ready and blocked tasks
-	ready   int          // ready tasks, counted in g.byHead[head]
+	ready   int          // ready tasks, counted in g.byHead under head
 	head    *place.Shape // the shape of the head ready task
 	g       *group       // the group counting the ready tasks
 	// unadmitted says the job is in pendingTally.unadmitted.
@@ -55,16 +55,13 @@ type pendingTally struct {
 	jobs  int // jobs with waiting tasks
 	tasks int // waiting tasks
 	ready int // ready tasks
+	// groups lists the groups that have ready tasks (group.tallyPos).
+	groups []*group
 	// unadmitted holds the jobs with waiting tasks that wait for
 	// admission: their reason is their endpoint's, and changes with it.
 	unadmitted map[*job]struct{}
-	// parked lists the jobs parked in the current cycle.
+	// parked lists the jobs parked in the last cycle.
 	parked []*job
-	// reasoned lists the groups given a reason in the current cycle.
-	reasoned []*group
-	// byCode is scratch space for summarize.
-	byCode map[string]int
-	last   PendingSummary
 }
 
 // tally brings j's share of the counts up to date. Every change of a job's
@@ -79,13 +76,13 @@ func (e *Engine) tally(j *job) {
 	}
 	if c.g != j.g || c.head != head {
 		if c.ready > 0 {
-			c.g.byHead.add(c.head, -c.ready)
+			e.countReady(c.g, c.head, -c.ready)
 		}
 		if ready > 0 {
-			j.g.byHead.add(head, ready)
+			e.countReady(j.g, head, ready)
 		}
 	} else if ready != c.ready {
-		j.g.byHead.add(head, ready-c.ready)
+		e.countReady(j.g, head, ready-c.ready)
 	}
 	p := &e.pend
 	p.ready += ready - c.ready
@@ -111,6 +108,24 @@ func (e *Engine) tally(j *job) {
 	c.waiting, c.ready, c.head, c.g = waiting, ready, head, j.g
 }
 
+// countReady counts n more (or, negative, fewer) ready tasks of g whose
+// job's head task has shape s, and keeps the list of groups with ready
+// tasks.
+func (e *Engine) countReady(g *group, s *place.Shape, n int) {
+	was := g.byHead.empty()
+	g.byHead.add(s, n)
+	switch now := g.byHead.empty(); {
+	case was && !now:
+		g.tallyPos = len(e.pend.groups)
+		e.pend.groups = append(e.pend.groups, g)
+	case !was && now:
+		last := e.pend.groups[len(e.pend.groups)-1]
+		e.pend.groups[g.tallyPos], last.tallyPos = last, g.tallyPos
+		e.pend.groups[len(e.pend.groups)-1] = nil
+		e.pend.groups = e.pend.groups[:len(e.pend.groups)-1]
+	}
+}
+
 // headCounts counts a group's ready tasks by the shape of their job's head
 // task. Most groups see one shape at a time, which is kept inline: no map
 // per group, and no map operation per start.
@@ -119,6 +134,9 @@ type headCounts struct {
 	n     int
 	more  map[*place.Shape]int // the other shapes, nil when none
 }
+
+// empty reports whether no task is counted.
+func (h *headCounts) empty() bool { return h.shape == nil && h.more == nil }
 
 // add counts n more (or, negative, fewer) ready tasks with head shape s.
 func (h *headCounts) add(s *place.Shape, n int) {
@@ -147,7 +165,7 @@ func (h *headCounts) add(s *place.Shape, n int) {
 }
 
 // groupReadyCode is the reason code readyReason gives the ready tasks of a
-// job of g, with head task shape head, that the cycle did not park.
+// job of g, with head task shape head, that the last cycle did not park.
 func (e *Engine) groupReadyCode(g *group, head *place.Shape) string {
 	if g.reasonCycle != e.cycle || g.reason.Code == "" {
 		return model.ReasonNotReached
@@ -160,18 +178,15 @@ func (e *Engine) groupReadyCode(g *group, head *place.Shape) string {
 	return g.reason.Code
 }
 
-// summarize counts the waiting tasks by reason at the end of a cycle. It
-// visits the groups that have ready tasks with each shape their jobs' head
-// tasks have, the jobs parked in the cycle and the jobs waiting for
-// admission.
-func (e *Engine) summarize() {
+// PendingSummary counts the waiting tasks by reason, with the reasons as of
+// the last cycle: the sums of the list Pending gives at the same moment.
+// It visits the groups that have ready tasks, with each shape their jobs'
+// head tasks have, the jobs the last cycle parked and the jobs waiting for
+// admission, not the backlog, so a server publishes it after every cycle.
+func (e *Engine) PendingSummary() PendingSummary {
 	p := &e.pend
-	if p.byCode == nil {
-		p.byCode = map[string]int{}
-	}
-	by := p.byCode
-	clear(by)
-	for _, g := range p.reasoned {
+	by := map[string]int{}
+	for _, g := range p.groups {
 		if h := &g.byHead; h.shape != nil {
 			by[e.groupReadyCode(g, h.shape)] += h.n
 		}
@@ -201,23 +216,13 @@ func (e *Engine) summarize() {
 		}
 	}
 	slices.SortFunc(s.ByReason, func(a, b ReasonCount) int { return strings.Compare(a.Code, b.Code) })
-	p.last = s
-	clear(p.parked)
-	p.parked = p.parked[:0]
-	clear(p.reasoned)
-	p.reasoned = p.reasoned[:0]
+	return s
 }
 
-// PendingSummary counts the waiting tasks by reason as of the last cycle:
-// the sums of the list Pending gives right after that cycle. Its cost does
-// not grow with the backlog, so a server publishes it every cycle.
-func (e *Engine) PendingSummary() PendingSummary {
-	s := e.pend.last
-	s.ByReason = slices.Clone(s.ByReason)
-	if s.ByReason == nil {
-		s.ByReason = []ReasonCount{}
-	}
-	return s
+// forgetParked starts a cycle's list of parked jobs.
+func (e *Engine) forgetParked() {
+	clear(e.pend.parked)
+	e.pend.parked = e.pend.parked[:0]
 }
 
 // PendingOf gives the entries of Pending that explain job id's waiting

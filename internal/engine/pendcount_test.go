@@ -271,28 +271,37 @@ func TestPropertyPendingSummaryMatchesList(t *testing.T) {
 		weighted := []string{"cycle", "cycle", "cycle", "submit", "submit", "submit", "finish", "finish", "finish",
 			"addWorker", "removeWorker", "setWorkerState", "cancel", "setPolicy", "setCapacity"}
 		for steps := rapid.IntRange(1, 100).Draw(t, "steps"); steps > 0; steps-- {
-			actions[rapid.SampledFrom(weighted).Draw(t, "action")](t)
+			action := rapid.SampledFrom(weighted).Draw(t, "action")
+			actions[action](t)
+			// Between cycles too, the counts are those of the list
+			// built at the same moment.
+			for _, e := range []*Engine{s.listed, s.lazy} {
+				if got, want := e.PendingSummary(), summaryOf(e.Pending()); !reflect.DeepEqual(got, want) {
+					t.Fatalf("after %s: PendingSummary %+v, the list counts %+v", action, got, want)
+				}
+			}
 		}
 		s.cycle(t)
 	})
 }
 
-// Before any cycle nothing has been counted: the summary is empty, as the
-// list would be.
-func TestPendingSummaryIsEmptyBeforeTheFirstCycle(t *testing.T) {
+// A job submitted since the last cycle counts as the list shows it: not
+// reached by a cycle yet; the cycle gives it its reason.
+func TestPendingSummaryCountsWhatNoCycleReachedYet(t *testing.T) {
 	e, err := New(summaryConfig(1))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Apply(SubmitJob{Job: model.Job{ID: "a", Queue: "default", Tasks: []model.Task{{Name: "t"}}}}); err != nil {
+	if err := e.Apply(SubmitJob{Job: model.Job{ID: "a", Queue: "default", Tasks: []model.Task{{Name: "t"}, {Name: "u", Needs: []string{"t"}}}}}); err != nil {
 		t.Fatal(err)
 	}
-	if s := e.PendingSummary(); s.Jobs != 0 || s.Tasks != 0 || len(s.ByReason) != 0 {
-		t.Errorf("PendingSummary before a cycle = %+v", s)
+	want := PendingSummary{Jobs: 1, Tasks: 2, ByReason: []ReasonCount{{Code: model.ReasonNotReached, Tasks: 1}, {Code: model.ReasonWaitingDependency, Tasks: 1}}}
+	if got := e.PendingSummary(); !reflect.DeepEqual(got, want) || !reflect.DeepEqual(got, summaryOf(e.Pending())) {
+		t.Errorf("PendingSummary before a cycle = %+v, want %+v (the list: %+v)", got, want, e.Pending())
 	}
 	e.Cycle(t0)
-	want := PendingSummary{Jobs: 1, Tasks: 1, ByReason: []ReasonCount{{Code: model.ReasonUnschedulable, Tasks: 1}}}
-	if got := e.PendingSummary(); !reflect.DeepEqual(got, want) {
-		t.Errorf("PendingSummary with no worker = %+v, want %+v", got, want)
+	want.ByReason[0].Code = model.ReasonUnschedulable // no worker at all
+	if got := e.PendingSummary(); !reflect.DeepEqual(got, want) || !reflect.DeepEqual(got, summaryOf(e.Pending())) {
+		t.Errorf("PendingSummary with no worker = %+v, want %+v (the list: %+v)", got, want, e.Pending())
 	}
 }

@@ -110,6 +110,9 @@ type group struct {
 	// head task: in a full pool, that shape's placement diagnosis
 	// explains them (pendcount.go).
 	byHead headCounts
+	// tallyPos is g's index in the engine's list of groups with ready
+	// tasks, while it has some.
+	tallyPos int
 }
 
 // queue is a configured queue with its policy and groups.
