@@ -17,10 +17,11 @@ import (
 // admission or its dependencies. So the engine keeps, per group, the ready
 // tasks by the shape of their job's head task, the groups that have ready
 // tasks, and engine-wide the waiting tasks, the jobs with waiting tasks and
-// the jobs waiting for admission. A job's share of these moves when the job
+// the tasks waiting for admission, which the admission stage counts by
+// reason per pool and load. A job's share of these moves when the job
 // changes (tally). PendingSummary sums them by reason per group and shape,
-// per job the last cycle parked and per job waiting for admission: a cost
-// that follows the groups, shapes and changes, not the backlog.
+// per job the last cycle parked and per endpoint pool and load: a cost that
+// follows the groups, shapes, pools and changes, not the backlog.
 
 // PendingSummary counts the tasks that wait by the reason they wait: what
 // the list of waiting jobs (Pending) adds up to, without building it. The
@@ -46,7 +47,8 @@ type jobTally struct {
 	ready   int          // ready tasks, counted in g.byHead under head
 	head    *place.Shape // the shape of the head ready task
 	g       *group       // the group counting the ready tasks
-	// unadmitted says the job is in pendingTally.unadmitted.
+	// unadmitted says the waiting tasks are counted as waiting for
+	// admission.
 	unadmitted bool
 }
 
@@ -57,9 +59,11 @@ type pendingTally struct {
 	ready int // ready tasks
 	// groups lists the groups that have ready tasks (group.tallyPos).
 	groups []*group
-	// unadmitted holds the jobs with waiting tasks that wait for
-	// admission: their reason is their endpoint's, and changes with it.
-	unadmitted map[*job]struct{}
+	// unadmitted counts the waiting tasks of jobs that wait for
+	// admission. Their reasons are their endpoints': the admission stage
+	// counts them per reason (admit.Controller.WaitingTasks), as the
+	// engine tells it each such job's tasks.
+	unadmitted int
 	// parked lists the jobs parked in the last cycle.
 	parked []*job
 }
@@ -94,17 +98,17 @@ func (e *Engine) tally(j *job) {
 			p.jobs--
 		}
 	}
-	if unadmitted := waiting > 0 && !j.admitted; unadmitted != c.unadmitted {
-		if unadmitted {
-			if p.unadmitted == nil {
-				p.unadmitted = map[*job]struct{}{}
-			}
-			p.unadmitted[j] = struct{}{}
-		} else {
-			delete(p.unadmitted, j)
-		}
-		c.unadmitted = unadmitted
+	unadmitted := waiting > 0 && !j.admitted
+	if c.unadmitted {
+		p.unadmitted -= c.waiting
 	}
+	if unadmitted {
+		p.unadmitted += waiting
+		if waiting != c.waiting || !c.unadmitted {
+			e.adm.ctl.SetWaitingTasks(j.id, waiting)
+		}
+	}
+	c.unadmitted = unadmitted
 	c.waiting, c.ready, c.head, c.g = waiting, ready, head, j.g
 }
 
@@ -181,8 +185,9 @@ func (e *Engine) groupReadyCode(g *group, head *place.Shape) string {
 // PendingSummary counts the waiting tasks by reason, with the reasons as of
 // the last cycle: the sums of the list Pending gives at the same moment.
 // It visits the groups that have ready tasks, with each shape their jobs'
-// head tasks have, the jobs the last cycle parked and the jobs waiting for
-// admission, not the backlog, so a server publishes it after every cycle.
+// head tasks have, the jobs the last cycle parked and the endpoint pools
+// with each load waiting there, not the backlog, so a server publishes it
+// after every cycle.
 func (e *Engine) PendingSummary() PendingSummary {
 	p := &e.pend
 	by := map[string]int{}
@@ -201,12 +206,13 @@ func (e *Engine) PendingSummary() PendingSummary {
 			by[j.reason.Code] += n
 		}
 	}
-	blocked := p.tasks - p.ready
-	for j := range p.unadmitted {
-		by[e.admissionReason(j).Code] += j.tally.waiting
-		blocked -= j.tally.waiting
-	}
-	if blocked > 0 {
+	// Jobs waiting for admission: their endpoint's reason, counted by the
+	// admission stage; a job it does not hold (none should be) waits
+	// with not_admitted, as admissionReason says.
+	throttled, notAdmitted, counted := e.adm.ctl.WaitingTasks()
+	by[model.ReasonThrottled] += throttled
+	by[model.ReasonNotAdmitted] += notAdmitted + p.unadmitted - counted
+	if blocked := p.tasks - p.ready - p.unadmitted; blocked > 0 {
 		by[model.ReasonWaitingDependency] += blocked
 	}
 	s := PendingSummary{Jobs: p.jobs, Tasks: p.tasks, ByReason: make([]ReasonCount, 0, len(by))}
