@@ -30,9 +30,10 @@ type Config struct {
 	Placement PlacementConfig
 	// LazyPending leaves Decisions.Pending empty; Pending builds the list on
 	// demand. Listing every waiting job costs time in proportion to the
-	// backlog on every cycle, which a simulator replaying a trace with a
-	// large backlog does not need; the reasons themselves are kept either
-	// way (TaskReason, Pending).
+	// backlog on every cycle, which neither a simulator replaying a trace
+	// nor a server needs: the reasons themselves are kept either way
+	// (TaskReason, Pending, PendingOf for one job), and so are the counts
+	// of waiting tasks by reason (PendingSummary).
 	LazyPending bool
 	// Admission holds the endpoints jobs are admitted against and the
 	// throttling settings (seed 000); start from admit.Defaults(). Its
