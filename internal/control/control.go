@@ -160,6 +160,10 @@ func New(ctx context.Context, cfg Config, st store.Store) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The list of waiting jobs would cost every cycle time in proportion
+	// to the backlog; the snapshot carries the engine's counts instead,
+	// and pages ask for the reasons of the jobs they show (PendingOf).
+	engCfg.LazyPending = true
 	eng, err := engine.New(engCfg)
 	if err != nil {
 		return nil, err

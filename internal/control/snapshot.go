@@ -1,6 +1,7 @@
 package control
 
 import (
+	"context"
 	"sort"
 	"time"
 
@@ -18,8 +19,11 @@ type Snapshot struct {
 	// Groups summarises every active group of every queue after the last
 	// cycle: running and waiting tasks, and the policy's target.
 	Groups []engine.GroupSummary `json:"groups"`
-	// Pending gives, per job, why its waiting tasks are not running.
-	Pending []engine.Pending `json:"pending"`
+	// Pending counts the waiting tasks and their jobs, and the tasks per
+	// reason code. The reasons of one job are a loop round away
+	// (Controller.PendingOf): listing every waiting job each cycle would
+	// cost time in proportion to the backlog.
+	Pending engine.PendingSummary `json:"pending"`
 	// Endpoints are the scheduling metrics of every endpoint and variant.
 	Endpoints []admit.EndpointStats `json:"endpoints"`
 	// Workers counts the registered workers by state (ready, draining,
@@ -107,7 +111,7 @@ func (c *Controller) Snapshot() *Snapshot {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.snap == nil {
-		return &Snapshot{At: c.cfg.Clock().UTC(), Workers: map[string]int{}}
+		return &Snapshot{At: c.cfg.Clock().UTC(), Workers: map[string]int{}, Pending: engine.PendingSummary{ByReason: []engine.ReasonCount{}}}
 	}
 	return c.snap
 }
@@ -116,7 +120,7 @@ func (c *Controller) Snapshot() *Snapshot {
 // loop, which owns the engine and the worker records.
 func (c *Controller) publish(t *txn, d *engine.Decisions) {
 	now := t.now
-	s := &Snapshot{At: now, Groups: d.Groups, Pending: d.Pending, Endpoints: c.eng.EndpointStats(),
+	s := &Snapshot{At: now, Groups: d.Groups, Pending: c.eng.PendingSummary(), Endpoints: c.eng.EndpointStats(),
 		Workers: c.workerCounts(t), ReadyTasks: c.eng.ReadyTasks()}
 	if s.Groups == nil {
 		s.Groups = []engine.GroupSummary{}
@@ -170,4 +174,28 @@ func (c *Controller) workerCounts(t *txn) map[string]int {
 		counts[lw.rec.State]++
 	}
 	return counts
+}
+
+// PendingOf gives, for each of the live jobs ids, why its waiting tasks are
+// not running, as of the last cycle: the entries the engine's list of
+// waiting jobs would hold for it. Jobs without waiting tasks, ended or
+// unknown ones have none. One loop round answers for all of them, so a
+// page of jobs costs one round and the jobs it shows, not the backlog.
+func (c *Controller) PendingOf(ctx context.Context, ids []string) (map[string][]engine.Pending, error) {
+	v, err := c.read(ctx, func(*txn) (any, error) {
+		out := make(map[string][]engine.Pending, len(ids))
+		for _, id := range ids {
+			if _, live := c.jobs[id]; !live {
+				continue
+			}
+			if ps := c.eng.PendingOf(id); len(ps) > 0 {
+				out[id] = ps
+			}
+		}
+		return out, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(map[string][]engine.Pending), nil
 }

@@ -23,6 +23,7 @@ func (e *Engine) Cycle(now time.Time) *Decisions {
 	}
 	e.stops, e.ended, e.jobsDone = nil, nil, nil
 	e.admissionPass(now, d)
+	e.forgetParked()
 	for _, q := range e.queues {
 		e.allocate(q, now, d)
 	}
@@ -214,6 +215,7 @@ func (e *Engine) park(j *job, parked *[]*job, r model.Reason) {
 	j.parked = true
 	j.reason, j.reasonCycle = r, e.cycle
 	*parked = append(*parked, j)
+	e.pend.parked = append(e.pend.parked, j)
 }
 
 // start runs the head task t of its job on the chosen worker, with the
@@ -267,17 +269,23 @@ func (e *Engine) Pending() []Pending {
 	// over the jobs.
 	out := make([]Pending, 0, e.pendingHint+e.pendingHint/8+4)
 	for _, j := range e.active {
-		if j.done {
-			continue
-		}
-		if n := j.ready.Len(); n > 0 {
-			out = append(out, Pending{Job: j.id, Tasks: n, Reason: e.readyReason(j)})
-		}
-		if blocked := j.left - j.ready.Len() - j.running; blocked > 0 {
-			out = append(out, Pending{Job: j.id, Tasks: blocked, Reason: e.jobBlockedReason(j)})
+		if !j.done {
+			out = e.appendPending(out, j)
 		}
 	}
 	e.pendingHint = len(out)
+	return out
+}
+
+// appendPending appends the entries of j, which has not ended: its ready
+// tasks, then its blocked ones.
+func (e *Engine) appendPending(out []Pending, j *job) []Pending {
+	if n := j.ready.Len(); n > 0 {
+		out = append(out, Pending{Job: j.id, Tasks: n, Reason: e.readyReason(j)})
+	}
+	if blocked := j.left - j.ready.Len() - j.running; blocked > 0 {
+		out = append(out, Pending{Job: j.id, Tasks: blocked, Reason: e.jobBlockedReason(j)})
+	}
 	return out
 }
 

@@ -30,9 +30,10 @@ type Config struct {
 	Placement PlacementConfig
 	// LazyPending leaves Decisions.Pending empty; Pending builds the list on
 	// demand. Listing every waiting job costs time in proportion to the
-	// backlog on every cycle, which a simulator replaying a trace with a
-	// large backlog does not need; the reasons themselves are kept either
-	// way (TaskReason, Pending).
+	// backlog on every cycle, which neither a simulator replaying a trace
+	// nor a server needs: the reasons themselves are kept either way
+	// (TaskReason, Pending, PendingOf for one job), and so are the counts
+	// of waiting tasks by reason (PendingSummary).
 	LazyPending bool
 	// Admission holds the endpoints jobs are admitted against and the
 	// throttling settings (seed 000); start from admit.Defaults(). Its
@@ -84,6 +85,8 @@ type Engine struct {
 	// affinity holds, per job, the workers that ran its tasks, under
 	// policies that ask for intrinsic affinity (affinity.go).
 	affinity map[*job]*place.Affinity
+	// pend counts the waiting tasks as jobs change (pendcount.go).
+	pend pendingTally
 }
 
 // New builds an engine from cfg.
@@ -267,6 +270,7 @@ func (e *Engine) setPolicy(q *queue, cfg policy.Config, at time.Time) error {
 			}
 		}
 		g.push(j)
+		e.tally(j)
 	}
 	return nil
 }
@@ -352,6 +356,7 @@ func (e *Engine) submit(spec model.Job) error {
 	}
 	e.advance(js.Submitted)
 	e.enqueue(j)
+	e.tally(j)
 	return nil
 }
 
@@ -361,12 +366,21 @@ func (e *Engine) admit(j *job) {
 	j.admitted = true
 	for _, t := range j.tasks {
 		if t.state == model.TaskBlocked && t.unmet == 0 {
-			e.makeReady(t)
+			e.queueReady(t)
 		}
 	}
+	e.tally(j) // once for all the tasks made ready
 }
 
+// makeReady makes a task ready to run.
 func (e *Engine) makeReady(t *task) {
+	e.queueReady(t)
+	e.tally(t.job)
+}
+
+// queueReady is makeReady without the count of waiting tasks, which the
+// caller brings up to date.
+func (e *Engine) queueReady(t *task) {
 	t.state = model.TaskReady
 	t.readyAt = e.now
 	j := t.job
@@ -527,6 +541,7 @@ func (e *Engine) dropWaiting(t *task) {
 	if j.ready.Len() == 0 && j.heapPos >= 0 {
 		j.g.jobs.remove(j.heapPos)
 	}
+	e.tally(j)
 }
 
 // end moves t to a terminal state and closes the job when it was the last.
@@ -554,6 +569,7 @@ func (e *Engine) end(t *task, s model.TaskState, r model.Reason, worker string) 
 		}
 		e.jobsDone = append(e.jobsDone, JobEnd{Job: j.spec.ID, State: state})
 	}
+	e.tally(j)
 }
 
 // release frees the slot of a running task.
@@ -575,6 +591,7 @@ func (e *Engine) release(t *task, now time.Time) {
 	}
 	j.q.pol.Account(j.g.key, -1, now)
 	t.worker = nil
+	e.tally(j)
 }
 
 // occupy runs t on w from now.
@@ -604,6 +621,7 @@ func (e *Engine) startOn(t *task, w *place.Worker, now time.Time) {
 	}
 	e.onWorker[w.Idx] = t
 	t.job.running++
+	e.tally(t.job)
 }
 
 // offWorker takes t out of its worker's list of tasks.
@@ -756,6 +774,7 @@ func (e *Engine) restoreTask(ev RestoreTask) error {
 			}
 		}
 	}
+	e.tally(j)
 	return nil
 }
 

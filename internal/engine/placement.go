@@ -180,6 +180,7 @@ func (e *Engine) releaseMember(t *task) {
 		j.g.jobs.fix(j.heapPos)
 	}
 	t.worker = nil
+	e.tally(j)
 }
 
 // runningMembers returns the members still riding in head's batch.

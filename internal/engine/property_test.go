@@ -416,6 +416,10 @@ func (s *propSim) cycle(t *rapid.T) {
 	if fmt.Sprint(pendingSum) != fmt.Sprint(waitingOf) {
 		t.Fatalf("pending tasks per job %v, waiting tasks per job %v", pendingSum, waitingOf)
 	}
+	// The counts the engine keeps are those of the list.
+	if got, want := s.e.PendingSummary(), summaryOf(d.Pending); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("PendingSummary %+v, the list counts %+v", got, want)
+	}
 	// A job's entries carry the reason TaskReason gives its ready tasks and
 	// its first blocked task.
 	want := map[string]model.Reason{}
@@ -509,6 +513,9 @@ func (s *propSim) replayOnDemand(t *rapid.T) {
 				t.Fatalf("step %d: the cycle listed %d waiting jobs with the list on demand", i, len(d.Pending))
 			}
 			d.Pending = e.Pending()
+			if got, want := e.PendingSummary(), summaryOf(d.Pending); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("on demand, step %d: PendingSummary %+v, the list counts %+v", i, got, want)
+			}
 			b, err := json.Marshal(d)
 			if err != nil {
 				t.Fatal(err)

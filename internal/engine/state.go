@@ -75,6 +75,9 @@ type job struct {
 	}
 	// hash is the hash of the job's ID (placement jitter), 0 until needed.
 	hash uint64
+	// tally is the job's share of the engine's counts of waiting tasks
+	// (pendcount.go).
+	tally jobTally
 }
 
 // group is one group of a queue: the jobs a policy treats as one unit.
@@ -103,6 +106,13 @@ type group struct {
 	// target is the policy's target slot count of the last cycle, -1 for
 	// none; Explain reports it.
 	target int
+	// byHead counts the group's ready tasks by the shape of their job's
+	// head task: in a full pool, that shape's placement diagnosis
+	// explains them (pendcount.go).
+	byHead headCounts
+	// tallyPos is g's index in the engine's list of groups with ready
+	// tasks, while it has some.
+	tallyPos int
 }
 
 // queue is a configured queue with its policy and groups.

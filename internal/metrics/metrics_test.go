@@ -188,11 +188,10 @@ func testSnapshot() *control.Snapshot {
 			{Queue: "batch", Group: "alice", Running: 3, Waiting: 5, Target: 4},
 			{Queue: "batch", Group: "bob", Running: 1, Waiting: 0, Target: -1},
 		},
-		Pending: []engine.Pending{
-			{Job: "j1", Tasks: 3, Reason: model.Reason{Code: model.ReasonNoFreeSlot}},
-			{Job: "j2", Tasks: 2, Reason: model.Reason{Code: model.ReasonNoFreeSlot}},
-			{Job: "j3", Tasks: 1, Reason: model.Reason{Code: model.ReasonThrottled}},
-		},
+		Pending: engine.PendingSummary{Jobs: 3, Tasks: 6, ByReason: []engine.ReasonCount{
+			{Code: model.ReasonNoFreeSlot, Tasks: 5},
+			{Code: model.ReasonThrottled, Tasks: 1},
+		}},
 		Workers:    map[string]int{"ready": 2, "disabled": 1},
 		ReadyTasks: 5,
 		Endpoints: []admit.EndpointStats{

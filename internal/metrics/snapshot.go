@@ -89,14 +89,10 @@ func (c *snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 			gauge(targetDesc, float64(g.Target), g.Queue, g.Group)
 		}
 	}
-	pending := map[string]int{}
-	for _, p := range s.Pending {
-		pending[p.Reason.Code] += p.Tasks
+	for _, rc := range s.Pending.ByReason { // the engine's counts, kept as reasons change
+		gauge(pendingDesc, float64(rc.Tasks), rc.Code)
 	}
 	// The registry sorts what it gathers, so maps are ranged over as they are.
-	for code, n := range pending {
-		gauge(pendingDesc, float64(n), code)
-	}
 	states := map[string]int{}
 	for _, st := range knownWorkerStates {
 		states[st] = 0

@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"context"
 	"encoding/xml"
 	"fmt"
 	htmlpkg "html"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/auth"
+	"github.com/allot-sched/allot/internal/store"
 	"github.com/allot-sched/allot/internal/web"
 )
 
@@ -46,10 +48,28 @@ func expectations(t *testing.T, f *fixture) map[string][]string {
 		}
 		overview = append(overview, fmt.Sprintf("%s %d", s, snap.Workers[s]))
 	}
-	waiting := 0
-	for _, p := range snap.Pending {
-		pendingJobs[p.Job] = true
-		waiting += p.Tasks
+	// The overview's counts are the snapshot's; they must be what the
+	// jobs' own task states add up to.
+	ctx := context.Background()
+	live, err := f.ctrl.Jobs(ctx, store.JobFilter{States: []string{"pending", "running"}, Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting, waitingOf, ids := 0, map[string]int{}, []string{}
+	for _, lj := range live.Jobs {
+		j, err := f.ctrl.Job(ctx, lj.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, j.ID)
+		if n := j.Counts["ready"] + j.Counts["blocked"]; n > 0 {
+			pendingJobs[j.ID] = true
+			waiting += n
+			waitingOf[j.ID] = n
+		}
+	}
+	if snap.Pending.Jobs != len(pendingJobs) || snap.Pending.Tasks != waiting {
+		t.Fatalf("the snapshot counts %d waiting tasks in %d jobs; the jobs have %d in %d", snap.Pending.Tasks, snap.Pending.Jobs, waiting, len(pendingJobs))
 	}
 	want["/"] = append(overview, fmt.Sprintf("%d jobs %d waiting tasks, %d in the ready queue", len(pendingJobs), waiting, snap.ReadyTasks))
 
@@ -61,16 +81,30 @@ func expectations(t *testing.T, f *fixture) map[string][]string {
 	}
 	want["/workers"] = wl
 
-	if len(snap.Pending) == 0 {
+	if len(pendingJobs) == 0 {
 		t.Fatal("the scenario left no pending job")
 	}
+	reasons, err := f.ctrl.PendingOf(ctx, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var jobs []string
-	for _, p := range snap.Pending {
-		plural := "s"
-		if p.Tasks == 1 {
-			plural = ""
+	for id, ps := range reasons {
+		n := 0
+		for _, p := range ps {
+			plural := "s"
+			if p.Tasks == 1 {
+				plural = ""
+			}
+			jobs = append(jobs, p.Job+" ", fmt.Sprintf("%s %d task%s: %s", p.Reason.Code, p.Tasks, plural, p.Reason.Message))
+			n += p.Tasks
 		}
-		jobs = append(jobs, p.Job+" ", fmt.Sprintf("%s %d task%s: %s", p.Reason.Code, p.Tasks, plural, p.Reason.Message))
+		if n != waitingOf[id] {
+			t.Errorf("job %s: the reasons cover %d tasks, the job has %d waiting", id, n, waitingOf[id])
+		}
+	}
+	if len(reasons) != len(pendingJobs) {
+		t.Errorf("reasons for %d jobs, %d jobs have waiting tasks", len(reasons), len(pendingJobs))
 	}
 	want["/jobs"] = jobs
 

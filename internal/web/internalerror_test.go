@@ -12,6 +12,7 @@ import (
 
 	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/control"
+	"github.com/allot-sched/allot/internal/engine"
 	"github.com/allot-sched/allot/internal/store"
 )
 
@@ -28,6 +29,9 @@ func (failingControl) Jobs(context.Context, store.JobFilter) (api.JobList, error
 	return api.JobList{}, errInternal
 }
 func (failingControl) Job(context.Context, string) (api.Job, error) { return api.Job{}, errInternal }
+func (failingControl) PendingOf(context.Context, []string) (map[string][]engine.Pending, error) {
+	return nil, errInternal
+}
 
 // A page that fails for an internal reason answers 500 without the
 // internal error's text, which the log keeps.

@@ -17,6 +17,7 @@ import (
 	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/auth"
 	"github.com/allot-sched/allot/internal/control"
+	"github.com/allot-sched/allot/internal/engine"
 	"github.com/allot-sched/allot/internal/engine/admit"
 	"github.com/allot-sched/allot/internal/model"
 	"github.com/allot-sched/allot/internal/spec"
@@ -228,12 +229,7 @@ func (d *Dashboard) overview(r *http.Request, _ auth.Principal) (string, string,
 			out.WorkersTotal += snap.Workers[s]
 		}
 	}
-	jobs := map[string]bool{}
-	for _, p := range snap.Pending {
-		jobs[p.Job] = true
-		out.PendingTasks += p.Tasks
-	}
-	out.PendingJobs = len(jobs)
+	out.PendingJobs, out.PendingTasks = snap.Pending.Jobs, snap.Pending.Tasks
 	out.Endpoints = endpointRows(snap.Endpoints)
 	if d.opt.Density == nil {
 		out.DensityNote = "Density is not available from this server."
@@ -318,12 +314,26 @@ func (d *Dashboard) jobs(r *http.Request, p auth.Principal) (string, string, str
 		return "", "", "", nil, err
 	}
 	data.More = list.Next != 0
-	reasons := map[string][]pendingReason{}
-	for _, pe := range d.ctrl.Snapshot().Pending {
-		reasons[pe.Job] = append(reasons[pe.Job], pendingReason{Tasks: pe.Tasks, Code: pe.Reason.Code, Reason: pe.Reason.Message})
+	// The reasons of the page's jobs only: a backlog of any size costs the
+	// page what it shows.
+	var waiting []string
+	for _, j := range list.Jobs {
+		if j.State == "pending" || j.State == "running" {
+			waiting = append(waiting, j.ID)
+		}
+	}
+	pending := map[string][]engine.Pending{}
+	if len(waiting) > 0 {
+		if pending, err = d.ctrl.PendingOf(r.Context(), waiting); err != nil {
+			return "", "", "", nil, err
+		}
 	}
 	for _, j := range list.Jobs {
-		data.Jobs = append(data.Jobs, jobRow{Job: j, Reasons: reasons[j.ID]})
+		row := jobRow{Job: j}
+		for _, pe := range pending[j.ID] {
+			row.Reasons = append(row.Reasons, pendingReason{Tasks: pe.Tasks, Code: pe.Reason.Code, Reason: pe.Reason.Message})
+		}
+		data.Jobs = append(data.Jobs, row)
 	}
 	return "jobs", "Jobs", "jobs", data, nil
 }

@@ -34,6 +34,7 @@ import (
 	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/auth"
 	"github.com/allot-sched/allot/internal/control"
+	"github.com/allot-sched/allot/internal/engine"
 	"github.com/allot-sched/allot/internal/store"
 )
 
@@ -70,6 +71,9 @@ type Controller interface {
 	Workers(ctx context.Context) ([]api.Worker, error)
 	Jobs(ctx context.Context, f store.JobFilter) (api.JobList, error)
 	Job(ctx context.Context, id string) (api.Job, error)
+	// PendingOf gives why the waiting tasks of the jobs ids wait (the jobs
+	// page asks for its own jobs only).
+	PendingOf(ctx context.Context, ids []string) (map[string][]engine.Pending, error)
 }
 
 var _ Controller = (*control.Controller)(nil)

@@ -61,9 +61,14 @@ type pool struct {
 	firstFresh *Job
 	waiting    int
 	loadCount  map[int]int // waiting jobs per load, for the smallest load
-	minLoad    int         // smallest waiting load; valid unless minDirty
-	minDirty   bool
-	reserved   *Job // the starving job that holds the pool
+	// waitingTasks and tasksByLoad count the waiting jobs' tasks (as the
+	// engine gives them, SetWaitingTasks), in all and per load: how many
+	// tasks each pending reason covers (WaitingTasks).
+	waitingTasks int
+	tasksByLoad  map[int]int
+	minLoad      int // smallest waiting load; valid unless minDirty
+	minDirty     bool
+	reserved     *Job // the starving job that holds the pool
 	// Per-pass state, valid when passID is the controller's pass.
 	passID          uint64
 	cursor          *Job
@@ -107,6 +112,7 @@ type Job struct {
 	Exception bool
 
 	seq        uint64
+	tasks      int // the job's waiting tasks, counted in its pool while it waits
 	state      jobState
 	throttled  bool
 	pool       *pool
@@ -349,6 +355,7 @@ func (p *pool) push(j *Job) {
 	}
 	p.waiting++
 	p.loadCount[j.Load]++
+	p.countTasks(j.Load, j.tasks)
 	if !p.minDirty && (p.waiting == 1 || j.Load < p.minLoad) {
 		p.minLoad = j.Load
 	}
@@ -375,6 +382,7 @@ func (p *pool) unlink(j *Job) {
 	}
 	j.prev, j.next = nil, nil
 	p.waiting--
+	p.countTasks(j.Load, -j.tasks)
 	if p.loadCount[j.Load]--; p.loadCount[j.Load] == 0 {
 		delete(p.loadCount, j.Load)
 		if j.Load == p.minLoad {
@@ -385,6 +393,35 @@ func (p *pool) unlink(j *Job) {
 		p.reserved = nil
 	}
 	p.ver++
+}
+
+// countTasks counts n more (or, negative, fewer) waiting tasks of jobs of
+// load load.
+func (p *pool) countTasks(load, n int) {
+	if n == 0 {
+		return
+	}
+	if p.tasksByLoad == nil {
+		p.tasksByLoad = map[int]int{}
+	}
+	p.waitingTasks += n
+	if v := p.tasksByLoad[load] + n; v != 0 {
+		p.tasksByLoad[load] = v
+	} else {
+		delete(p.tasksByLoad, load)
+	}
+}
+
+// SetWaitingTasks tells how many tasks of job id wait while the job waits
+// for admission; the engine calls it when the number changes. A job that
+// does not wait here is ignored.
+func (c *Controller) SetWaitingTasks(id string, n int) {
+	j, ok := c.jobs[id]
+	if !ok || j.state != jobWaiting || n == j.tasks {
+		return
+	}
+	j.pool.countTasks(j.Load, n-j.tasks)
+	j.tasks = n
 }
 
 // smallestWaiting is the smallest load among the waiting jobs.

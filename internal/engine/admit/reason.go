@@ -75,3 +75,39 @@ func jobs(n int) string {
 	}
 	return fmt.Sprintf("%d jobs", n)
 }
+
+// WaitingTasks counts the tasks of the jobs waiting for admission by the
+// reason code Reason gives each job (throttled or not_admitted), and in
+// all, from the tasks SetWaitingTasks reported. It visits each pool and the
+// distinct loads waiting there, not the waiting jobs.
+func (c *Controller) WaitingTasks() (throttled, notAdmitted, all int) {
+	for _, ep := range c.epList {
+		for _, p := range ep.pools {
+			if p.waiting == 0 {
+				continue
+			}
+			all += p.waitingTasks
+			avail := p.available()
+			fits := func(load int) bool { return !c.s.Enabled || load <= avail || p.running == 0 }
+			if r := p.reserved; r != nil {
+				// The pool holds its capacity for r: every other
+				// job is throttled; r is judged as any job.
+				throttled += p.waitingTasks - r.tasks
+				if fits(r.Load) {
+					notAdmitted += r.tasks
+				} else {
+					throttled += r.tasks
+				}
+				continue
+			}
+			for load, n := range p.tasksByLoad {
+				if fits(load) {
+					notAdmitted += n
+				} else {
+					throttled += n
+				}
+			}
+		}
+	}
+	return throttled, notAdmitted, all
+}
