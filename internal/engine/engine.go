@@ -236,6 +236,10 @@ func (e *Engine) setPolicy(q *queue, cfg policy.Config, at time.Time) error {
 		return err
 	}
 	q.pol = pol
+	q.dominant = nil
+	if d, ok := pol.(policy.DominantPolicy); ok && policy.Usage(cfg.Usage) == policy.UsageDominant {
+		q.dominant = d
+	}
 	q.jobOrder, q.tskOrder = pol.Order()
 	old := q.groups
 	q.groups = map[string]*group{}
@@ -260,6 +264,9 @@ func (e *Engine) setPolicy(q *queue, cfg policy.Config, at time.Time) error {
 			case model.TaskRunning:
 				g.addRunning(t)
 				pol.Account(g.key, 1, at)
+				if q.dominant != nil {
+					q.dominant.AccountAmounts(g.key, model.AmountsOf(t.spec.Resources), at)
+				}
 			case model.TaskReady:
 				if j.admitted {
 					g.waiting++
@@ -574,6 +581,9 @@ func (e *Engine) release(t *task, now time.Time) {
 		j.g.jobs.fix(j.heapPos)
 	}
 	j.q.pol.Account(j.g.key, -1, now)
+	if d := j.q.dominant; d != nil {
+		d.AccountAmounts(j.g.key, model.Amounts{}.Sub(model.AmountsOf(t.spec.Resources)), now)
+	}
 	t.worker = nil
 }
 
@@ -584,6 +594,9 @@ func (e *Engine) occupy(t *task, w *place.Worker, now time.Time) {
 	e.fleet.Occupy(w, t.spec.Resources)
 	j.g.addRunning(t)
 	j.q.pol.Account(j.g.key, 1, now)
+	if d := j.q.dominant; d != nil {
+		d.AccountAmounts(j.g.key, model.AmountsOf(t.spec.Resources), now)
+	}
 }
 
 // startOn marks t running on w: a new attempt, its start, and its place in

@@ -1,0 +1,48 @@
+package scenario
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/allot-sched/allot/internal/engine/policy"
+)
+
+// examples/fairshare-dominant.yaml: under usage: dominant a GPU-heavy and a
+// CPU-heavy team end at the same dominant share, up to one task; under
+// usage: slots (the seeds' rule) the same file takes turns task for task.
+func TestDominantUsageEqualisesAGPUAndACPUTeam(t *testing.T) {
+	cases := []struct {
+		usage      policy.Usage
+		train, etl int
+	}{
+		{policy.UsageDominant, 7, 57},
+		{policy.UsageSlots, 8, 56},
+	}
+	for _, tc := range cases {
+		t.Run(string(tc.usage), func(t *testing.T) {
+			s, err := Load(filepath.Join("..", "..", "examples", "fairshare-dominant.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Config.Queues[0].Policy.Usage = string(tc.usage)
+			e, err := s.Engine()
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := e.Cycle(s.Start)
+			got := map[string]int{}
+			for _, g := range d.Groups {
+				got[g.Group] = g.Starts
+			}
+			if got["train"] != tc.train || got["etl"] != tc.etl {
+				t.Fatalf("starts %v, want train %d, etl %d", got, tc.train, tc.etl)
+			}
+			// The pool: 32 GPUs, 256 CPUs. A training task holds 4 GPUs
+			// (1/8), an ETL task 4 CPUs (1/64).
+			train, etl := float64(got["train"])*4/32, float64(got["etl"])*4/256
+			if tc.usage == policy.UsageDominant && (train-etl > 1.0/8 || etl-train > 1.0/64) {
+				t.Errorf("dominant shares train %.4f, etl %.4f: further apart than one task", train, etl)
+			}
+		})
+	}
+}
