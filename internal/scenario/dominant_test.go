@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/allot-sched/allot/internal/engine/policy"
@@ -44,5 +45,29 @@ func TestDominantUsageEqualisesAGPUAndACPUTeam(t *testing.T) {
 				t.Errorf("dominant shares train %.4f, etl %.4f: further apart than one task", train, etl)
 			}
 		})
+	}
+}
+
+// A policy that does not measure usage by dominant share refuses usage:
+// dominant at the field, and an unknown usage is refused for every policy.
+func TestUsageDominantIsRefusedWhereThePolicyCannotMeasureIt(t *testing.T) {
+	cases := []struct{ name, policy, want string }{
+		{"fifo", `{kind: fifo, usage: dominant}`, "queues[0].policy.usage"},
+		{"priority", `{kind: priority, usage: dominant}`, "queues[0].policy.usage"},
+		{"sla", `{kind: sla, usage: dominant, sla: {groups: [{name: a, value: 1}]}}`, "queues[0].policy.usage"},
+		{"classload", `{kind: classload, usage: dominant, classload: {classes: [{name: a, percent: 100}]}}`, "queues[0].policy.usage"},
+		{"unknown usage", `{kind: fairshare, usage: cores}`, "queues[0].policy.usage"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := "queues:\n  - name: q\n    policy: " + tc.policy + "\nworkers: [{name: w}]\njobs: [{id: j, tasks: [{name: t}]}]\n"
+			_, err := Parse([]byte(doc))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error at %s", err, tc.want)
+			}
+		})
+	}
+	if _, err := Parse([]byte("queues:\n  - name: q\n    policy: {kind: fairshare, usage: slots}\nworkers: [{name: w}]\njobs: [{id: j, tasks: [{name: t}]}]\n")); err != nil {
+		t.Errorf("fairshare with usage: slots: %v", err)
 	}
 }

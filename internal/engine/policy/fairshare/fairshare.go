@@ -173,10 +173,11 @@ func (p *Policy) share(key string) *share {
 }
 
 // Dominant implements policy.DominantPolicy: usage is measured by dominant
-// share. A share's running usage is its dominant share of the pool instead
-// of its running tasks, its past usage integrates that share over time
-// (pool-seconds: 1 is the whole pool for a second), and a start raises its
-// key by what the task adds to its dominant share, times its weight factor.
+// share. A share's running usage is its dominant share of the pool times
+// the pool's slots (slot-equivalents: a share holding a quarter of the GPUs
+// of a 100-slot pool uses 25, as if it ran 25 one-slot tasks), its past
+// usage integrates that over time (in slot-seconds, as under slots), and a
+// start raises its key by what the task adds, times its weight factor.
 // Targets are not slot counts any more, so none are reported; the status
 // gives each share's dominant share and entitled fraction instead.
 func (p *Policy) Dominant() { p.dominant = true }
@@ -189,10 +190,11 @@ func (p *Policy) AccountAmounts(group string, delta model.Amounts, at time.Time)
 }
 
 // rate is what a share counts as using now: its running tasks, or under
-// dominant usage its dominant share of the pool as of the last cycle.
+// dominant usage its slot-equivalents (dominant share × slots) of the pool
+// as of the last cycle.
 func (p *Policy) rate(running int, held model.Amounts) float64 {
 	if p.dominant {
-		return policy.DominantShare(running, held, p.pool)
+		return policy.DominantShare(running, held, p.pool) * float64(p.pool.Slots)
 	}
 	return float64(running)
 }
@@ -651,16 +653,16 @@ type ShareStatus struct {
 	// Waiting is the share's waiting tasks after the last cycle.
 	Waiting int `json:"waiting"`
 	// SlotSeconds is the share's decayed past usage, before weighting; 0
-	// when shareDecaySeconds is 0. Under usage: dominant it is in
-	// pool-seconds (its dominant share integrated over time).
+	// when shareDecaySeconds is 0. Under usage: dominant it counts
+	// slot-equivalents (dominant share × the pool's slots) over time.
 	SlotSeconds float64 `json:"slotSeconds"`
 	// DominantShare is the largest fraction of any resource kind of the
 	// pool the share's running tasks hold; only under usage: dominant.
 	DominantShare float64 `json:"dominantShare,omitempty"`
 	// Usage is the weighted usage the allocator orders shares by:
 	// weightFactor × (running + slotSeconds / shareDecaySeconds), with
-	// dominantShare for running under usage: dominant. The share with the
-	// lowest usage is served next.
+	// dominantShare × the pool's slots for running under usage: dominant.
+	// The share with the lowest usage is served next.
 	Usage float64 `json:"usage"`
 	// EntitledFraction is the fraction of the pool the share is entitled to
 	// now: (1 − reserved fraction) × (1/w) / Σ(1/w) over the active shares,
@@ -687,12 +689,12 @@ func (p *Policy) Status(now time.Time) []ShareStatus {
 			st.Running, st.Waiting = s.running, s.waiting
 			st.SlotSeconds = p.histAt(s, now)
 			if p.dominant {
-				st.DominantShare = p.rate(s.running, s.held)
+				st.DominantShare = policy.DominantShare(s.running, s.held, p.pool)
 			}
 		}
 		r := float64(st.Running)
-		if p.dominant {
-			r = st.DominantShare
+		if s := p.shares[k]; s != nil && p.dominant {
+			r = p.rate(s.running, s.held)
 		}
 		st.Usage = p.usage(st.WeightFactor, r, st.SlotSeconds)
 		if st.Running > 0 || st.Waiting > 0 {
