@@ -55,7 +55,7 @@ func (e *Engine) allocate(q *queue, now time.Time, d *Decisions) {
 		v.Groups[i] = vg
 	}
 	if q.dominant != nil {
-		v.Capacity = policy.Capacity{Slots: slots, Amounts: e.fleet.PoolAmounts(q.pool)}
+		v.Capacity = e.capacity(q)
 	}
 	v.RunningTasks = func(gi int) []policy.RunningTask {
 		g := groups[gi]

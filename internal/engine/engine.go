@@ -265,7 +265,7 @@ func (e *Engine) setPolicy(q *queue, cfg policy.Config, at time.Time) error {
 				g.addRunning(t)
 				pol.Account(g.key, 1, at)
 				if q.dominant != nil {
-					q.dominant.AccountAmounts(g.key, model.AmountsOf(t.spec.Resources), at)
+					q.dominant.AccountAmounts(g.key, model.AmountsOf(t.spec.Resources), e.capacity(q), at)
 				}
 			case model.TaskReady:
 				if j.admitted {
@@ -582,7 +582,7 @@ func (e *Engine) release(t *task, now time.Time) {
 	}
 	j.q.pol.Account(j.g.key, -1, now)
 	if d := j.q.dominant; d != nil {
-		d.AccountAmounts(j.g.key, model.Amounts{}.Sub(model.AmountsOf(t.spec.Resources)), now)
+		d.AccountAmounts(j.g.key, model.Amounts{}.Sub(model.AmountsOf(t.spec.Resources)), e.capacity(j.q), now)
 	}
 	t.worker = nil
 }
@@ -595,8 +595,15 @@ func (e *Engine) occupy(t *task, w *place.Worker, now time.Time) {
 	j.g.addRunning(t)
 	j.q.pol.Account(j.g.key, 1, now)
 	if d := j.q.dominant; d != nil {
-		d.AccountAmounts(j.g.key, model.AmountsOf(t.spec.Resources), now)
+		d.AccountAmounts(j.g.key, model.AmountsOf(t.spec.Resources), e.capacity(j.q), now)
 	}
+}
+
+// capacity is q's pool as a policy that measures dominant shares sees it:
+// its ready workers' slots and resources.
+func (e *Engine) capacity(q *queue) policy.Capacity {
+	slots, _ := e.fleet.PoolSlots(q.pool)
+	return policy.Capacity{Slots: slots, Amounts: e.fleet.PoolAmounts(q.pool)}
 }
 
 // startOn marks t running on w: a new attempt, its start, and its place in

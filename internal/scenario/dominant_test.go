@@ -48,13 +48,12 @@ func TestDominantUsageEqualisesAGPUAndACPUTeam(t *testing.T) {
 	}
 }
 
-// A policy that does not measure usage by dominant share refuses usage:
+// A policy that does not measure usage by dominant share (fifo, classload)
+// refuses usage:
 // dominant at the field, and an unknown usage is refused for every policy.
 func TestUsageDominantIsRefusedWhereThePolicyCannotMeasureIt(t *testing.T) {
 	cases := []struct{ name, policy, want string }{
 		{"fifo", `{kind: fifo, usage: dominant}`, "queues[0].policy.usage"},
-		{"priority", `{kind: priority, usage: dominant}`, "queues[0].policy.usage"},
-		{"sla", `{kind: sla, usage: dominant, sla: {groups: [{name: a, value: 1}]}}`, "queues[0].policy.usage"},
 		{"classload", `{kind: classload, usage: dominant, classload: {classes: [{name: a, percent: 100}]}}`, "queues[0].policy.usage"},
 		{"unknown usage", `{kind: fairshare, usage: cores}`, "queues[0].policy.usage"},
 	}
@@ -67,7 +66,11 @@ func TestUsageDominantIsRefusedWhereThePolicyCannotMeasureIt(t *testing.T) {
 			}
 		})
 	}
-	if _, err := Parse([]byte("queues:\n  - name: q\n    policy: {kind: fairshare, usage: slots}\nworkers: [{name: w}]\njobs: [{id: j, tasks: [{name: t}]}]\n")); err != nil {
-		t.Errorf("fairshare with usage: slots: %v", err)
+	for _, pol := range []string{`{kind: fairshare, usage: slots}`, `{kind: fairshare, usage: dominant}`, `{kind: priority, usage: dominant}`,
+		`{kind: sla, usage: dominant, sla: {groups: [{name: a, value: 1}]}}`} {
+		doc := "queues:\n  - name: q\n    policy: " + pol + "\nworkers: [{name: w}]\njobs: [{id: j, slaGroup: a, tasks: [{name: t}]}]\n"
+		if _, err := Parse([]byte(doc)); err != nil {
+			t.Errorf("%s: %v", pol, err)
+		}
 	}
 }

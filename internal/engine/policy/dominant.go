@@ -66,9 +66,10 @@ type DominantPolicy interface {
 
 // AmountsAccounter is told, beside Account, what a group's running tasks
 // hold: delta is added to the group's holding at time at (subtracted when
-// a task stops, with delta negated).
+// a task stops, with delta negated). pool is the queue's pool at that
+// moment, which the usage from then on is measured against.
 type AmountsAccounter interface {
-	AccountAmounts(group string, delta model.Amounts, at time.Time)
+	AccountAmounts(group string, delta model.Amounts, pool Capacity, at time.Time)
 }
 
 // SizedAllocator is an Allocator that measures usage by dominant share: the

@@ -52,8 +52,8 @@ type Policy struct {
 	shares   map[string]*share
 	seen     []*share // the shares of the last cycle's View
 	// dominant says usage is measured by dominant share (usage: dominant);
-	// pool is the pool's capacity as of the last cycle, which the usage of
-	// the time between cycles is measured against.
+	// pool is the pool's capacity as of the last event (a cycle, a start or
+	// an end), which the usage from then on is measured against.
 	dominant bool
 	pool     policy.Capacity
 }
@@ -182,16 +182,18 @@ func (p *Policy) share(key string) *share {
 // gives each share's dominant share and entitled fraction instead.
 func (p *Policy) Dominant() { p.dominant = true }
 
-// AccountAmounts implements policy.AmountsAccounter.
-func (p *Policy) AccountAmounts(group string, delta model.Amounts, at time.Time) {
+// AccountAmounts implements policy.AmountsAccounter. The time up to at is
+// measured against the pool as it was; from at on, against pool.
+func (p *Policy) AccountAmounts(group string, delta model.Amounts, pool policy.Capacity, at time.Time) {
 	s := p.share(group)
 	p.advance(s, at)
+	p.pool = pool
 	s.held = s.held.Add(delta)
 }
 
 // rate is what a share counts as using now: its running tasks, or under
 // dominant usage its slot-equivalents (dominant share × slots) of the pool
-// as of the last cycle.
+// as of the last event.
 func (p *Policy) rate(running int, held model.Amounts) float64 {
 	if p.dominant {
 		return policy.DominantShare(running, held, p.pool) * float64(p.pool.Slots)
