@@ -59,6 +59,18 @@ func TestWorkerCommandHasItsFlagsAndChecksQuantities(t *testing.T) {
 	}
 }
 
+// allot dev's local workers refuse --slots 0 as allot worker does, before
+// anything starts, instead of running with one slot each.
+func TestDevRefusesZeroSlots(t *testing.T) {
+	cmd := newDevCmd()
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	cmd.SetArgs([]string{"--slots", "0"})
+	if err := cmd.Execute(); err == nil || !strings.HasPrefix(err.Error(), "--slots: must be at least 1") {
+		t.Errorf("dev --slots 0: %v", err)
+	}
+}
+
 func TestWithoutTokenDropsTheTokenAndNothingElse(t *testing.T) {
 	for _, tt := range []struct {
 		name string
