@@ -38,6 +38,9 @@ admin token's secret is in DATA_DIR/admin.token, and the local workers get a
 worker token of their own.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if slots < 1 {
+				return fmt.Errorf("--slots: must be at least 1, got %d", slots)
+			}
 			cfg, err := loadServerConfig(configFile)
 			if err != nil {
 				return err

@@ -49,6 +49,9 @@ before it registers (see docs/agent.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
+			if cfg.Slots < 1 {
+				return fmt.Errorf("--slots: must be at least 1, got %d (to keep this worker from taking tasks, drain or disable it)", cfg.Slots)
+			}
 			if cpu != "" {
 				if cfg.Resources.CPU, err = spec.ParseCPU(cpu); err != nil {
 					return fmt.Errorf("--cpu: %w", err)

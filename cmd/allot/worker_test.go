@@ -48,6 +48,27 @@ func TestWorkerCommandHasItsFlagsAndChecksQuantities(t *testing.T) {
 	if err := cmd.Execute(); err == nil || err.Error() != `--cpu: "two" is not a CPU quantity (like 2, 0.5 or 500m)` {
 		t.Errorf("bad --cpu: %v", err)
 	}
+	for _, n := range []string{"0", "-2"} {
+		cmd := newWorkerCmd()
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		cmd.SetArgs([]string{"--server", "http://127.0.0.1:1", "--slots", n})
+		if err := cmd.Execute(); err == nil || !strings.HasPrefix(err.Error(), "--slots: must be at least 1") {
+			t.Errorf("--slots %s: %v", n, err)
+		}
+	}
+}
+
+// allot dev's local workers refuse --slots 0 as allot worker does, before
+// anything starts, instead of running with one slot each.
+func TestDevRefusesZeroSlots(t *testing.T) {
+	cmd := newDevCmd()
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	cmd.SetArgs([]string{"--slots", "0"})
+	if err := cmd.Execute(); err == nil || !strings.HasPrefix(err.Error(), "--slots: must be at least 1") {
+		t.Errorf("dev --slots 0: %v", err)
+	}
 }
 
 func TestWithoutTokenDropsTheTokenAndNothingElse(t *testing.T) {

@@ -169,7 +169,7 @@ type Register struct {
 	Name        string             `json:"name"`
 	Resources   model.ResourceSpec `json:"resources"`
 	Labels      map[string]string  `json:"labels,omitempty"`
-	Slots       int                `json:"slots,omitempty"`
+	Slots       int                `json:"slots,omitempty" zero:"must be at least 1|leave slots out for one; to keep a worker from taking tasks, drain or disable it"`
 	CostPerHour *float64           `json:"costPerHour,omitempty"`
 	Cached      []string           `json:"cached,omitempty"`
 	// Cache lists models and datasets the worker holds, with their kind

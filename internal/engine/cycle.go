@@ -48,7 +48,15 @@ func (e *Engine) allocate(q *queue, now time.Time, d *Decisions) {
 			vg.Priority, vg.Urgent, vg.Submitted, vg.Seq = j.spec.Priority, j.spec.Urgent, j.spec.Submitted, j.seq
 			vg.Share, vg.Requestor, vg.SLAGroup = j.spec.Share, j.spec.Requestor, j.spec.SLAGroup
 		}
+		if q.dominant != nil {
+			for _, t := range g.running {
+				vg.Held = vg.Held.Add(model.AmountsOf(t.spec.Resources))
+			}
+		}
 		v.Groups[i] = vg
+	}
+	if q.dominant != nil {
+		v.Capacity = e.capacity(q)
 	}
 	v.RunningTasks = func(gi int) []policy.RunningTask {
 		g := groups[gi]
@@ -85,6 +93,10 @@ func (e *Engine) allocate(q *queue, now time.Time, d *Decisions) {
 	}
 	d.Starts = slices.Grow(d.Starts, min(free, waiting))
 
+	var sized policy.SizedAllocator
+	if q.dominant != nil {
+		sized, _ = plan.Alloc.(policy.SizedAllocator)
+	}
 	var parked []*job
 	for free > 0 {
 		gi, ok := plan.Alloc.Next()
@@ -99,6 +111,9 @@ func (e *Engine) allocate(q *queue, now time.Time, d *Decisions) {
 		}
 		e.start(t, ch, now, d)
 		free--
+		if sized != nil {
+			sized.Took(gi, model.AmountsOf(t.spec.Resources))
+		}
 		plan.Alloc.Started(gi)
 	}
 	for _, j := range parked {

@@ -239,6 +239,10 @@ func (e *Engine) setPolicy(q *queue, cfg policy.Config, at time.Time) error {
 		return err
 	}
 	q.pol = pol
+	q.dominant = nil
+	if d, ok := pol.(policy.DominantPolicy); ok && policy.Usage(cfg.Usage) == policy.UsageDominant {
+		q.dominant = d
+	}
 	q.jobOrder, q.tskOrder = pol.Order()
 	old := q.groups
 	q.groups = map[string]*group{}
@@ -263,6 +267,9 @@ func (e *Engine) setPolicy(q *queue, cfg policy.Config, at time.Time) error {
 			case model.TaskRunning:
 				g.addRunning(t)
 				pol.Account(g.key, 1, at)
+				if q.dominant != nil {
+					q.dominant.AccountAmounts(g.key, model.AmountsOf(t.spec.Resources), e.capacity(q), at)
+				}
 			case model.TaskReady:
 				if j.admitted {
 					g.waiting++
@@ -590,6 +597,9 @@ func (e *Engine) release(t *task, now time.Time) {
 		j.g.jobs.fix(j.heapPos)
 	}
 	j.q.pol.Account(j.g.key, -1, now)
+	if d := j.q.dominant; d != nil {
+		d.AccountAmounts(j.g.key, model.Amounts{}.Sub(model.AmountsOf(t.spec.Resources)), e.capacity(j.q), now)
+	}
 	t.worker = nil
 	e.tally(j)
 }
@@ -601,6 +611,16 @@ func (e *Engine) occupy(t *task, w *place.Worker, now time.Time) {
 	e.fleet.Occupy(w, t.spec.Resources)
 	j.g.addRunning(t)
 	j.q.pol.Account(j.g.key, 1, now)
+	if d := j.q.dominant; d != nil {
+		d.AccountAmounts(j.g.key, model.AmountsOf(t.spec.Resources), e.capacity(j.q), now)
+	}
+}
+
+// capacity is q's pool as a policy that measures dominant shares sees it:
+// its ready workers' slots and resources.
+func (e *Engine) capacity(q *queue) policy.Capacity {
+	slots, _ := e.fleet.PoolSlots(q.pool)
+	return policy.Capacity{Slots: slots, Amounts: e.fleet.PoolAmounts(q.pool)}
 }
 
 // startOn marks t running on w: a new attempt, its start, and its place in

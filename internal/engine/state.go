@@ -121,6 +121,9 @@ type queue struct {
 	priority int
 	pool     model.Selector
 	pol      policy.Policy
+	// dominant is pol when it measures dominant shares (usage: dominant),
+	// nil under slots: the engine then tells it what tasks hold.
+	dominant policy.DominantPolicy
 	jobOrder policy.JobOrder
 	tskOrder policy.TaskOrder
 	groups   map[string]*group

@@ -37,6 +37,10 @@ type PolicySettings interface {
 // policy registry makes each block known (RegisterPolicyBlock).
 type PolicyConfig struct {
 	Kind string
+	// Usage is how the policy measures usage and entitlement: "slots"
+	// (the default when empty) or "dominant" (dominant resource shares);
+	// policy.New checks it against Kind.
+	Usage string
 	// Settings is Kind's block, nil when it is absent (the policy's
 	// defaults).
 	Settings PolicySettings
@@ -77,8 +81,12 @@ func RegisterPolicyBlock(name string, zero PolicySettings) {
 // a new policy brings its block with it.
 type policyShape struct {
 	typ   reflect.Type
-	kinds []string // the block of field i+1
+	kinds []string // the block of field i+policyFirstBlock
 }
+
+// policyFirstBlock is the index of the first policy block among the
+// shape's fields, after kind and usage.
+const policyFirstBlock = 2
 
 // currentPolicyShape returns the shape of the registered blocks.
 func currentPolicyShape() *policyShape {
@@ -92,7 +100,8 @@ func currentPolicyShape() *policyShape {
 		sh.kinds = append(sh.kinds, name)
 	}
 	sort.Strings(sh.kinds)
-	fields := []reflect.StructField{{Name: "Kind", Type: reflect.TypeFor[string](), Tag: `yaml:"kind" json:"kind"`}}
+	fields := []reflect.StructField{{Name: "Kind", Type: reflect.TypeFor[string](), Tag: `yaml:"kind" json:"kind"`},
+		{Name: "Usage", Type: reflect.TypeFor[string](), Tag: `yaml:"usage,omitempty" json:"usage,omitempty"`}}
 	for i, name := range sh.kinds {
 		fields = append(fields, reflect.StructField{
 			Name: fmt.Sprintf("Block%d", i),
@@ -114,6 +123,7 @@ func (PolicyConfig) Shape() any { return reflect.New(currentPolicyShape().typ).I
 func (c PolicyConfig) to(sh *policyShape) reflect.Value {
 	v := reflect.New(sh.typ).Elem()
 	v.Field(0).SetString(c.Kind)
+	v.Field(1).SetString(c.Usage)
 	for i, name := range sh.kinds {
 		var s PolicySettings
 		if name == c.Kind {
@@ -121,8 +131,8 @@ func (c PolicyConfig) to(sh *policyShape) reflect.Value {
 		} else {
 			s = c.others[name]
 		}
-		if s != nil && reflect.TypeOf(s) == v.Field(i+1).Type() {
-			v.Field(i + 1).Set(reflect.ValueOf(s))
+		if s != nil && reflect.TypeOf(s) == v.Field(i+policyFirstBlock).Type() {
+			v.Field(i + policyFirstBlock).Set(reflect.ValueOf(s))
 		}
 	}
 	return v
@@ -130,9 +140,9 @@ func (c PolicyConfig) to(sh *policyShape) reflect.Value {
 
 // from sets c from a value of the shape.
 func (c *PolicyConfig) from(sh *policyShape, v reflect.Value) {
-	*c = PolicyConfig{Kind: v.Field(0).String()}
+	*c = PolicyConfig{Kind: v.Field(0).String(), Usage: v.Field(1).String()}
 	for i, name := range sh.kinds {
-		f := v.Field(i + 1)
+		f := v.Field(i + policyFirstBlock)
 		if f.IsNil() {
 			continue
 		}

@@ -24,7 +24,7 @@ func (s *Server) setEndpoint(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var e spec.Endpoint
-	if !s.decodeJSON(w, r, &e) {
+	if !s.decodeDocumentJSON(w, r, &e) {
 		return
 	}
 	out, err := s.ctrl.SetEndpoint(r.Context(), r.PathValue("name"), e)
@@ -59,7 +59,7 @@ func (s *Server) setThrottling(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var th spec.Throttling
-	if !s.decodeJSON(w, r, &th) {
+	if !s.decodeDocumentJSON(w, r, &th) {
 		return
 	}
 	out, err := s.ctrl.SetThrottling(r.Context(), th)

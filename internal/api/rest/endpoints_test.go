@@ -28,6 +28,9 @@ func TestBadEndpointAndThrottlingBodiesAre400NamingTheFieldAndChangeNothing(t *t
 		{"all-zero weights", "PUT", "/v1/endpoints/det", `{"type":"http","variants":[{"name":"a","weight":0},{"name":"b","weight":0}]}`, 400, "variants"},
 		{"negative weight", "PUT", "/v1/endpoints/det", `{"type":"http","variants":[{"name":"a","weight":-1}]}`, 400, "variants[0].weight"},
 		{"unknown type", "PUT", "/v1/endpoints/det", `{"type":"gpu"}`, 400, "type"},
+		{"zero instance concurrency", "PUT", "/v1/endpoints/det", `{"type":"instance-backed","instances":1,"instanceConcurrency":0}`, 400, "instanceConcurrency"},
+		{"zero http concurrency", "PUT", "/v1/endpoints/det", `{"type":"http","maxConcurrency":0}`, 400, "maxConcurrency"},
+		{"zero variant concurrency", "PUT", "/v1/endpoints/det", `{"type":"http","variants":[{"name":"a","maxConcurrency":0}]}`, 400, "variants[0].maxConcurrency"},
 		{"unknown field", "PUT", "/v1/endpoints/det", `{"type":"http","replicas":3}`, 400, "replicas"},
 		{"wrong type", "PUT", "/v1/endpoints/det", `{"type":"http","maxConcurrency":"ten"}`, 400, "maxConcurrency"},
 		{"name differs from the path", "PUT", "/v1/endpoints/det", `{"name":"geo","type":"http"}`, 400, "name"},
@@ -38,6 +41,9 @@ func TestBadEndpointAndThrottlingBodiesAre400NamingTheFieldAndChangeNothing(t *t
 		{"negative target percentage", "PUT", "/v1/throttling", `{"capacityTargetPercentage":-0.1}`, 400, "capacityTargetPercentage"},
 		{"throttling: unknown field", "PUT", "/v1/throttling", `{"targetPercentage":0.8}`, 400, "targetPercentage"},
 		{"throttling: wrong type", "PUT", "/v1/throttling", `{"throttlingEnabled":"yes"}`, 400, "throttlingEnabled"},
+		{"throttling: zero instance concurrency", "PUT", "/v1/throttling", `{"defaultInstanceConcurrency":0}`, 400, "defaultInstanceConcurrency"},
+		{"throttling: zero http concurrency", "PUT", "/v1/throttling", `{"defaultHttpEndpointConcurrency":0}`, 400, "defaultHttpEndpointConcurrency"},
+		{"throttling: zero tile workers", "PUT", "/v1/throttling", `{"tileWorkersPerInstance":0}`, 400, "tileWorkersPerInstance"},
 		{"redrive unknown", "POST", "/v1/deadletters/nope/redrive", ``, 404, ""},
 	}
 	for _, tc := range cases {

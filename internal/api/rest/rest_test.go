@@ -93,6 +93,7 @@ func TestBadInputIsRejectedNamingTheFieldAndNothingIsStored(t *testing.T) {
 		{"worker: unknown field", "POST", "/v1/workers", `{"name":"w","cpus":4}`, 400, "invalid", "cpus", 0},
 		{"worker: wrong type", "POST", "/v1/workers", `{"name":"w","slots":"two"}`, 400, "invalid", "slots", 0},
 		{"worker: negative slots", "POST", "/v1/workers", `{"name":"w","slots":-1}`, 400, "invalid", "slots", 0},
+		{"worker: zero slots", "POST", "/v1/workers", `{"name":"w","slots":0}`, 400, "invalid", "slots", 0},
 		{"worker: bad memory", "POST", "/v1/workers", `{"name":"w","resources":{"memory":"lots"}}`, 400, "invalid", "resources.memory", 0},
 		{"worker: malformed json", "POST", "/v1/workers", `{"name":`, 400, "invalid", "body", 0},
 		{"lease: unknown worker", "POST", "/v1/workers/ghost/lease", `{}`, 404, "not_found", "", 0},

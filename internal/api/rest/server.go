@@ -233,9 +233,31 @@ func (s *Server) body(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 // errors that name the field.
 func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, out any) bool {
 	b, ok := s.body(w, r)
+	return ok && s.decodeBody(w, b, out)
+}
+
+// decodeDocumentJSON reads a strict JSON body that carries what a document
+// (a config or scenario file) also carries: an endpoint, the throttling
+// settings, a worker's registration. Besides decodeJSON's checks, a written
+// value the document check refuses (a 0 where zero means nothing, which
+// encoding/json would take as unset) is refused here too, so that the API
+// and files agree.
+func (s *Server) decodeDocumentJSON(w http.ResponseWriter, r *http.Request, out any) bool {
+	b, ok := s.body(w, r)
 	if !ok {
 		return false
 	}
+	if len(strings.TrimSpace(string(b))) > 0 {
+		if list := spec.CheckJSON(b, out); len(list) > 0 {
+			s.fail(w, list)
+			return false
+		}
+	}
+	return s.decodeBody(w, b, out)
+}
+
+// decodeBody decodes b as decodeJSON does.
+func (s *Server) decodeBody(w http.ResponseWriter, b []byte, out any) bool {
 	if len(strings.TrimSpace(string(b))) == 0 {
 		writeError(w, http.StatusBadRequest, api.Error{Code: api.CodeInvalid, Field: "body", Message: "the request body is empty"})
 		return false
@@ -542,7 +564,7 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var reg api.Register
-	if !s.decodeJSON(w, r, &reg) || !s.check(w, principal(r).ActAs(reg.Name)) {
+	if !s.decodeDocumentJSON(w, r, &reg) || !s.check(w, principal(r).ActAs(reg.Name)) {
 		return
 	}
 	wk, err := s.ctrl.Register(r.Context(), reg)

@@ -502,6 +502,21 @@ func (f *Fleet) PoolSlots(sel model.Selector) (slots, free int) {
 	return slots, free
 }
 
+// PoolAmounts returns what the ready workers of the pool sel selects offer
+// of each resource kind (GPU memory over all their devices), for a policy
+// that measures dominant shares.
+func (f *Fleet) PoolAmounts(sel model.Selector) model.Amounts {
+	f.PoolSlots(sel) // fills the pool's class memo
+	m := f.pools[sel.String()]
+	var a model.Amounts
+	for i, c := range f.classes {
+		if m[i] && c.slots > 0 {
+			a = a.Add(model.AmountsOf(c.capacity).Times(int64(c.slotsUp / c.slots)))
+		}
+	}
+	return a
+}
+
 // freeSet is a set of class member positions: a bitset with a count and a
 // low-water mark below which no bit is set, so the first member is found
 // without scanning the words that placements have already emptied.

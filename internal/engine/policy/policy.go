@@ -69,6 +69,9 @@ type Group struct {
 	Share     string
 	Requestor string
 	SLAGroup  string
+	// Held is what the group's running tasks hold, filled only for a
+	// policy that measures dominant shares (DominantPolicy).
+	Held model.Amounts
 }
 
 // RunningTask is a running task a policy may choose to stop.
@@ -87,9 +90,13 @@ type View struct {
 	Queue string
 	// Slots counts the slots of the queue's pool that take work (ready
 	// workers); Free counts those idle now.
-	Slots  int
-	Free   int
-	Groups []Group
+	Slots int
+	Free  int
+	// Capacity is the pool's ready workers in slots and in each resource
+	// kind, filled only for a policy that measures dominant shares
+	// (DominantPolicy); Capacity.Slots is Slots.
+	Capacity Capacity
+	Groups   []Group
 	// RunningTasks lists the running tasks of group g, oldest start first.
 	RunningTasks func(g int) []RunningTask
 }

@@ -70,7 +70,22 @@ func New(cfg Config) (Policy, error) {
 	if err != nil {
 		return nil, err
 	}
-	return k.New(s)
+	p, err := k.New(s)
+	if err != nil {
+		return nil, err
+	}
+	switch Usage(cfg.Usage) {
+	case "", UsageSlots:
+	case UsageDominant:
+		d, ok := p.(DominantPolicy)
+		if !ok {
+			return nil, model.Invalid("usage", "the %s policy does not measure usage by dominant share (fairshare, priority and sla do); leave usage out, or set slots", k.Name)
+		}
+		d.Dominant()
+	default:
+		return nil, model.Invalid("usage", "unknown usage %q (known: slots, dominant)", cfg.Usage)
+	}
+	return p, nil
 }
 
 // CheckJob checks a job against the policy settings of cfg (a priority

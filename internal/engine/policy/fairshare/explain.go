@@ -27,14 +27,16 @@ func (p *Policy) RankFigures(now time.Time) (name, unit string, values map[strin
 // entitled to; whether it is below or above its entitlement; and which
 // other shares run above theirs, which is why a full pool stays full.
 func (p *Policy) ExplainGroup(q policy.ExplainQuery) policy.GroupExplanation {
-	var usage, weight, entitled, running float64
+	var usage, weight, entitled, running, dominant float64
 	status := p.Status(q.Now)
 	for _, s := range status {
 		if s.Share == q.Group.Key {
-			usage, weight, entitled = s.Usage, s.WeightFactor, s.EntitledFraction
+			usage, weight, entitled, dominant = s.Usage, s.WeightFactor, s.EntitledFraction, s.DominantShare
 		}
 	}
-	if q.Slots > 0 {
+	if p.dominant {
+		running = dominant // the fraction that counts: of the scarcest kind
+	} else if q.Slots > 0 {
 		running = float64(q.Group.Running) / float64(q.Slots)
 	}
 	x := policy.GroupExplanation{

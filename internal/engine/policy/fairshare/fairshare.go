@@ -51,11 +51,17 @@ type Policy struct {
 	tau      float64  // decay time constant in seconds; 0 = current usage only
 	shares   map[string]*share
 	seen     []*share // the shares of the last cycle's View
+	// dominant says usage is measured by dominant share (usage: dominant);
+	// pool is the pool's capacity as of the last event (a cycle, a start or
+	// an end), which the usage from then on is measured against.
+	dominant bool
+	pool     policy.Capacity
 }
 
 // share is what the policy remembers about one share identifier.
 type share struct {
 	running int
+	held    model.Amounts // what the running tasks hold (usage: dominant)
 	// hist is the decayed slot-seconds at time at; when stamped is false,
 	// at is not known yet and the next event stamps it without decaying.
 	hist    float64
@@ -67,9 +73,10 @@ type share struct {
 }
 
 var (
-	_ policy.Policy       = (*Policy)(nil)
-	_ policy.HistoryTaker = (*Policy)(nil)
-	_ policy.HistoryGiver = (*Policy)(nil)
+	_ policy.Policy         = (*Policy)(nil)
+	_ policy.HistoryTaker   = (*Policy)(nil)
+	_ policy.HistoryGiver   = (*Policy)(nil)
+	_ policy.DominantPolicy = (*Policy)(nil)
 )
 
 // New builds the policy from its configuration block; nil means all
@@ -165,6 +172,35 @@ func (p *Policy) share(key string) *share {
 	return s
 }
 
+// Dominant implements policy.DominantPolicy: usage is measured by dominant
+// share. A share's running usage is its dominant share of the pool times
+// the pool's slots (slot-equivalents: a share holding a quarter of the GPUs
+// of a 100-slot pool uses 25, as if it ran 25 one-slot tasks), its past
+// usage integrates that over time (in slot-seconds, as under slots), and a
+// start raises its key by what the task adds, times its weight factor.
+// Targets are not slot counts any more, so none are reported; the status
+// gives each share's dominant share and entitled fraction instead.
+func (p *Policy) Dominant() { p.dominant = true }
+
+// AccountAmounts implements policy.AmountsAccounter. The time up to at is
+// measured against the pool as it was; from at on, against pool.
+func (p *Policy) AccountAmounts(group string, delta model.Amounts, pool policy.Capacity, at time.Time) {
+	s := p.share(group)
+	p.advance(s, at)
+	p.pool = pool
+	s.held = s.held.Add(delta)
+}
+
+// rate is what a share counts as using now: its running tasks, or under
+// dominant usage its slot-equivalents (dominant share × slots) of the pool
+// as of the last event.
+func (p *Policy) rate(running int, held model.Amounts) float64 {
+	if p.dominant {
+		return policy.DominantShare(running, held, p.pool) * float64(p.pool.Slots)
+	}
+	return float64(running)
+}
+
 // Account implements policy.Policy. Between two calls a share's running
 // count is constant, so its decayed usage is integrated exactly (see
 // decayed). Calls earlier than the share's last one (a task restored with a
@@ -185,7 +221,7 @@ func (p *Policy) advance(s *share, at time.Time) {
 		return
 	}
 	if dt := at.Sub(s.at).Seconds(); dt > 0 {
-		s.hist = decayed(s.hist, s.running, dt, p.tau)
+		s.hist = decayed(s.hist, p.rate(s.running, s.held), dt, p.tau)
 		s.at = at
 	}
 }
@@ -195,18 +231,20 @@ func (p *Policy) advance(s *share, at time.Time) {
 // u(t+dt) = h·e^(−dt/τ) + r·τ·(1 − e^(−dt/τ)). A share that runs r tasks
 // for ever settles at r·τ, the same figure a sliding window of τ seconds
 // gives, which is why τ = shareDecaySeconds.
-func decayed(h float64, r int, dt, tau float64) float64 {
+func decayed(h, r float64, dt, tau float64) float64 {
 	keep := math.Exp(-dt / tau)
-	return h*keep + float64(r)*tau*-math.Expm1(-dt/tau)
+	return h*keep + r*tau*-math.Expm1(-dt/tau)
 }
 
-// usage is the allocator's key for a share running r tasks with decayed
-// usage hist: w × (r + hist/τ), in weighted slots. With τ = 0 it is w × r,
-// the current usage. hist/τ is the average number of slots the share used
-// over the window, so history and current tasks weigh alike, and a task
-// started in this cycle raises the key at once by w.
-func (p *Policy) usage(w float64, r int, hist float64) float64 {
-	u := float64(r)
+// usage is the allocator's key for a share using r now (running tasks, or
+// its dominant share) with decayed usage hist: w × (r + hist/τ), in
+// weighted slots (or weighted dominant shares). With τ = 0 it is w × r, the
+// current usage. hist/τ is the average the share used over the window, so
+// history and current tasks weigh alike, and a task started in this cycle
+// raises the key at once by w (by w times what it adds to the dominant
+// share).
+func (p *Policy) usage(w, r, hist float64) float64 {
+	u := r
 	if p.tau > 0 {
 		u += hist / p.tau
 	}
@@ -255,7 +293,7 @@ func (p *Policy) histAt(s *share, now time.Time) float64 {
 	}
 	if s.stamped && !now.IsZero() {
 		if dt := now.Sub(s.at).Seconds(); dt > 0 {
-			return decayed(s.hist, s.running, dt, p.tau)
+			return decayed(s.hist, p.rate(s.running, s.held), dt, p.tau)
 		}
 	}
 	return s.hist
@@ -283,10 +321,19 @@ func (p *Policy) Allocate(v *policy.View) policy.Plan {
 		if g.Waiting == 0 {
 			continue
 		}
-		e := entry{group: i, sh: s, w: p.WeightFactor(g.Key), running: g.Running, hist: s.hist}
-		e.usage = p.usage(e.w, e.running, e.hist)
+		e := entry{group: i, sh: s, w: p.WeightFactor(g.Key), running: g.Running, held: g.Held, hist: s.hist}
+		e.usage = p.usage(e.w, float64(e.running), e.hist)
 		a.byGroup[i] = int32(len(a.heap.entries))
 		a.heap.entries = append(a.heap.entries, e)
+	}
+	if p.dominant {
+		// The time up to now was measured against the pool as it was;
+		// from now on, against the pool as it is.
+		p.pool = v.Capacity
+		for k := range a.heap.entries {
+			e := &a.heap.entries[k]
+			e.usage = p.usage(e.w, p.rate(e.running, e.held), e.hist)
+		}
 	}
 	// Rank the shares by name once, so that ties cost no string compares.
 	a.heap.idx = make([]int32, len(a.heap.entries))
@@ -307,6 +354,9 @@ func (p *Policy) Allocate(v *policy.View) policy.Plan {
 	}
 	a.running = running
 	a.budget = max(0, a.res.cap-running)
+	if p.dominant {
+		return policy.Plan{Alloc: a} // no slot targets: see Dominant
+	}
 	return policy.Plan{Targets: p.targets(v.Groups, a.res.cap), Alloc: a}
 }
 
@@ -428,6 +478,7 @@ type entry struct {
 	sh      *share
 	w       float64
 	running int
+	held    model.Amounts // running tasks and this cycle's starts (usage: dominant)
 	hist    float64
 	starts  int
 	usage   float64
@@ -539,12 +590,21 @@ func (a *allocator) Started(g int) {
 	}
 	e := &a.heap.entries[a.byGroup[g]]
 	e.starts++
-	e.usage = a.p.usage(e.w, e.running+e.starts, e.hist)
+	e.usage = a.p.usage(e.w, a.p.rate(e.running+e.starts, e.held), e.hist)
 	if e.pos >= 0 {
 		a.heap.down(e.pos)
 	}
 	if e.sh.waiting > 0 {
 		e.sh.waiting--
+	}
+}
+
+// Took implements policy.SizedAllocator: the task about to be reported
+// Started holds a, which counts in its share's dominant share.
+func (a *allocator) Took(g int, amt model.Amounts) {
+	if g >= 0 && g < len(a.byGroup) && a.byGroup[g] >= 0 {
+		e := &a.heap.entries[a.byGroup[g]]
+		e.held = e.held.Add(amt)
 	}
 }
 
@@ -595,11 +655,16 @@ type ShareStatus struct {
 	// Waiting is the share's waiting tasks after the last cycle.
 	Waiting int `json:"waiting"`
 	// SlotSeconds is the share's decayed past usage, before weighting; 0
-	// when shareDecaySeconds is 0.
+	// when shareDecaySeconds is 0. Under usage: dominant it counts
+	// slot-equivalents (dominant share × the pool's slots) over time.
 	SlotSeconds float64 `json:"slotSeconds"`
+	// DominantShare is the largest fraction of any resource kind of the
+	// pool the share's running tasks hold; only under usage: dominant.
+	DominantShare float64 `json:"dominantShare,omitempty"`
 	// Usage is the weighted usage the allocator orders shares by:
-	// weightFactor × (running + slotSeconds / shareDecaySeconds). The share
-	// with the lowest usage is served next.
+	// weightFactor × (running + slotSeconds / shareDecaySeconds), with
+	// dominantShare × the pool's slots for running under usage: dominant.
+	// The share with the lowest usage is served next.
 	Usage float64 `json:"usage"`
 	// EntitledFraction is the fraction of the pool the share is entitled to
 	// now: (1 − reserved fraction) × (1/w) / Σ(1/w) over the active shares,
@@ -625,8 +690,15 @@ func (p *Policy) Status(now time.Time) []ShareStatus {
 		if s := p.shares[k]; s != nil {
 			st.Running, st.Waiting = s.running, s.waiting
 			st.SlotSeconds = p.histAt(s, now)
+			if p.dominant {
+				st.DominantShare = policy.DominantShare(s.running, s.held, p.pool)
+			}
 		}
-		st.Usage = p.usage(st.WeightFactor, st.Running, st.SlotSeconds)
+		r := float64(st.Running)
+		if s := p.shares[k]; s != nil && p.dominant {
+			r = p.rate(s.running, s.held)
+		}
+		st.Usage = p.usage(st.WeightFactor, r, st.SlotSeconds)
 		if st.Running > 0 || st.Waiting > 0 {
 			active = append(active, k)
 		}

@@ -25,6 +25,16 @@ func (PerJob) Order() (policy.JobOrder, policy.TaskOrder) {
 // Account implements policy.Policy: it integrates the job's usage.
 func (p PerJob) Account(group string, delta int, at time.Time) { p.Book.Account(group, delta, at) }
 
+// Dominant implements policy.DominantPolicy: the usage window books each
+// job's slot-equivalents (Book.Dominant).
+func (p PerJob) Dominant() { p.Book.Dominant() }
+
+// AccountAmounts implements policy.AmountsAccounter.
+func (p PerJob) AccountAmounts(group string, delta model.Amounts, pool policy.Capacity, at time.Time) {
+	p.Book.SetPool(pool)
+	p.Book.AccountAmounts(group, delta, at)
+}
+
 // History implements policy.HistoryGiver: each job's usage over the
 // window, as of now.
 func (p PerJob) History(now time.Time) policy.History {
@@ -51,10 +61,20 @@ func (p PerJob) SetHistory(h policy.History, now time.Time) {
 // job's starting usage ("as if it had run at its ideal share for the whole
 // window") is a separate virtual rate over the window before the job was
 // first seen, which slides out linearly as time passes.
+//
+// Under usage: dominant (Dominant) a job's rate is not its running count but
+// its slot-equivalents, its dominant share of the pool times the pool's
+// slots, measured against the pool as of the last event (SetPool); it is a
+// fraction, so it is integrated in float64 seconds beside the exact integer
+// integral, which stays 0.
 type Book struct {
 	window time.Duration
 	jobs   map[string]*Record
 	cycle  uint64 // Allocate calls so far; marks which accounts a view saw
+	// dominant says rates are slot-equivalents; pool is the pool they are
+	// measured against.
+	dominant bool
+	pool     policy.Capacity
 }
 
 // Record is one job's usage record; See returns it for Usage.
@@ -64,6 +84,10 @@ type Record struct {
 	// last point's at.
 	closed  int64
 	running int
+	// held is what the running tasks hold, and fclosed the integral of the
+	// points' frate in slot-seconds (usage: dominant).
+	held    model.Amounts
+	fclosed float64
 	created time.Time // first Account call or first view
 	// The virtual starting usage: rate slots over [initEnd-window, initEnd).
 	initialised bool
@@ -73,8 +97,9 @@ type Record struct {
 }
 
 type point struct {
-	at   time.Time
-	rate int64 // running tasks from at on
+	at    time.Time
+	rate  int64   // running tasks from at on
+	frate float64 // slot-equivalents from at on (usage: dominant)
 }
 
 // NewBook returns an empty book that counts usage over window.
@@ -97,6 +122,10 @@ func (b *Book) get(key string, at time.Time) *Record {
 func (b *Book) Account(key string, delta int, at time.Time) {
 	a := b.get(key, at)
 	a.running += delta
+	if b.dominant {
+		b.setRate(a, at)
+		return
+	}
 	d := int64(delta)
 	n := len(a.points)
 	switch {
@@ -110,6 +139,50 @@ func (b *Book) Account(key string, delta int, at time.Time) {
 		a.points = append(a.points, point{at: at, rate: last.rate + d})
 	default:
 		a.insert(at, d)
+	}
+	a.prune(at.Add(-b.window))
+}
+
+// Dominant makes the book measure usage by dominant share: each job's rate
+// is its slot-equivalents (policy.DominantShare × the pool's slots).
+func (b *Book) Dominant() { b.dominant = true }
+
+// SetPool sets the pool that rates are measured against from now on (usage:
+// dominant): the policies pass it on at each start and end, and at the start
+// of each cycle.
+func (b *Book) SetPool(c policy.Capacity) { b.pool = c }
+
+// AccountAmounts records that what key's running tasks hold changed by
+// delta at time at (usage: dominant).
+func (b *Book) AccountAmounts(key string, delta model.Amounts, at time.Time) {
+	a := b.get(key, at)
+	a.held = a.held.Add(delta)
+	if b.dominant {
+		b.setRate(a, at)
+	}
+}
+
+// rateOf is a's slot-equivalents now.
+func (b *Book) rateOf(a *Record) float64 {
+	return policy.DominantShare(a.running, a.held, b.pool) * float64(b.pool.Slots)
+}
+
+// setRate starts a's current rate at at (usage: dominant). A dominant share
+// is not a sum of its tasks' shares, so a change dated before a's last point
+// (a task restored as running since a past instant) counts from that point.
+func (b *Book) setRate(a *Record, at time.Time) {
+	r := b.rateOf(a)
+	n := len(a.points)
+	switch {
+	case n == 0:
+		a.points = append(a.points, point{at: at, frate: r})
+	case at.After(a.points[n-1].at):
+		last := a.points[n-1]
+		a.fclosed += last.frate * at.Sub(last.at).Seconds()
+		a.points = append(a.points, point{at: at, frate: r})
+	default:
+		a.points[n-1].frate = r
+		at = a.points[n-1].at
 	}
 	a.prune(at.Add(-b.window))
 }
@@ -140,11 +213,13 @@ func (a *Record) insert(at time.Time, d int64) {
 func (a *Record) prune(lo time.Time) {
 	for len(a.points) >= 2 && !a.points[1].at.After(lo) {
 		a.closed -= a.points[0].rate * int64(a.points[1].at.Sub(a.points[0].at))
+		a.fclosed -= a.points[0].frate * a.points[1].at.Sub(a.points[0].at).Seconds()
 		a.points = a.points[1:]
 	}
 	if len(a.points) > 0 && a.points[0].at.Before(lo) {
 		if len(a.points) >= 2 {
 			a.closed -= a.points[0].rate * int64(lo.Sub(a.points[0].at))
+			a.fclosed -= a.points[0].frate * lo.Sub(a.points[0].at).Seconds()
 		}
 		a.points[0].at = lo
 	}
@@ -155,13 +230,15 @@ func (a *Record) prune(lo time.Time) {
 func (b *Book) Usage(a *Record, now time.Time) float64 {
 	a.prune(now.Add(-b.window))
 	var ns int64
+	var f float64
 	if n := len(a.points); n > 0 {
-		ns = a.closed
+		ns, f = a.closed, a.fclosed
 		if last := a.points[n-1]; now.After(last.at) {
 			ns += last.rate * int64(now.Sub(last.at))
+			f += last.frate * now.Sub(last.at).Seconds()
 		}
 	}
-	u := float64(ns) / float64(time.Second)
+	u := float64(ns)/float64(time.Second) + max(0, f)
 	if a.initialised {
 		left := b.window - now.Sub(a.initEnd)
 		if left > b.window {
@@ -211,8 +288,12 @@ func (b *Book) Usages(now time.Time) map[string]float64 {
 func (b *Book) Restore(key string, u float64, now time.Time) {
 	a := b.get(key, now)
 	a.points = a.points[:0]
-	a.closed = 0
-	if a.running != 0 {
+	a.closed, a.fclosed = 0, 0
+	if b.dominant {
+		if r := b.rateOf(a); r != 0 {
+			a.points = append(a.points, point{at: now, frate: r})
+		}
+	} else if a.running != 0 {
 		a.points = append(a.points, point{at: now, rate: int64(a.running)})
 	}
 	a.initialised = true

@@ -79,6 +79,7 @@ type cycle struct {
 // Allocate implements policy.Policy.
 func (p *Priority) Allocate(v *policy.View) policy.Plan {
 	p.Book.StartCycle()
+	p.Book.SetPool(v.Capacity)
 	c := &cycle{p: p, v: v, jobs: make([]job, len(v.Groups)), given: make([]int, len(v.Groups)), waitNote: map[int]string{}}
 	var normal []int
 	for i, g := range v.Groups {

@@ -89,6 +89,7 @@ type slaCycle struct {
 // Allocate implements policy.Policy.
 func (s *Policy) Allocate(v *policy.View) policy.Plan {
 	s.Book.StartCycle()
+	s.Book.SetPool(v.Capacity)
 	n := len(v.Groups)
 	c := &slaCycle{s: s, v: v, of: make([]*slaGroup, n), cap: make([]int, n), eff: make([]float64, n),
 		norm: make([]float64, n), ideal: make([]int, n), floor: make([]int, n), given: make([]int, n)}
