@@ -38,6 +38,7 @@ type candidate interface {
 // fenced, stops its loop, writes nothing more and stands again.
 type replica struct {
 	cand    candidate
+	self    string // this replica's advertised URL
 	timeout time.Duration
 	log     *slog.Logger
 	// promote rebuilds the engine from the store and returns the
@@ -56,7 +57,8 @@ type replica struct {
 	ctrl    atomic.Pointer[control.Controller]
 
 	mu        sync.Mutex
-	leading   bool
+	leading   bool      // holds the lock
+	serving   bool      // leading with the engine rebuilt: the API is the leader's
 	confirmed time.Time // last proof that this replica holds the lock
 	leaderURL string    // the leader's, while this replica does not lead
 }
@@ -69,7 +71,7 @@ func (r *replica) Leader() (bool, string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.leading {
-		return time.Since(r.confirmed) < r.timeout, ""
+		return r.serving && time.Since(r.confirmed) < r.timeout, ""
 	}
 	return false, r.leaderURL
 }
@@ -119,6 +121,11 @@ func (r *replica) run(ctx context.Context, follower http.Handler) error {
 			}
 			if err == nil {
 				r.mu.Lock()
+				if row.URL == r.self {
+					// This replica's own row, from before it lost the
+					// lock: whoever holds it now has not written yet.
+					row.URL = ""
+				}
 				r.leaderURL = row.URL
 				r.mu.Unlock()
 				if row.URL != "" {
@@ -134,7 +141,7 @@ func (r *replica) run(ctx context.Context, follower http.Handler) error {
 		}
 		err := r.lead(ctx, epoch)
 		r.mu.Lock()
-		r.leading, r.leaderURL = false, ""
+		r.leading, r.serving, r.leaderURL = false, false, ""
 		r.mu.Unlock()
 		if ctx.Err() != nil {
 			return nil
@@ -194,6 +201,9 @@ func (r *replica) lead(ctx context.Context, epoch int64) error {
 	}
 	r.ctrl.Store(ctrl)
 	r.handler.Store(&h)
+	r.mu.Lock()
+	r.serving = true
+	r.mu.Unlock()
 	r.settle()
 	loopCtx, stopLoop := context.WithCancel(context.Background())
 	defer stopLoop()
@@ -205,6 +215,9 @@ func (r *replica) lead(ctx context.Context, epoch int64) error {
 		stopLoop()
 		result = <-loopErr
 	case err := <-lost:
+		r.mu.Lock()
+		r.serving = false
+		r.mu.Unlock()
 		// Fence first, so that the loop's last round and its stop write
 		// nothing; then stop it.
 		r.log.Error("leadership lost: the leader lock's session is gone; stopping the loop and standing by", "err", err)
@@ -218,6 +231,9 @@ func (r *replica) lead(ctx context.Context, epoch int64) error {
 			result = err
 		}
 	}
+	r.mu.Lock()
+	r.serving = false
+	r.mu.Unlock()
 	r.cand.Resign()
 	ctrl.ReleaseWaiters()
 	return result

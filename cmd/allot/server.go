@@ -353,6 +353,7 @@ func startServerWith(ctx context.Context, cfg spec.ServerConfig, log *slog.Logge
 			advertise = s.URL
 		}
 		host, _ := os.Hostname()
+		rep.self = advertise
 		rep.cand = shared.Candidate(fmt.Sprintf("allot server on %s (PID %d) at %s", host, os.Getpid(), advertise), advertise, rep.timeout)
 		var watch sync.Once
 		rep.promote = func(ctx context.Context) (*control.Controller, http.Handler, error) {
