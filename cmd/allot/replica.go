@@ -157,7 +157,7 @@ func (r *replica) run(ctx context.Context, follower http.Handler) error {
 // loop's error otherwise. The lock is given up (Resign) before it returns.
 func (r *replica) lead(ctx context.Context, epoch int64) error {
 	r.mu.Lock()
-	r.leading, r.confirmed = true, time.Now()
+	r.leading, r.confirmed, r.leaderURL = true, time.Now(), ""
 	r.mu.Unlock()
 	// Keep the lock's session alive and confirmed, from before the rebuild
 	// on: the rebuild may take longer than the timeout.
@@ -240,3 +240,14 @@ func (r *replica) lead(ctx context.Context, epoch int64) error {
 }
 
 var _ api.Leadership = (*replica)(nil)
+
+// followerView is the replica as its follower API sees it: never leading,
+// so that a request that reached the follower's handler just before a
+// promotion is still answered not_leader (that handler has no loop).
+type followerView struct{ r *replica }
+
+func (f followerView) Leader() (bool, string) {
+	f.r.mu.Lock()
+	defer f.r.mu.Unlock()
+	return false, f.r.leaderURL
+}

@@ -364,7 +364,9 @@ func startServerWith(ctx context.Context, cfg spec.ServerConfig, log *slog.Logge
 			watch.Do(func() { mx.Watch(currentCtrl{rep}) })
 			return c, rest.New(c, restOpt).Handler(), nil
 		}
-		follower := rest.New(nil, restOpt).Handler()
+		followerOpt := restOpt
+		followerOpt.Leadership = followerView{rep}
+		follower := rest.New(nil, followerOpt).Handler()
 		go func() { loopErr <- rep.run(loopCtx, follower) }()
 		// Serve once the role is known, as a single server serves once its
 		// engine is rebuilt; a replica that finds no leader serves

@@ -165,6 +165,10 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
+	if s.opt.Leadership != nil {
+		writeJSON(w, 200, map[string]string{"status": "ready", "role": "leader"})
+		return
+	}
 	writeJSON(w, 200, map[string]string{"status": "ready"})
 }
 
