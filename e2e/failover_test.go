@@ -97,7 +97,8 @@ func (rs *replicaSet) stop() {
 
 // Three replicas on one PostgreSQL, a real worker and a stream of
 // submissions through a client that knows every replica; the leader is
-// killed twice and frozen once past the leader timeout. What the clients
+// killed twice, frozen once past the leader timeout, and cut from the
+// database once (its lock's session ended). What the clients
 // saw must hold: every acknowledged job is stored and ends, every task
 // ends exactly once, and a standby leads soon after each fault.
 func TestFailoverOfThreeReplicasLosesNothing(t *testing.T) {
@@ -188,8 +189,8 @@ func TestFailoverOfThreeReplicasLosesNothing(t *testing.T) {
 		}
 	}()
 
-	var killGaps, freezeGaps []time.Duration
-	for round := range 3 {
+	var killGaps, freezeGaps, cutGaps []time.Duration
+	for round := range 4 {
 		time.Sleep(1500 * time.Millisecond)
 		old := rs.leader()
 		if old < 0 {
@@ -204,6 +205,18 @@ func TestFailoverOfThreeReplicasLosesNothing(t *testing.T) {
 			_, seen := rs.waitLeader(old, 10*time.Second)
 			killGaps = append(killGaps, seen.Sub(fault))
 			rs.start(old) // back as a standby
+			continue
+		}
+		if round == 3 {
+			// The leader cut from PostgreSQL: its lock's session ended
+			// under it, the process alive and unaware.
+			fault := time.Now()
+			if err := pg.Exec(context.Background(), schema,
+				`SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted`); err != nil {
+				t.Fatal(err)
+			}
+			_, seen := rs.waitLeader(old, 10*time.Second)
+			cutGaps = append(cutGaps, seen.Sub(fault))
 			continue
 		}
 		_ = p.Process.Signal(syscall.SIGSTOP)
@@ -223,7 +236,13 @@ func TestFailoverOfThreeReplicasLosesNothing(t *testing.T) {
 	time.Sleep(time.Second)
 	stopSubmitting()
 	<-submitted
-	t.Logf("failover after kill -9: %v; after SIGSTOP past the %s timeout: %v", killGaps, leaderTimeout, freezeGaps)
+	t.Logf("failover after kill -9: %v; after SIGSTOP past the %s timeout: %v; after the leader's lock session was ended: %v",
+		killGaps, leaderTimeout, freezeGaps, cutGaps)
+	for _, g := range cutGaps {
+		if g > 3*time.Second {
+			t.Errorf("a new leader served %s after the leader was cut from the database", g)
+		}
+	}
 	for _, g := range killGaps {
 		if g > 3*time.Second {
 			t.Errorf("a new leader served %s after kill -9 of the leader", g)
@@ -271,8 +290,8 @@ func TestFailoverOfThreeReplicasLosesNothing(t *testing.T) {
 		}
 	}
 	t.Logf("%d fenced writes in %d epochs, in epoch order", len(epochs), distinct)
-	if distinct < 4 {
-		t.Errorf("writes of %d epochs, want one for each of the 4 leaders at least", distinct)
+	if distinct < 5 {
+		t.Errorf("writes of %d epochs, want one for each of the 5 leaders at least", distinct)
 	}
 	// Every acknowledged job is stored and ends, each task exactly once:
 	// asked of the leader now.

@@ -211,9 +211,13 @@ func (c *Controller) Run(ctx context.Context) error {
 			c.err = err
 			for _, r := range batch {
 				r.err = fmt.Errorf("%w: %v", ErrStopped, err)
+				if errors.Is(err, store.ErrFenced) {
+					// Nothing of the round was stored: the leader has it.
+					r.err = &api.NotLeaderError{}
+				}
 				close(r.done)
 			}
-			c.drain(ErrStopped)
+			c.drain(c.stopped())
 			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 				// Stopped before the round was stored (typically while
 				// the store refused writes): none of it was
@@ -298,7 +302,7 @@ func (c *Controller) send(ctx context.Context, r *request) (any, error) {
 	select {
 	case c.reqs <- r:
 	case <-c.done:
-		return nil, ErrStopped
+		return nil, c.stopped()
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -316,9 +320,20 @@ func (c *Controller) send(ctx context.Context, r *request) (any, error) {
 		case <-r.done:
 			return r.val, r.err
 		default:
-			return nil, ErrStopped
+			return nil, c.stopped()
 		}
 	}
+}
+
+// stopped is the answer to a request the ended loop did not take: a loop
+// fenced by another leader answers not_leader, so that the caller goes to
+// the leader; any other stop, ErrStopped. Call it once c.done is closed,
+// or from the loop.
+func (c *Controller) stopped() error {
+	if errors.Is(c.err, store.ErrFenced) {
+		return &api.NotLeaderError{}
+	}
+	return ErrStopped
 }
 
 // Ping makes a round trip through the loop: it answers once the loop has
