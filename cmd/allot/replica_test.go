@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/allot-sched/allot/internal/control"
+	"github.com/allot-sched/allot/internal/store/postgres"
+	"github.com/allot-sched/allot/internal/store/sqlite"
+)
+
+// stallingCandidate wins at once; its confirmations hang while stall is
+// set, as on a network that went silent.
+type stallingCandidate struct {
+	stall    atomic.Bool
+	resigned atomic.Int32
+}
+
+func (c *stallingCandidate) Try(context.Context) (bool, postgres.LeaderRow, error) {
+	return true, postgres.LeaderRow{Epoch: 1}, nil
+}
+
+func (c *stallingCandidate) Confirm(ctx context.Context) error {
+	for c.stall.Load() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+func (c *stallingCandidate) Resign() { c.resigned.Add(1) }
+
+// A leader that has not confirmed its lock within the timeout stops
+// serving (a standby may lead by then) until it confirms it again.
+func TestALeaderThatCannotConfirmItsLockStopsServingUntilItDoes(t *testing.T) {
+	st, err := sqlite.Open(sqlite.Memory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cand := &stallingCandidate{}
+	r := &replica{cand: cand, timeout: 200 * time.Millisecond, log: quiet, settled: make(chan struct{}),
+		promote: func(ctx context.Context) (*control.Controller, http.Handler, error) {
+			c, err := control.New(ctx, control.Config{Logger: quiet}, st)
+			return c, http.NotFoundHandler(), err
+		}}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- r.run(ctx, http.NotFoundHandler()) }()
+	<-r.settled
+	waitFor := func(what string, want bool) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			if leading, _ := r.Leader(); leading == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: Leader() stayed %v", what, !want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitFor("promoted", true)
+	cand.stall.Store(true)
+	start := time.Now()
+	waitFor("unconfirmed past the timeout", false)
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("served %v without confirming its lock, timeout 200ms", took)
+	}
+	cand.stall.Store(false)
+	waitFor("confirmed again", true)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if cand.resigned.Load() == 0 {
+		t.Error("the lock was not given up at the stop")
+	}
+}
