@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -30,13 +32,33 @@ type replicaSet struct {
 	addrs []string
 	dirs  []string
 	procs []*exec.Cmd
+	// promoting receives a replica's index when it logs that it took the
+	// leader lock, before its engine is rebuilt.
+	promoting chan int
+}
+
+// promotionWatch passes a replica's log on and reports its promotions.
+type promotionWatch struct {
+	next io.Writer
+	i    int
+	ch   chan int
+}
+
+func (w promotionWatch) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte("took the leader lock")) {
+		select {
+		case w.ch <- w.i:
+		default:
+		}
+	}
+	return w.next.Write(p)
 }
 
 func (rs *replicaSet) start(i int) {
 	rs.t.Helper()
 	cmd := exec.Command(bin, "server", "--listen", rs.addrs[i], "--data-dir", rs.dirs[i], "--store", rs.store,
 		"--leader-timeout", leaderTimeout.String(), "--heartbeat-timeout", "20s")
-	cmd.Stderr = logWriter(rs.t, fmt.Sprintf("replica%d", i))
+	cmd.Stderr = promotionWatch{next: logWriter(rs.t, fmt.Sprintf("replica%d", i)), i: i, ch: rs.promoting}
 	if err := cmd.Start(); err != nil {
 		rs.t.Fatal(err)
 	}
@@ -97,8 +119,9 @@ func (rs *replicaSet) stop() {
 
 // Three replicas on one PostgreSQL, a real worker and a stream of
 // submissions through a client that knows every replica; the leader is
-// killed twice, frozen once past the leader timeout, and cut from the
-// database once (its lock's session ended). What the clients
+// killed twice, frozen once past the leader timeout, cut from the
+// database once (its lock's session ended), and killed once more with
+// its successor killed in its promotion. What the clients
 // saw must hold: every acknowledged job is stored and ends, every task
 // ends exactly once, and a standby leads soon after each fault.
 func TestFailoverOfThreeReplicasLosesNothing(t *testing.T) {
@@ -107,7 +130,7 @@ func TestFailoverOfThreeReplicasLosesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs := &replicaSet{t: t, store: schema, procs: make([]*exec.Cmd, 3)}
+	rs := &replicaSet{t: t, store: schema, procs: make([]*exec.Cmd, 3), promoting: make(chan int, 16)}
 	for range 3 {
 		rs.addrs = append(rs.addrs, freePort(t))
 		rs.dirs = append(rs.dirs, t.TempDir())
@@ -189,8 +212,8 @@ func TestFailoverOfThreeReplicasLosesNothing(t *testing.T) {
 		}
 	}()
 
-	var killGaps, freezeGaps, cutGaps []time.Duration
-	for round := range 4 {
+	var killGaps, freezeGaps, cutGaps, recoveringGaps []time.Duration
+	for round := range 5 {
 		time.Sleep(1500 * time.Millisecond)
 		old := rs.leader()
 		if old < 0 {
@@ -205,6 +228,35 @@ func TestFailoverOfThreeReplicasLosesNothing(t *testing.T) {
 			_, seen := rs.waitLeader(old, 10*time.Second)
 			killGaps = append(killGaps, seen.Sub(fault))
 			rs.start(old) // back as a standby
+			continue
+		}
+		if round == 4 {
+			// The leader killed, then the replica that takes its place
+			// killed as soon as it says it took the lock (while it
+			// rebuilds its engine): the third leads.
+			for len(rs.promoting) > 0 {
+				<-rs.promoting
+			}
+			fault := time.Now()
+			_ = p.Process.Kill()
+			_ = p.Wait()
+			rs.procs[old] = nil
+			var next int
+			select {
+			case next = <-rs.promoting:
+			case <-time.After(10 * time.Second):
+				t.Fatal("no replica took the lock after the leader was killed")
+			}
+			_ = rs.procs[next].Process.Kill()
+			_ = rs.procs[next].Wait()
+			rs.procs[next] = nil
+			l, seen := rs.waitLeader(-1, 10*time.Second)
+			if l == old || l == next {
+				t.Fatalf("replica %d leads, killed", l)
+			}
+			recoveringGaps = append(recoveringGaps, seen.Sub(fault))
+			rs.start(old)
+			rs.start(next)
 			continue
 		}
 		if round == 3 {
@@ -236,8 +288,13 @@ func TestFailoverOfThreeReplicasLosesNothing(t *testing.T) {
 	time.Sleep(time.Second)
 	stopSubmitting()
 	<-submitted
-	t.Logf("failover after kill -9: %v; after SIGSTOP past the %s timeout: %v; after the leader's lock session was ended: %v",
-		killGaps, leaderTimeout, freezeGaps, cutGaps)
+	t.Logf("failover after kill -9: %v; after SIGSTOP past the %s timeout: %v; after the leader's lock session was ended: %v; "+
+		"after the leader and then its successor in its promotion were killed: %v", killGaps, leaderTimeout, freezeGaps, cutGaps, recoveringGaps)
+	for _, g := range recoveringGaps {
+		if g > 3*time.Second {
+			t.Errorf("a new leader served %s after the leader and its successor were killed", g)
+		}
+	}
 	for _, g := range cutGaps {
 		if g > 3*time.Second {
 			t.Errorf("a new leader served %s after the leader was cut from the database", g)
@@ -290,8 +347,8 @@ func TestFailoverOfThreeReplicasLosesNothing(t *testing.T) {
 		}
 	}
 	t.Logf("%d fenced writes in %d epochs, in epoch order", len(epochs), distinct)
-	if distinct < 5 {
-		t.Errorf("writes of %d epochs, want one for each of the 5 leaders at least", distinct)
+	if distinct < 6 {
+		t.Errorf("writes of %d epochs, want one for each of the 6 leaders that finished their promotion at least", distinct)
 	}
 	// Every acknowledged job is stored and ends, each task exactly once:
 	// asked of the leader now.
