@@ -49,6 +49,11 @@ ALLOT_STORE, server.store; the data directory then keeps only the server's lock
 and admin token), serves the REST API under /v1, and schedules tasks onto the
 workers that register with it (allot worker).
 
+Several servers may share one PostgreSQL database (each with its own --data-dir): one
+leads and schedules, the others stand by, answer 503 not_leader with the leader's
+URL (--advertise), and one of them takes over when the leader dies, freezes or
+loses the database for --leader-timeout (docs/ha.md).
+
 One server uses a data directory at a time (it locks DATA_DIR/allot.lock); its files
 are readable by their owner only. While the disk is full, changes are refused with
 503 store_unavailable, reads and running tasks go on, and the server resumes by itself
