@@ -184,7 +184,12 @@ func TestSecondServerStandsByAndTakesOverWhenTheLeaderStops(t *testing.T) {
 	if _, err := c1.SubmitJob(t.Context(), []byte(`{"id": "j-before", "tasks": [{"name": "a", "command": ["true"]}]}`), "application/json"); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.Get(second.URL + "/v1/jobs")
+	// The standby serves the job reads from the store, and sends the rest
+	// to the leader.
+	if j, err := client2(t, second.URL).Job(t.Context(), "j-before"); err != nil || j.ID != "j-before" {
+		t.Fatalf("a job read on the standby: %+v, %v", j, err)
+	}
+	resp, err := http.Get(second.URL + "/v1/workers")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,13 +204,11 @@ func TestSecondServerStandsByAndTakesOverWhenTheLeaderStops(t *testing.T) {
 	if err := first.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	c2, err := client.New(second.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c2 := client2(t, second.URL)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		j, err := c2.Job(t.Context(), "j-before")
+		// A change only the leader takes.
+		j, err := c2.SetPriority(t.Context(), "j-before", 5, false)
 		if err == nil {
 			if j.ID != "j-before" {
 				t.Fatalf("job %+v", j)
@@ -217,6 +220,14 @@ func TestSecondServerStandsByAndTakesOverWhenTheLeaderStops(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+func client2(t *testing.T, url string) *client.Client {
+	c, err := client.New(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // A database a newer allot migrated is refused at start, naming the

@@ -371,6 +371,7 @@ func startServerWith(ctx context.Context, cfg spec.ServerConfig, log *slog.Logge
 		}
 		followerOpt := restOpt
 		followerOpt.Leadership = followerView{rep}
+		followerOpt.FollowerReads = control.NewStoreReader(st)
 		follower := rest.New(nil, followerOpt).Handler()
 		go func() { loopErr <- rep.run(loopCtx, follower) }()
 		// Serve once the role is known, as a single server serves once its

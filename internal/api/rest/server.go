@@ -50,6 +50,28 @@ type Options struct {
 	// not_leader with the leader's URL (leaderOnly). Nil: this server
 	// always leads (a single server).
 	Leadership api.Leadership
+	// FollowerReads, on a replica that does not lead (a server built
+	// without a controller), serves the job reads (GET /v1/jobs, a job,
+	// its logs) from the shared store instead of answering not_leader.
+	FollowerReads JobReader
+}
+
+// JobReader is what the job read routes need: the controller on the
+// leader, control.StoreReader on a follower.
+type JobReader interface {
+	Job(ctx context.Context, id string) (api.Job, error)
+	Jobs(ctx context.Context, f store.JobFilter) (api.JobList, error)
+	Logs(ctx context.Context, id string) (api.Logs, error)
+	Store() store.Store
+}
+
+// jobReads returns what serves the job reads: the controller, or on a
+// follower the store's reads.
+func (s *Server) jobReads() JobReader {
+	if s.ctrl == nil {
+		return s.opt.FollowerReads
+	}
+	return s.ctrl
 }
 
 // Server serves the API.
@@ -335,7 +357,7 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.Limit = int(limit)
-	list, err := s.ctrl.Jobs(r.Context(), f)
+	list, err := s.jobReads().Jobs(r.Context(), f)
 	s.reply(w, list, err)
 }
 
@@ -354,7 +376,7 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
 	if !s.allow(w, r, auth.ReadJobs) || !s.visible(w, r, r.PathValue("id")) {
 		return
 	}
-	job, err := s.ctrl.Job(r.Context(), r.PathValue("id"))
+	job, err := s.jobReads().Job(r.Context(), r.PathValue("id"))
 	s.reply(w, job, err)
 }
 
@@ -382,7 +404,7 @@ func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
 	if !s.allow(w, r, auth.ReadJobs) || !s.visible(w, r, r.PathValue("id")) {
 		return
 	}
-	logs, err := s.ctrl.Logs(r.Context(), r.PathValue("id"))
+	logs, err := s.jobReads().Logs(r.Context(), r.PathValue("id"))
 	s.reply(w, logs, err)
 }
 

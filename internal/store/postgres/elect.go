@@ -35,8 +35,9 @@ type Candidate struct {
 	timeout time.Duration
 
 	mu   sync.Mutex
-	conn *pgx.Conn // nil between sessions
-	held bool      // conn holds the leader lock
+	conn  *pgx.Conn // nil between sessions
+	held  bool      // conn holds the leader lock
+	epoch int64     // the epoch this candidate started, while held
 }
 
 // Candidate returns this store's candidate in the leader election, named
@@ -122,6 +123,7 @@ func (c *Candidate) Try(ctx context.Context) (lead bool, row LeaderRow, err erro
 		return false, LeaderRow{}, classify(err)
 	}
 	row.Holder, row.URL, row.Since = c.holder, c.url, time.Unix(0, since)
+	c.epoch = row.Epoch
 	c.s.Fence(row.Epoch)
 	return true, row, nil
 }
@@ -148,11 +150,18 @@ func (c *Candidate) Confirm(ctx context.Context) error {
 
 // Resign gives the leadership up: the store's writes are fenced off for
 // good (every later write fails with store.ErrFenced until a new Try
-// wins), then the session, and so the lock, is closed.
+// wins), the leader row forgets this server's URL if it still holds its
+// epoch (so that the standbys stop sending callers to it), then the
+// session, and so the lock, is closed.
 func (c *Candidate) Resign() {
 	c.s.Fence(-1)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.held && c.conn != nil && !c.conn.IsClosed() {
+		ctx, cancel := context.WithTimeout(context.Background(), min(c.timeout, time.Second))
+		_, _ = c.conn.Exec(ctx, `UPDATE leader SET url = '' WHERE id = 1 AND epoch = $1`, c.epoch)
+		cancel()
+	}
 	c.drop()
 }
 
