@@ -34,7 +34,7 @@ type Candidate struct {
 	url     string
 	timeout time.Duration
 
-	mu   sync.Mutex
+	mu    sync.Mutex
 	conn  *pgx.Conn // nil between sessions
 	held  bool      // conn holds the leader lock
 	epoch int64     // the epoch this candidate started, while held
