@@ -210,6 +210,12 @@ type sharedStore interface {
 	Candidate(holder, url string, timeout time.Duration) *postgres.Candidate
 }
 
+// eventWatcher is a shared store that tells of every commit that appended
+// events, whichever server made it: a follower's event streams wake by it.
+type eventWatcher interface {
+	WatchEvents(ctx context.Context, changed func())
+}
+
 // currentCtrl shows the metrics the snapshot of the replica's latest
 // controller.
 type currentCtrl struct{ r *replica }
@@ -371,7 +377,12 @@ func startServerWith(ctx context.Context, cfg spec.ServerConfig, log *slog.Logge
 		}
 		followerOpt := restOpt
 		followerOpt.Leadership = followerView{rep}
-		followerOpt.FollowerReads = control.NewStoreReader(st)
+		reads := control.NewStoreReader(st)
+		followerOpt.FollowerReads = reads
+		if w, ok := st.(eventWatcher); ok {
+			go w.WatchEvents(loopCtx, reads.Notify)
+		}
+		hs.RegisterOnShutdown(reads.Close)
 		follower := rest.New(nil, followerOpt).Handler()
 		go func() { loopErr <- rep.run(loopCtx, follower) }()
 		// Serve once the role is known, as a single server serves once its

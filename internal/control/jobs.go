@@ -452,10 +452,10 @@ func taskView(r store.Task) api.Task {
 
 // Jobs lists jobs from the store.
 func (c *Controller) Jobs(ctx context.Context, f store.JobFilter) (api.JobList, error) {
-	return NewStoreReader(c.st).Jobs(ctx, f)
+	return (&StoreReader{st: c.st}).Jobs(ctx, f)
 }
 
 // Logs returns the output tails of a job's tasks.
 func (c *Controller) Logs(ctx context.Context, id string) (api.Logs, error) {
-	return NewStoreReader(c.st).Logs(ctx, id)
+	return (&StoreReader{st: c.st}).Logs(ctx, id)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/store"
@@ -14,10 +15,45 @@ import (
 // leader writes (docs/ha.md). A job reads as of the leader's last commit;
 // its pending tasks carry no scheduling reason (the engine that knows it
 // runs on the leader).
-type StoreReader struct{ st store.Store }
+//
+// Its event streams wake when Notify is called (the PostgreSQL store's
+// WatchEvents calls it after every commit that appended events, through
+// LISTEN/NOTIFY), and end at Close.
+type StoreReader struct {
+	st store.Store
+
+	mu        sync.Mutex
+	changed   chan struct{}
+	closing   chan struct{}
+	closeOnce sync.Once
+}
 
 // NewStoreReader returns the reads of st.
-func NewStoreReader(st store.Store) *StoreReader { return &StoreReader{st: st} }
+func NewStoreReader(st store.Store) *StoreReader {
+	return &StoreReader{st: st, changed: make(chan struct{}), closing: make(chan struct{})}
+}
+
+// Changed returns a channel closed at the next Notify: new events may be
+// stored.
+func (r *StoreReader) Changed() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.changed
+}
+
+// Notify wakes the event streams waiting on Changed.
+func (r *StoreReader) Notify() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	close(r.changed)
+	r.changed = make(chan struct{})
+}
+
+// Closing is closed by Close: the event streams end.
+func (r *StoreReader) Closing() <-chan struct{} { return r.closing }
+
+// Close ends the event streams (the server shuts down).
+func (r *StoreReader) Close() { r.closeOnce.Do(func() { close(r.closing) }) }
 
 // Store returns the store, for the reads the API makes itself.
 func (r *StoreReader) Store() store.Store { return r.st }

@@ -54,13 +54,13 @@ func (s *Server) notLeading() (bool, string) {
 	return !leading, leader
 }
 
-// followerRead reports whether r is a job read a follower serves from the
-// store: GET /v1/jobs, /v1/jobs/{id} and /v1/jobs/{id}/logs.
+// followerRead reports whether r is a read a follower serves from the
+// store: GET /v1/jobs, /v1/jobs/{id}, /v1/jobs/{id}/logs and /v1/events.
 func followerRead(r *http.Request) bool {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		return false
 	}
-	if r.URL.Path == "/v1/jobs" {
+	if r.URL.Path == "/v1/jobs" || r.URL.Path == "/v1/events" {
 		return true
 	}
 	rest, ok := strings.CutPrefix(r.URL.Path, "/v1/jobs/")

@@ -52,8 +52,23 @@ type Options struct {
 	Leadership api.Leadership
 	// FollowerReads, on a replica that does not lead (a server built
 	// without a controller), serves the job reads (GET /v1/jobs, a job,
-	// its logs) from the shared store instead of answering not_leader.
-	FollowerReads JobReader
+	// its logs) and the event log and streams from the shared store
+	// instead of answering not_leader.
+	FollowerReads FollowerReader
+}
+
+// FollowerReader is what a follower serves its reads with
+// (control.StoreReader): the job reads, and the event streams' wake-ups.
+type FollowerReader interface {
+	JobReader
+	EventWaker
+}
+
+// EventWaker wakes the event streams when events may have been stored,
+// and ends them when the server shuts down.
+type EventWaker interface {
+	Changed() <-chan struct{}
+	Closing() <-chan struct{}
 }
 
 // JobReader is what the job read routes need: the controller on the
@@ -68,6 +83,15 @@ type JobReader interface {
 // jobReads returns what serves the job reads: the controller, or on a
 // follower the store's reads.
 func (s *Server) jobReads() JobReader {
+	if s.ctrl == nil {
+		return s.opt.FollowerReads
+	}
+	return s.ctrl
+}
+
+// eventWaker returns what wakes and ends the event streams: the
+// controller, or on a follower the store's notifications.
+func (s *Server) eventWaker() EventWaker {
 	if s.ctrl == nil {
 		return s.opt.FollowerReads
 	}
@@ -428,7 +452,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	}
 	f := store.EventFilter{AfterID: after, Job: q.Get("job"), Limit: int(limit)}
 	if !following(r) {
-		evs, err := s.ctrl.Store().Events(r.Context(), f)
+		evs, err := s.jobReads().Store().Events(r.Context(), f)
 		if err != nil {
 			s.fail(w, err)
 			return
@@ -472,9 +496,10 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, f store.Ev
 	ping := time.NewTicker(15 * time.Second)
 	defer ping.Stop()
 	scope := s.eventScope(r)
+	waker, st := s.eventWaker(), s.jobReads().Store()
 	for {
-		changed := s.ctrl.Changed()
-		evs, err := s.ctrl.Store().Events(r.Context(), f)
+		changed := waker.Changed()
+		evs, err := st.Events(r.Context(), f)
 		if err != nil {
 			return
 		}
@@ -494,7 +519,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, f store.Ev
 		select {
 		case <-r.Context().Done():
 			return
-		case <-s.ctrl.Closing():
+		case <-waker.Closing():
 			return
 		case <-changed:
 		case <-ping.C:
@@ -528,7 +553,7 @@ const maxEventScopeJobs = 4096
 
 func (s *Server) eventScope(r *http.Request) *eventScope {
 	p := principal(r)
-	return &eventScope{p: p, jobs: s.ctrl.Store().JobHeader, sees: map[string]bool{}, whole: p.Role == auth.Admin}
+	return &eventScope{p: p, jobs: s.jobReads().Store().JobHeader, sees: map[string]bool{}, whole: p.Role == auth.Admin}
 }
 
 func (sc *eventScope) view(ctx context.Context, e store.Event) api.Event {

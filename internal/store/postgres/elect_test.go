@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -70,4 +71,39 @@ func TestElectionTimeoutMovesTheLeadAndFencesTheFormerLeader(t *testing.T) {
 		t.Errorf("the lock after Resign: lead %v, %v", lead, err)
 	}
 	a.Resign()
+}
+
+// Every commit that appends events, of any server, wakes the watchers of
+// the schema (LISTEN/NOTIFY, sent in the commit); a commit without events
+// does not.
+func TestWatchEventsIsToldOfEveryCommitWithEvents(t *testing.T) {
+	url := pgtest.URL(t)
+	writer, reader := openURL(t, url), openURL(t, url)
+	defer writer.Close()
+	defer reader.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	woke := make(chan struct{}, 16)
+	go reader.WatchEvents(ctx, func() { woke <- struct{}{} })
+	wait := func(what string) {
+		t.Helper()
+		select {
+		case <-woke:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no wake-up %s", what)
+		}
+	}
+	wait("at the connection")
+	if err := writer.Commit(ctx, store.Batch{KV: map[string][]byte{"k": []byte("1")}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := writer.Commit(ctx, store.Batch{Events: []store.Event{{At: time.Now(), Kind: "policy_changed"}}}); err != nil {
+		t.Fatal(err)
+	}
+	wait("after a commit with an event")
+	select {
+	case <-woke:
+		t.Error("woken twice: once for the commit without events")
+	case <-time.After(200 * time.Millisecond):
+	}
 }
