@@ -39,7 +39,8 @@ func (c *stallingCandidate) Confirm(ctx context.Context) error {
 func (c *stallingCandidate) Resign() { c.resigned.Add(1) }
 
 // A leader that has not confirmed its lock within the timeout stops
-// serving (a standby may lead by then) until it confirms it again.
+// serving (a standby may lead by then) until it confirms it again; once it
+// no longer leads, its metrics show no scheduling state.
 func TestALeaderThatCannotConfirmItsLockStopsServingUntilItDoes(t *testing.T) {
 	st, err := sqlite.Open(sqlite.Memory)
 	if err != nil {
@@ -71,6 +72,14 @@ func TestALeaderThatCannotConfirmItsLockStopsServingUntilItDoes(t *testing.T) {
 		}
 	}
 	waitFor("promoted", true)
+	metrics := currentCtrl{r}
+	deadline := time.Now().Add(5 * time.Second)
+	for metrics.Snapshot().At.IsZero() && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if metrics.Snapshot().At.IsZero() {
+		t.Fatal("the leader's metrics show no snapshot")
+	}
 	cand.stall.Store(true)
 	start := time.Now()
 	waitFor("unconfirmed past the timeout", false)
@@ -82,6 +91,9 @@ func TestALeaderThatCannotConfirmItsLockStopsServingUntilItDoes(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+	if at := metrics.Snapshot().At; !at.IsZero() {
+		t.Errorf("a replica that no longer leads shows its last snapshot (%v) in its metrics", at)
 	}
 	if cand.resigned.Load() == 0 {
 		t.Error("the lock was not given up at the stop")

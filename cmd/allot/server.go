@@ -216,12 +216,35 @@ type eventWatcher interface {
 	WatchEvents(ctx context.Context, changed func())
 }
 
-// currentCtrl shows the metrics the snapshot of the replica's latest
-// controller.
+// currentCtrl shows the metrics the snapshot of the replica's controller
+// while it leads, and an empty one while it does not: a follower schedules
+// nothing, and sums over the replicas must not count the former leader's
+// last snapshot again.
 type currentCtrl struct{ r *replica }
 
-func (c currentCtrl) Snapshot() *control.Snapshot { return c.r.ctrl.Load().Snapshot() }
-func (c currentCtrl) FleetCost() api.FleetCost    { return c.r.ctrl.Load().FleetCost() }
+func (c currentCtrl) serving() *control.Controller {
+	c.r.mu.Lock()
+	serving := c.r.serving
+	c.r.mu.Unlock()
+	if !serving {
+		return nil
+	}
+	return c.r.ctrl.Load()
+}
+
+func (c currentCtrl) Snapshot() *control.Snapshot {
+	if ctrl := c.serving(); ctrl != nil {
+		return ctrl.Snapshot()
+	}
+	return &control.Snapshot{}
+}
+
+func (c currentCtrl) FleetCost() api.FleetCost {
+	if ctrl := c.serving(); ctrl != nil {
+		return ctrl.FleetCost()
+	}
+	return api.FleetCost{}
+}
 
 // applyStore sets cfg.Server.Store from --store (when given) or else
 // ALLOT_STORE (when set), which win over the configuration file, and
