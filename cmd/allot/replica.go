@@ -107,6 +107,10 @@ func (r *replica) run(ctx context.Context, follower http.Handler) error {
 				return nil
 			}
 			if err != nil {
+				// Unreachable, the store cannot tell who leads.
+				r.mu.Lock()
+				r.leaderURL = ""
+				r.mu.Unlock()
 				if msg := err.Error(); msg != lastErr {
 					r.log.Warn("leader election: cannot reach the store; trying again", "err", err)
 					lastErr = msg
@@ -188,8 +192,10 @@ func (r *replica) lead(ctx context.Context, epoch int64) error {
 	ctrl, h, err := r.promote(ctx)
 	if err != nil {
 		r.cand.Resign()
-		if ctx.Err() != nil || errors.Is(err, store.ErrFenced) {
-			r.log.Warn("promotion abandoned", "err", err)
+		if ctx.Err() != nil || errors.Is(err, store.ErrFenced) || errors.Is(err, store.ErrUnavailable) {
+			// Another replica took over, or the database went away in
+			// the rebuild: stand by again.
+			r.log.Warn("promotion abandoned; standing by again", "err", err)
 			return nil
 		}
 		return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/allot-sched/allot/internal/control"
+	"github.com/allot-sched/allot/internal/store"
 	"github.com/allot-sched/allot/internal/store/postgres"
 	"github.com/allot-sched/allot/internal/store/sqlite"
 )
@@ -97,5 +99,47 @@ func TestALeaderThatCannotConfirmItsLockStopsServingUntilItDoes(t *testing.T) {
 	}
 	if cand.resigned.Load() == 0 {
 		t.Error("the lock was not given up at the stop")
+	}
+}
+
+// A promotion that meets an unreachable database (it went away in the
+// rebuild) does not stop the server: the replica stands by again and
+// leads once the store answers.
+func TestAPromotionThatMeetsAnUnreachableStoreStandsByAgain(t *testing.T) {
+	st, err := sqlite.Open(sqlite.Memory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cand := &stallingCandidate{}
+	var tries atomic.Int32
+	r := &replica{cand: cand, timeout: time.Second, log: quiet, settled: make(chan struct{}),
+		promote: func(ctx context.Context) (*control.Controller, http.Handler, error) {
+			if tries.Add(1) == 1 {
+				return nil, nil, &store.UnavailableError{Cause: "database unreachable", Err: errors.New("connection refused")}
+			}
+			c, err := control.New(ctx, control.Config{Logger: quiet}, st)
+			return c, http.NotFoundHandler(), err
+		}}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- r.run(ctx, http.NotFoundHandler()) }()
+	select {
+	case <-r.settled:
+	case err := <-done:
+		t.Fatalf("the replica stopped: %v", err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the replica did not lead after the store came back")
+	}
+	if leading, _ := r.Leader(); !leading || tries.Load() != 2 {
+		t.Errorf("leading %v after %d promotions, want leading after the second", leading, tries.Load())
+	}
+	if cand.resigned.Load() == 0 {
+		t.Error("the lock was kept through the failed promotion")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
