@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/client"
 	"github.com/allot-sched/allot/internal/store/postgres/pgtest"
 )
@@ -123,7 +125,8 @@ func (rs *replicaSet) stop() {
 // database once (its lock's session ended), and killed once more with
 // its successor killed in its promotion. What the clients
 // saw must hold: every acknowledged job is stored and ends, every task
-// ends exactly once, and a standby leads soon after each fault.
+// ends exactly once, no event a stream delivered disappears, and a standby
+// leads soon after each fault.
 func TestFailoverOfThreeReplicasLosesNothing(t *testing.T) {
 	pg := pgtest.Need(t)
 	schema, err := pg.Schema(context.Background())
@@ -210,6 +213,28 @@ func TestFailoverOfThreeReplicasLosesNothing(t *testing.T) {
 			}
 			time.Sleep(40 * time.Millisecond)
 		}
+	}()
+
+	// A reader of the event stream through the same client: every event
+	// it was delivered must be in the log at the end, as delivered.
+	var (
+		streamMu  sync.Mutex
+		delivered []api.Event
+	)
+	streamCtx, stopStream := context.WithCancel(context.Background())
+	streamDone := make(chan error, 1)
+	go func() {
+		sc, err := client.New(rs.urls(), client.WithToken(admin))
+		if err != nil {
+			streamDone <- err
+			return
+		}
+		streamDone <- sc.FollowEvents(streamCtx, 0, "", func(e api.Event) error {
+			streamMu.Lock()
+			delivered = append(delivered, e)
+			streamMu.Unlock()
+			return nil
+		})
 	}()
 
 	var killGaps, freezeGaps, cutGaps, recoveringGaps []time.Duration
@@ -350,9 +375,35 @@ func TestFailoverOfThreeReplicasLosesNothing(t *testing.T) {
 	if distinct < 6 {
 		t.Errorf("writes of %d epochs, want one for each of the 6 leaders that finished their promotion at least", distinct)
 	}
-	// Every acknowledged job is stored and ends, each task exactly once:
-	// asked of the leader now.
+	// What follows asks the leader now.
 	l, _ := rs.waitLeader(-1, 10*time.Second)
 	c.url = "http://" + rs.addrs[l]
+	// No event a stream delivered disappears, or changes.
+	time.Sleep(1500 * time.Millisecond)
+	stopStream()
+	if err := <-streamDone; err != nil && !errors.Is(err, context.Canceled) {
+		t.Errorf("the event stream: %v", err)
+	}
+	logged := map[int64]api.Event{}
+	for _, e := range c.events() {
+		logged[e.ID] = e
+	}
+	streamMu.Lock()
+	got := slices.Clone(delivered)
+	streamMu.Unlock()
+	for i, e := range got {
+		if i > 0 && e.ID <= got[i-1].ID {
+			t.Errorf("the stream delivered event %d after %d", e.ID, got[i-1].ID)
+		}
+		l, ok := logged[e.ID]
+		if !ok || l.Kind != e.Kind || l.Job != e.Job || l.Task != e.Task {
+			t.Errorf("delivered event %d (%s %s/%s) is %+v in the log", e.ID, e.Kind, e.Job, e.Task, l)
+		}
+	}
+	t.Logf("the stream delivered %d events across the faults, each in the log as delivered", len(got))
+	if len(got) == 0 {
+		t.Error("the stream delivered nothing")
+	}
+	// Every acknowledged job is stored and ends, each task exactly once.
 	checkEndedOnce(t, c, ids)
 }
