@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/allot-sched/allot/internal/api"
+	"github.com/allot-sched/allot/internal/store/postgres/pgtest"
 )
 
 var bin string
@@ -46,7 +47,7 @@ func TestMain(m *testing.M) {
 	// admin of the cluster they call; the helpers below pass their tokens
 	// explicitly.
 	http.DefaultClient.Transport = adminTransport{}
-	code := m.Run()
+	code := pgtest.Main(m) // the failover test's PostgreSQL, started only if a test needs it
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -6,13 +6,16 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/auth"
 	"github.com/allot-sched/allot/internal/client"
 	"github.com/allot-sched/allot/internal/datadir"
@@ -151,20 +154,80 @@ func pgxConnect(t *testing.T, url string) (*pgx.Conn, error) {
 	return conn, err
 }
 
-// Two servers scheduling from one database would run every job twice: the
-// second is refused, naming the first, as on one data directory.
-func TestSecondServerOnOneDatabaseIsRefused(t *testing.T) {
+// Two servers scheduling from one database would run every job twice:
+// the second stands by, sending callers to the leader, and takes over
+// with the engine rebuilt from the store once the leader stops.
+func TestSecondServerStandsByAndTakesOverWhenTheLeaderStops(t *testing.T) {
 	url := pgtest.URL(t)
-	serve(t, spec.ServerConfig{Server: spec.ServerSettings{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Store: url}}, serverOptions{})
-	cfg := spec.ServerConfig{Server: spec.ServerSettings{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Store: url}}
-	srv, err := startServerWith(t.Context(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), serverOptions{})
-	if err == nil {
-		_ = srv
-		t.Fatal("a second server started on a database another server leads")
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg := func() spec.ServerConfig {
+		return spec.ServerConfig{Server: spec.ServerSettings{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Store: url,
+			LeaderTimeout: spec.Duration(2 * time.Second)}}
 	}
-	if !strings.Contains(err.Error(), "another allot server leads this database") || !strings.Contains(err.Error(), "PID") {
-		t.Errorf("error %q, want it to name the leading server", err)
+	ctx1, stop1 := context.WithCancel(t.Context())
+	defer stop1()
+	first, err := startServerWith(ctx1, cfg(), quiet, serverOptions{})
+	if err != nil {
+		t.Fatal(err)
 	}
+	ctx2, stop2 := context.WithCancel(t.Context())
+	defer stop2()
+	second, err := startServerWith(ctx2, cfg(), quiet, serverOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stop2(); _ = second.Wait() }()
+	c1, err := client.New(first.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c1.SubmitJob(t.Context(), []byte(`{"id": "j-before", "tasks": [{"name": "a", "command": ["true"]}]}`), "application/json"); err != nil {
+		t.Fatal(err)
+	}
+	// The standby serves the job reads from the store, and sends the rest
+	// to the leader.
+	if j, err := client2(t, second.URL).Job(t.Context(), "j-before"); err != nil || j.ID != "j-before" {
+		t.Fatalf("a job read on the standby: %+v, %v", j, err)
+	}
+	resp, err := http.Get(second.URL + "/v1/workers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get(api.LeaderHeader) != first.URL {
+		t.Fatalf("the standby answered %d with leader %q, want 503 naming %s", resp.StatusCode, resp.Header.Get(api.LeaderHeader), first.URL)
+	}
+	if r, err := http.Get(second.URL + "/readyz"); err != nil || r.StatusCode != 200 {
+		t.Fatalf("the standby's /readyz: %v %v, want 200 while a leader is known", r, err)
+	}
+	stop1()
+	if err := first.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	c2 := client2(t, second.URL)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		// A change only the leader takes.
+		j, err := c2.SetPriority(t.Context(), "j-before", 5, false)
+		if err == nil {
+			if j.ID != "j-before" {
+				t.Fatalf("job %+v", j)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the standby did not take over: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func client2(t *testing.T, url string) *client.Client {
+	c, err := client.New(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // A database a newer allot migrated is refused at start, naming the

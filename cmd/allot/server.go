@@ -11,11 +11,13 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/api/rest"
 	"github.com/allot-sched/allot/internal/auth"
 	"github.com/allot-sched/allot/internal/config"
@@ -32,7 +34,8 @@ const defaultListen = "127.0.0.1:7070"
 
 func newServerCmd() *cobra.Command {
 	var configFile, listen, dataDir, storeURL string
-	var heartbeatTimeout time.Duration
+	var heartbeatTimeout, leaderTimeout time.Duration
+	var advertise string
 	var noAuth bool
 	var tlsCert, tlsKey string
 	var logs logFlags
@@ -45,6 +48,11 @@ database under --data-dir, or in PostgreSQL with --store postgres://... (env
 ALLOT_STORE, server.store; the data directory then keeps only the server's lock
 and admin token), serves the REST API under /v1, and schedules tasks onto the
 workers that register with it (allot worker).
+
+Several servers may share one PostgreSQL database (each with its own --data-dir): one
+leads and schedules, the others stand by, answer 503 not_leader with the leader's
+URL (--advertise), and one of them takes over when the leader dies, freezes or
+loses the database for --leader-timeout (docs/ha.md).
 
 One server uses a data directory at a time (it locks DATA_DIR/allot.lock); its files
 are readable by their owner only. While the disk is full, changes are refused with
@@ -82,6 +90,12 @@ or the flags below; docs/security.md, "Connections and timeouts").`,
 			}
 			if cmd.Flags().Changed("heartbeat-timeout") {
 				cfg.Server.HeartbeatTimeout = spec.Duration(heartbeatTimeout)
+			}
+			if cmd.Flags().Changed("leader-timeout") {
+				cfg.Server.LeaderTimeout = spec.Duration(leaderTimeout)
+			}
+			if cmd.Flags().Changed("advertise") {
+				cfg.Server.Advertise = advertise
 			}
 			if cmd.Flags().Changed("tls-cert") {
 				cfg.Server.TLS.Cert = tlsCert
@@ -121,6 +135,8 @@ or the flags below; docs/security.md, "Connections and timeouts").`,
 	cmd.Flags().StringVar(&dataDir, "data-dir", "allot-data", "directory of the embedded database (with --store: of the server's lock and admin token)")
 	cmd.Flags().StringVar(&storeURL, "store", "", "PostgreSQL URL to keep the state in instead of the data directory (env ALLOT_STORE)")
 	cmd.Flags().DurationVar(&heartbeatTimeout, "heartbeat-timeout", control.DefaultHeartbeatTimeout, "a worker silent this long is declared lost and its tasks requeued")
+	cmd.Flags().DurationVar(&leaderTimeout, "leader-timeout", DefaultLeaderTimeout, "with --store: a leader silent this long (frozen, cut from the database) loses the lead to a standby")
+	cmd.Flags().StringVar(&advertise, "advertise", "", "with --store: the URL the other servers send clients to while this one leads (default: the listen URL)")
 	cmd.Flags().BoolVar(&noAuth, "no-auth", false, "serve the API without authentication: every caller is an admin (trusted networks only)")
 	cmd.Flags().StringVar(&tlsCert, "tls-cert", "", "certificate file (PEM) to serve HTTPS with; needs --tls-key")
 	cmd.Flags().StringVar(&tlsKey, "tls-key", "", "private key file (PEM) of --tls-cert")
@@ -188,11 +204,46 @@ type serverOptions struct {
 	storeField string
 }
 
-// leader is a store that several servers may open (PostgreSQL): Lead
-// makes this server the one that writes, or fails naming the one that
-// does.
-type leader interface {
-	Lead(ctx context.Context, holder string) error
+// sharedStore is a store that several servers may open (PostgreSQL): one
+// of them leads at a time, elected through the store.
+type sharedStore interface {
+	Candidate(holder, url string, timeout time.Duration) *postgres.Candidate
+}
+
+// eventWatcher is a shared store that tells of every commit that appended
+// events, whichever server made it: a follower's event streams wake by it.
+type eventWatcher interface {
+	WatchEvents(ctx context.Context, changed func())
+}
+
+// currentCtrl shows the metrics the snapshot of the replica's controller
+// while it leads, and an empty one while it does not: a follower schedules
+// nothing, and sums over the replicas must not count the former leader's
+// last snapshot again.
+type currentCtrl struct{ r *replica }
+
+func (c currentCtrl) serving() *control.Controller {
+	c.r.mu.Lock()
+	serving := c.r.serving
+	c.r.mu.Unlock()
+	if !serving {
+		return nil
+	}
+	return c.r.ctrl.Load()
+}
+
+func (c currentCtrl) Snapshot() *control.Snapshot {
+	if ctrl := c.serving(); ctrl != nil {
+		return ctrl.Snapshot()
+	}
+	return &control.Snapshot{}
+}
+
+func (c currentCtrl) FleetCost() api.FleetCost {
+	if ctrl := c.serving(); ctrl != nil {
+		return ctrl.FleetCost()
+	}
+	return api.FleetCost{}
 }
 
 // applyStore sets cfg.Server.Store from --store (when given) or else
@@ -247,16 +298,9 @@ func startServerWith(ctx context.Context, cfg spec.ServerConfig, log *slog.Logge
 		}
 		return nil, err
 	}
-	// A store that servers share (PostgreSQL) is led by one of them: this
-	// one, or it does not start.
-	if l, ok := st.(leader); ok {
-		host, _ := os.Hostname()
-		if err := l.Lead(ctx, fmt.Sprintf("allot server on %s (PID %d)", host, os.Getpid())); err != nil {
-			st.Close()
-			dir.Close()
-			return nil, err
-		}
-	}
+	// A store that servers share (PostgreSQL) is led by one of them at a
+	// time: this server stands in the election (replica.go).
+	shared, isShared := st.(sharedStore)
 	// closeStore closes the store, then releases the directory: another
 	// server may take it only once this one wrote its last.
 	closeStore := func() error {
@@ -283,12 +327,15 @@ func startServerWith(ctx context.Context, cfg spec.ServerConfig, log *slog.Logge
 		authn = auth.NewAuthenticator(st, nil, 0)
 	}
 	lim, timeouts := serverLimits(cfg.Server.Limits, log)
-	ctrl, err := control.New(ctx, control.Config{Scheduling: cfg.Scheduling, CycleEvery: time.Duration(cfg.Server.CycleEvery),
+	ctrlCfg := control.Config{Scheduling: cfg.Scheduling, CycleEvery: time.Duration(cfg.Server.CycleEvery),
 		StopGrace: time.Duration(cfg.Server.StopGrace), HeartbeatTimeout: time.Duration(cfg.Server.HeartbeatTimeout), InputAllow: cfg.Server.Inputs.Allow,
-		Logger: log, Observer: mx}, st)
-	if err != nil {
-		closeStore()
-		return nil, err
+		Logger: log, Observer: mx}
+	var ctrl *control.Controller
+	if !isShared {
+		if ctrl, err = control.New(ctx, ctrlCfg, st); err != nil {
+			closeStore()
+			return nil, err
+		}
 	}
 	tcp, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
@@ -298,14 +345,33 @@ func startServerWith(ctx context.Context, cfg spec.ServerConfig, log *slog.Logge
 	// The limits sit under TLS: they count and refuse TCP connections,
 	// and write their refusals through TLS themselves.
 	limited := netlimit.Wrap(tcp, lim, netlimit.Options{Observer: mx, TLS: tlsConfig})
-	mx.Watch(ctrl)
 	mx.WatchConnections(limited)
-	api := rest.New(ctrl, rest.Options{MaxBodyBytes: int64(cfg.Server.MaxBodyBytes) << 20, Logger: log, Auth: authn,
-		Metrics: mx.Handler(), Requests: mx, Timeouts: timeouts})
-	hs := &http.Server{Handler: api.Handler(), TLSConfig: tlsConfig,
+	restOpt := rest.Options{MaxBodyBytes: int64(cfg.Server.MaxBodyBytes) << 20, Logger: log, Auth: authn,
+		Metrics: mx.Handler(), Requests: mx, Timeouts: timeouts}
+	var (
+		handler http.Handler
+		rep     *replica
+	)
+	if isShared {
+		timeout := time.Duration(cfg.Server.LeaderTimeout)
+		if timeout <= 0 {
+			timeout = DefaultLeaderTimeout
+		}
+		rep = &replica{timeout: timeout, log: log, settled: make(chan struct{})}
+		restOpt.Leadership = rep
+		handler = rep
+	} else {
+		mx.Watch(ctrl)
+		handler = rest.New(ctrl, restOpt).Handler()
+	}
+	hs := &http.Server{Handler: handler, TLSConfig: tlsConfig,
 		ReadHeaderTimeout: timeouts.Header, IdleTimeout: timeouts.Idle,
 		ConnState: limited.ConnState, ConnContext: netlimit.ConnContext}
-	hs.RegisterOnShutdown(ctrl.ReleaseWaiters)
+	if isShared {
+		hs.RegisterOnShutdown(rep.releaseWaiters)
+	} else {
+		hs.RegisterOnShutdown(ctrl.ReleaseWaiters)
+	}
 	scheme := "http"
 	var ln net.Listener = limited
 	if tlsConfig != nil {
@@ -315,7 +381,46 @@ func startServerWith(ctx context.Context, cfg spec.ServerConfig, log *slog.Logge
 	s := &runningServer{URL: scheme + "://" + ln.Addr().String(), errc: make(chan error, 1)}
 	loopCtx, stopLoop := context.WithCancel(context.Background())
 	loopErr := make(chan error, 1)
-	go func() { loopErr <- ctrl.Run(loopCtx) }()
+	if isShared {
+		advertise := cfg.Server.Advertise
+		if advertise == "" {
+			advertise = s.URL
+		}
+		host, _ := os.Hostname()
+		rep.self = advertise
+		rep.cand = shared.Candidate(fmt.Sprintf("allot server on %s (PID %d) at %s", host, os.Getpid(), advertise), advertise, rep.timeout)
+		var watch sync.Once
+		rep.promote = func(ctx context.Context) (*control.Controller, http.Handler, error) {
+			c, err := control.New(ctx, ctrlCfg, st)
+			if err != nil {
+				return nil, nil, err
+			}
+			watch.Do(func() { mx.Watch(currentCtrl{rep}) })
+			return c, rest.New(c, restOpt).Handler(), nil
+		}
+		followerOpt := restOpt
+		followerOpt.Leadership = followerView{rep}
+		reads := control.NewStoreReader(st)
+		followerOpt.FollowerReads = reads
+		if w, ok := st.(eventWatcher); ok {
+			go w.WatchEvents(loopCtx, reads.Notify)
+		}
+		hs.RegisterOnShutdown(reads.Close)
+		follower := rest.New(nil, followerOpt).Handler()
+		go func() { loopErr <- rep.run(loopCtx, follower) }()
+		// Serve once the role is known, as a single server serves once its
+		// engine is rebuilt; a replica that finds no leader serves
+		// not_leader after a while.
+		select {
+		case <-rep.settled:
+		case err := <-loopErr:
+			loopErr <- err
+		case <-ctx.Done():
+		case <-time.After(rep.timeout + 10*time.Second):
+		}
+	} else {
+		go func() { loopErr <- ctrl.Run(loopCtx) }()
+	}
 	go func() {
 		serveErr := make(chan error, 1)
 		go func() { serveErr <- hs.Serve(ln) }()

@@ -292,16 +292,21 @@ func (c *Controller) take(in *intake, r *request) *intake {
 }
 
 // stopped ends the loop after a round could not be stored: the requests of
-// the given batches, and those waiting, are answered ErrStopped.
+// the given batches, and those waiting, are answered ErrStopped, or
+// not_leader when another leader fenced the store (nothing of the rounds
+// was stored: the leader has the work, and the caller goes there).
 func (c *Controller) stopped(ctx context.Context, err error, batches ...[]*request) error {
 	c.err = err
 	for _, batch := range batches {
 		for _, r := range batch {
 			r.err = fmt.Errorf("%w: %v", ErrStopped, err)
+			if errors.Is(err, store.ErrFenced) {
+				r.err = &api.NotLeaderError{}
+			}
 			close(r.done)
 		}
 	}
-	c.drain(ErrStopped)
+	c.drain(c.stopErr())
 	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		// Stopped before the round was stored (typically while the
 		// store refused writes): none of it was acknowledged, so
@@ -446,7 +451,7 @@ func (c *Controller) send(ctx context.Context, r *request) (any, error) {
 	select {
 	case c.reqs <- r:
 	case <-c.done:
-		return nil, ErrStopped
+		return nil, c.stopErr()
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -464,9 +469,20 @@ func (c *Controller) send(ctx context.Context, r *request) (any, error) {
 		case <-r.done:
 			return r.val, r.err
 		default:
-			return nil, ErrStopped
+			return nil, c.stopErr()
 		}
 	}
+}
+
+// stopErr is the answer to a request the ended loop did not take: a loop
+// fenced by another leader answers not_leader, so that the caller goes to
+// the leader; any other stop, ErrStopped. Call it once c.done is closed,
+// or from the loop.
+func (c *Controller) stopErr() error {
+	if errors.Is(c.err, store.ErrFenced) {
+		return &api.NotLeaderError{}
+	}
+	return ErrStopped
 }
 
 // Ping makes a round trip through the loop: it answers once the loop has

@@ -363,6 +363,10 @@ func (c *Controller) admissionView(id string) *api.Admission {
 // withDeadLetter adds the admission state of a stored job that is on the
 // dead-letter list to its view.
 func (c *Controller) withDeadLetter(ctx context.Context, v api.Job, j store.Job) api.Job {
+	return withDeadLetter(ctx, c.st, v, j)
+}
+
+func withDeadLetter(ctx context.Context, st store.Store, v api.Job, j store.Job) api.Job {
 	if j.State != JobDeadLettered {
 		return v
 	}
@@ -370,7 +374,7 @@ func (c *Controller) withDeadLetter(ctx context.Context, v api.Job, j store.Job)
 	if v.Spec != nil {
 		a.Endpoint, a.Variant = v.Spec.Endpoint, v.Spec.Variant
 	}
-	if raw, err := c.st.KV(ctx, store.JobDeadLetterKey(j.ID)); err == nil {
+	if raw, err := st.KV(ctx, store.JobDeadLetterKey(j.ID)); err == nil {
 		var d storedDeadLetter
 		if json.Unmarshal(raw, &d) == nil {
 			r := model.Because(model.ReasonInputInaccessible, "dead-lettered at validation: %s", d.Reason)

@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/allot-sched/allot/internal/control/hook"
 	"github.com/allot-sched/allot/internal/density"
 	"github.com/allot-sched/allot/internal/engine"
+	"github.com/allot-sched/allot/internal/store"
 )
 
 // The loop's features: what it does at fixed points of a round besides
@@ -97,6 +99,11 @@ func (c *Controller) stopFeatures() {
 		f.Stop(t)
 	}
 	if t.batch.Empty() {
+		return
+	}
+	if errors.Is(c.err, store.ErrFenced) {
+		// Another server leads: this one writes nothing more.
+		c.cfg.Logger.Warn("the policies' history is not stored at stop: another server leads (fenced)")
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

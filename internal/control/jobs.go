@@ -457,37 +457,10 @@ func taskView(r store.Task) api.Task {
 
 // Jobs lists jobs from the store.
 func (c *Controller) Jobs(ctx context.Context, f store.JobFilter) (api.JobList, error) {
-	if f.Limit <= 0 || f.Limit > 1000 {
-		f.Limit = 100
-	}
-	jobs, err := c.st.Jobs(ctx, f)
-	if err != nil {
-		return api.JobList{}, err
-	}
-	out := api.JobList{Jobs: make([]api.Job, 0, len(jobs))}
-	for _, j := range jobs {
-		out.Jobs = append(out.Jobs, jobHeader(j))
-	}
-	if len(jobs) == f.Limit {
-		out.Next = jobs[len(jobs)-1].Seq
-	}
-	return out, nil
+	return (&StoreReader{st: c.st}).Jobs(ctx, f)
 }
 
 // Logs returns the output tails of a job's tasks.
 func (c *Controller) Logs(ctx context.Context, id string) (api.Logs, error) {
-	_, tasks, err := c.st.Job(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return api.Logs{}, fmt.Errorf("%w: job %q", ErrNotFound, id)
-	}
-	if err != nil {
-		return api.Logs{}, err
-	}
-	out := api.Logs{Job: id, Tasks: []api.TaskLog{}}
-	for _, r := range tasks {
-		if r.Attempt > 0 {
-			out.Tasks = append(out.Tasks, api.TaskLog{Task: r.Name, Attempt: r.Attempt, Output: r.Output})
-		}
-	}
-	return out, nil
+	return (&StoreReader{st: c.st}).Logs(ctx, id)
 }

@@ -26,6 +26,14 @@ type ServerSettings struct {
 	// the SQLite file of DataDir: a postgres:// URL, which several servers
 	// may share (flag --store, env ALLOT_STORE).
 	Store string `yaml:"store,omitempty" json:"store,omitempty"`
+	// LeaderTimeout is, with a shared store, how long a leader that
+	// cannot confirm its leadership (frozen, or cut from the database)
+	// keeps it: the database ends its lock's session after this much
+	// silence and a standby takes over; 0 means the default (3s).
+	LeaderTimeout Duration `yaml:"leaderTimeout,omitempty" json:"leaderTimeout,omitempty"`
+	// Advertise is the URL the other replicas send clients to while this
+	// one leads; empty means the URL of Listen (flag --advertise).
+	Advertise string `yaml:"advertise,omitempty" json:"advertise,omitempty"`
 	// CycleEvery runs a scheduling cycle at least this often.
 	CycleEvery Duration `yaml:"cycleEvery,omitempty" json:"cycleEvery,omitempty"`
 	// StopGrace is the time between SIGTERM and SIGKILL when a task is
@@ -91,7 +99,7 @@ func (s ServerSettings) Check() error {
 	for _, d := range []struct {
 		field string
 		v     Duration
-	}{{"cycleEvery", s.CycleEvery}, {"stopGrace", s.StopGrace}, {"heartbeatTimeout", s.HeartbeatTimeout}} {
+	}{{"cycleEvery", s.CycleEvery}, {"stopGrace", s.StopGrace}, {"heartbeatTimeout", s.HeartbeatTimeout}, {"leaderTimeout", s.LeaderTimeout}} {
 		if d.v < 0 {
 			c.add("server."+d.field, "must not be negative")
 		}

@@ -115,7 +115,7 @@ func (s *Server) visible(w http.ResponseWriter, r *http.Request, id string) bool
 	if p.Role == auth.Admin {
 		return true
 	}
-	j, err := s.ctrl.Store().JobHeader(r.Context(), id)
+	j, err := s.jobReads().Store().JobHeader(r.Context(), id)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		s.fail(w, err)
 		return false

@@ -2,6 +2,7 @@ package rest
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/allot-sched/allot/internal/api"
 )
@@ -18,14 +19,14 @@ var localPaths = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": 
 // get the answer without the leader). Without a Leadership the server
 // always leads.
 //
-// A follower that serves reads from the shared store, and forwards writes
-// and the worker protocol, narrows what it refuses here (docs/ha.md).
+// A follower with Options.FollowerReads serves the job reads from the
+// shared store (followerRead) instead (docs/ha.md).
 func (s *Server) leaderOnly(next http.Handler) http.Handler {
 	if s.opt.Leadership == nil {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if localPaths[r.URL.Path] {
+		if localPaths[r.URL.Path] || (s.ctrl == nil && s.opt.FollowerReads != nil && followerRead(r)) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -51,4 +52,21 @@ func (s *Server) notLeading() (bool, string) {
 	}
 	leading, leader := s.opt.Leadership.Leader()
 	return !leading, leader
+}
+
+// followerRead reports whether r is a read a follower serves from the
+// store: GET /v1/jobs, /v1/jobs/{id}, /v1/jobs/{id}/logs and /v1/events.
+func followerRead(r *http.Request) bool {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return false
+	}
+	if r.URL.Path == "/v1/jobs" || r.URL.Path == "/v1/events" {
+		return true
+	}
+	rest, ok := strings.CutPrefix(r.URL.Path, "/v1/jobs/")
+	if !ok || rest == "" {
+		return false
+	}
+	id, tail, nested := strings.Cut(rest, "/")
+	return id != "" && (!nested || tail == "logs")
 }

@@ -50,6 +50,52 @@ type Options struct {
 	// not_leader with the leader's URL (leaderOnly). Nil: this server
 	// always leads (a single server).
 	Leadership api.Leadership
+	// FollowerReads, on a replica that does not lead (a server built
+	// without a controller), serves the job reads (GET /v1/jobs, a job,
+	// its logs) and the event log and streams from the shared store
+	// instead of answering not_leader.
+	FollowerReads FollowerReader
+}
+
+// FollowerReader is what a follower serves its reads with
+// (control.StoreReader): the job reads, and the event streams' wake-ups.
+type FollowerReader interface {
+	JobReader
+	EventWaker
+}
+
+// EventWaker wakes the event streams when events may have been stored,
+// and ends them when the server shuts down.
+type EventWaker interface {
+	Changed() <-chan struct{}
+	Closing() <-chan struct{}
+}
+
+// JobReader is what the job read routes need: the controller on the
+// leader, control.StoreReader on a follower.
+type JobReader interface {
+	Job(ctx context.Context, id string) (api.Job, error)
+	Jobs(ctx context.Context, f store.JobFilter) (api.JobList, error)
+	Logs(ctx context.Context, id string) (api.Logs, error)
+	Store() store.Store
+}
+
+// jobReads returns what serves the job reads: the controller, or on a
+// follower the store's reads.
+func (s *Server) jobReads() JobReader {
+	if s.ctrl == nil {
+		return s.opt.FollowerReads
+	}
+	return s.ctrl
+}
+
+// eventWaker returns what wakes and ends the event streams: the
+// controller, or on a follower the store's notifications.
+func (s *Server) eventWaker() EventWaker {
+	if s.ctrl == nil {
+		return s.opt.FollowerReads
+	}
+	return s.ctrl
 }
 
 // Server serves the API.
@@ -163,6 +209,10 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	if err := s.ctrl.Ping(ctx); err != nil {
 		s.fail(w, err)
+		return
+	}
+	if s.opt.Leadership != nil {
+		writeJSON(w, 200, map[string]string{"status": "ready", "role": "leader"})
 		return
 	}
 	writeJSON(w, 200, map[string]string{"status": "ready"})
@@ -353,7 +403,7 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.Limit = int(limit)
-	list, err := s.ctrl.Jobs(r.Context(), f)
+	list, err := s.jobReads().Jobs(r.Context(), f)
 	s.reply(w, list, err)
 }
 
@@ -372,7 +422,7 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
 	if !s.allow(w, r, auth.ReadJobs) || !s.visible(w, r, r.PathValue("id")) {
 		return
 	}
-	job, err := s.ctrl.Job(r.Context(), r.PathValue("id"))
+	job, err := s.jobReads().Job(r.Context(), r.PathValue("id"))
 	s.reply(w, job, err)
 }
 
@@ -400,7 +450,7 @@ func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
 	if !s.allow(w, r, auth.ReadJobs) || !s.visible(w, r, r.PathValue("id")) {
 		return
 	}
-	logs, err := s.ctrl.Logs(r.Context(), r.PathValue("id"))
+	logs, err := s.jobReads().Logs(r.Context(), r.PathValue("id"))
 	s.reply(w, logs, err)
 }
 
@@ -424,7 +474,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	}
 	f := store.EventFilter{AfterID: after, Job: q.Get("job"), Limit: int(limit)}
 	if !following(r) {
-		evs, err := s.ctrl.Store().Events(r.Context(), f)
+		evs, err := s.jobReads().Store().Events(r.Context(), f)
 		if err != nil {
 			s.fail(w, err)
 			return
@@ -468,9 +518,10 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, f store.Ev
 	ping := time.NewTicker(15 * time.Second)
 	defer ping.Stop()
 	scope := s.eventScope(r)
+	waker, st := s.eventWaker(), s.jobReads().Store()
 	for {
-		changed := s.ctrl.Changed()
-		evs, err := s.ctrl.Store().Events(r.Context(), f)
+		changed := waker.Changed()
+		evs, err := st.Events(r.Context(), f)
 		if err != nil {
 			return
 		}
@@ -490,7 +541,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, f store.Ev
 		select {
 		case <-r.Context().Done():
 			return
-		case <-s.ctrl.Closing():
+		case <-waker.Closing():
 			return
 		case <-changed:
 		case <-ping.C:
@@ -524,7 +575,7 @@ const maxEventScopeJobs = 4096
 
 func (s *Server) eventScope(r *http.Request) *eventScope {
 	p := principal(r)
-	return &eventScope{p: p, jobs: s.ctrl.Store().JobHeader, sees: map[string]bool{}, whole: p.Role == auth.Admin}
+	return &eventScope{p: p, jobs: s.jobReads().Store().JobHeader, sees: map[string]bool{}, whole: p.Role == auth.Admin}
 }
 
 func (sc *eventScope) view(ctx context.Context, e store.Event) api.Event {

@@ -30,7 +30,7 @@ const leaderLock int32 = 0x616c6c6f // "allo"
 // this store's writes fail with store.ErrFenced from then on: it never
 // writes beside a newer leader. Lead fails with ErrLeaderElsewhere,
 // naming the holder, while another server holds the lock; it does not
-// wait for it (standing by for a leader is the election's job).
+// wait for it: servers stand by and take the lead through Candidate.
 func (s *Store) Lead(ctx context.Context, holder string) error {
 	fail := func(err error) error { return fmt.Errorf("postgres: lead %s: %w", s.name, err) }
 	if err := s.checkOpen(); err != nil {
@@ -55,7 +55,7 @@ func (s *Store) Lead(ctx context.Context, holder string) error {
 		if other == "" {
 			return fail(ErrLeaderElsewhere)
 		}
-		return fail(fmt.Errorf("%w: %s, since %s; one server per database until leader election exists: stop it first",
+		return fail(fmt.Errorf("%w: %s, since %s",
 			ErrLeaderElsewhere, other, time.Unix(0, since).UTC().Format(time.RFC3339)))
 	}
 	var epoch int64

@@ -101,6 +101,7 @@ func (s *Store) CreateJob(ctx context.Context, j store.Job, tasks []store.Task, 
 		}
 		if len(events) > 0 {
 			b.Queue(insertEventsSQL, ecols...)
+			b.Queue(notifyEventsSQL)
 		}
 		return classify(tx.SendBatch(ctx, b).Close())
 	})
@@ -248,6 +249,7 @@ func commitParts(b store.Batch) ([]part, error) {
 			return nil, err
 		}
 		parts = append(parts, part{"events", insertEventsSQL, args})
+		parts = append(parts, part{"events' notification", notifyEventsSQL, nil})
 	}
 	if len(b.KV) > 0 {
 		keys := make([]string, 0, len(b.KV))
