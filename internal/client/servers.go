@@ -101,21 +101,32 @@ func (s *servers) indexOf(target string) int {
 
 // round sends r to the current server and, while the answer says another
 // server should take it, to the next ones: each server at most once in
-// turn. It returns the first answer that is not such a move, or the last
-// error of a round in which every server failed.
+// turn. It returns the first answer that is not such a move, or else the
+// error of the round: not_leader when a server of it answered so (a
+// failover under way: the caller tries again after a short delay), the
+// last error otherwise.
 func (c *Client) round(ctx context.Context, r *request) (*http.Response, error) {
 	n := len(c.servers.bases)
-	for tried := 1; ; tried++ {
+	tried := make([]bool, n)
+	var notLeader error
+	for count := 1; ; count++ {
 		i := c.servers.cur.Load()
+		tried[i] = true
 		resp, err := c.sendOnce(ctx, c.servers.bases[i], r)
-		next, ok := c.elsewhere(ctx, i, r, err)
+		next, ok := c.elsewhere(ctx, i, r, err, tried)
 		if !ok {
 			return resp, err
+		}
+		if IsNotLeader(err) {
+			notLeader = err
 		}
 		// Move on, unless another request moved the client meanwhile: then
 		// its choice stands.
 		c.servers.cur.CompareAndSwap(i, int64(next))
-		if tried >= n {
+		if count >= n {
+			if notLeader != nil {
+				return nil, notLeader
+			}
 			return resp, err
 		}
 	}
@@ -123,16 +134,20 @@ func (c *Client) round(ctx context.Context, r *request) (*http.Response, error) 
 
 // elsewhere decides whether a request that failed with err on server i
 // goes to another server at once, and which: the leader a not_leader
-// answer or a redirect names when it is in the list, else the next one.
-// A connection that could not be made leaves the request unsent; one
-// that broke after it was sent moves on only when r is resendable, and
-// marks it resent.
-func (c *Client) elsewhere(ctx context.Context, i int64, r *request, err error) (int, bool) {
+// answer or a redirect names when it is in the list and was not tried in
+// this round (followers go on naming a leader that just died until the
+// next one takes over), else the next one. A connection that could not
+// be made leaves the request unsent; one that broke after it was sent
+// moves on only when r is resendable, and marks it resent.
+func (c *Client) elsewhere(ctx context.Context, i int64, r *request, err error, tried []bool) (int, bool) {
 	n := len(c.servers.bases)
 	if err == nil || n == 1 {
 		return 0, false
 	}
 	next := int((i + 1) % int64(n))
+	for j := next; tried[j] && j != int(i); j = (j + 1) % n {
+		next = (j + 1) % n
+	}
 	var answered *Error
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.As(err, &answered) {
 		// The server took the whole deadline without answering: it may be
@@ -148,7 +163,7 @@ func (c *Client) elsewhere(ctx context.Context, i int64, r *request, err error) 
 	var e *Error
 	switch {
 	case errors.As(err, &e) && e.Code == api.CodeNotLeader:
-		if h := c.servers.indexOf(e.Leader); h >= 0 && int64(h) != i {
+		if h := c.servers.indexOf(e.Leader); h >= 0 && int64(h) != i && !tried[h] {
 			next = h
 		}
 		return next, true

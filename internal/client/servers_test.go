@@ -351,3 +351,33 @@ func TestARelativeRedirectIsResolvedBeforeItIsCompared(t *testing.T) {
 		t.Errorf("BaseURL = %q, want the server the redirect names", c.BaseURL())
 	}
 }
+
+// Just after the leader dies, followers still name it. The client passes
+// over a named leader it already found down in this round, so the one
+// server that leads now is reached in the same call; and when no server
+// of the round leads, the caller sees not_leader (a failover under way,
+// tried again after a short delay), not the dead leader's refusal.
+func TestAFollowerNamingADeadLeaderDoesNotEndTheRound(t *testing.T) {
+	dead := downURL(t)
+	follow := notLeader(t, dead)
+	lead := leader(t)
+	c := clientOf(t, dead, follow.URL, lead.URL)
+	noPause(t, c)
+	if _, err := c.Jobs(context.Background(), JobFilter{}); err != nil {
+		t.Fatalf("dead leader, a follower naming it, the new leader: %v", err)
+	}
+	if len(lead.calls()) != 1 {
+		t.Errorf("the new leader got %d requests, want 1", len(lead.calls()))
+	}
+
+	c = clientOf(t, follow.URL, dead)
+	pauses := 0
+	c.pause = func(context.Context, time.Duration) error { pauses++; return nil }
+	_, err := c.Jobs(context.Background(), JobFilter{})
+	if !IsNotLeader(err) {
+		t.Fatalf("a follower naming a dead leader: err %v, want not_leader", err)
+	}
+	if pauses != DefaultOverloadRetries {
+		t.Errorf("paused %d times, want %d: a round whose leader is down is tried again after a delay", pauses, DefaultOverloadRetries)
+	}
+}
