@@ -86,7 +86,7 @@ func (b *benchRun) startAgents(ctx context.Context, serverURL, dataDir string, w
 		}
 		name := fmt.Sprintf("bench-agent-%03d", i)
 		a, err := agent.New(agent.Config{
-			Server: serverURL, Token: token, Name: name, Slots: slots,
+			Server: serverURL, Token: token, Name: name, Slots: slots, Prefetch: b.cfg.Prefetch,
 			Resources: spec.Resources{CPU: 1000 * spec.CPU(slots), Memory: 1024 * spec.Memory(slots)},
 			StateDir:  filepath.Join(dataDir, name),
 			Logger:    log,
@@ -190,8 +190,8 @@ func (ba *benchAgents) close() {
 
 // printAgents prints where the agents' time went.
 func printAgents(w io.Writer, c benchConfig, f *benchAgentFigures) {
-	fmt.Fprintf(w, "agents      %d real agent(s), %d slots, each task runs %q: per task setup %s, process %s, finish %s, report delivery %s\n",
-		f.Agents, c.Slots, c.Exec, ms(f.SetupMs), ms(f.RunMs), ms(f.FinishMs), ms(f.DeliverMs))
+	fmt.Fprintf(w, "agents      %d real agent(s), %d slots (prefetch %d each), each task runs %q: per task setup %s, process %s, finish %s, report delivery %s\n",
+		f.Agents, c.Slots, c.Prefetch, c.Exec, ms(f.SetupMs), ms(f.RunMs), ms(f.FinishMs), ms(f.DeliverMs))
 	fmt.Fprintf(w, "            slots held %.0f%% of the time (a process ran %.0f%%), the rest waiting for the server; %.1f reports per request, %d lease requests\n",
 		100*f.SlotBusy, 100*f.SlotRunning, f.ReportsPerRequest, f.LeaseRequests)
 }
