@@ -589,9 +589,9 @@ func (a *Agent) startQueuedLocked() {
 	for !a.closing && a.busy < a.cfg.Slots && len(a.queue) > 0 {
 		at := a.queue[0]
 		a.queue = a.queue[1:]
-		at.started = true
+		at.started, at.slotted = true, time.Now()
 		for _, m := range at.batch {
-			m.started = true // the batch holds the slot from now
+			m.started, m.slotted = true, at.slotted // the batch holds the slot from now
 		}
 		a.busy++
 		a.wg.Go(func() { a.execute(at) })
@@ -621,7 +621,7 @@ func (a *Agent) execute(at *attempt) {
 func (a *Agent) queueReport(at *attempt, rep api.Report) {
 	a.report.add(rep)
 	if !at.began.IsZero() {
-		a.stats.ran(at.accepted, at.began, at.ended, time.Now())
+		a.stats.ran(at, time.Now())
 	}
 }
 
