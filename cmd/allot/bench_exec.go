@@ -153,6 +153,7 @@ func (ba *benchAgents) stats() agent.Stats {
 		s.Reported += x.Reported
 		s.LeaseRequests += x.LeaseRequests
 		s.ReportRequests += x.ReportRequests
+		s.Queued += x.Queued
 		s.Setup += x.Setup
 		s.Run += x.Run
 		s.Finish += x.Finish
