@@ -29,9 +29,9 @@ import (
 const heartbeat = "300ms"
 
 // crashWorker starts a worker with a short heartbeat interval.
-func crashWorker(c *cluster, name string, slots int) *exec.Cmd {
+func crashWorker(c *cluster, name string, slots int, extra ...string) *exec.Cmd {
 	c.t.Helper()
-	return c.startWorker(name, "--slots", fmt.Sprint(slots), "--cpu", "4", "--memory", "8Gi", "--heartbeat", heartbeat, "--grace", "1s")
+	return c.startWorker(name, append([]string{"--slots", fmt.Sprint(slots), "--cpu", "4", "--memory", "8Gi", "--heartbeat", heartbeat, "--grace", "1s"}, extra...)...)
 }
 
 // killServer ends the server process with SIGKILL: no shutdown, no flush.
@@ -386,9 +386,30 @@ func alive(pid int) bool {
 // result it wrote, whether its report went before the kill, was in
 // flight, or waited for the server to return.
 func TestBatchedReportsOfShortTasksSurviveServerKills(t *testing.T) {
+	shortTasksThroughServerKills(t)
+}
+
+// A worker that prefetches holds tasks the server started that wait in
+// its queue for a slot: across server kills each still runs once, and
+// none is handed to anyone else.
+func TestPrefetchedShortTasksSurviveServerKills(t *testing.T) {
+	c, maxRunning := shortTasksThroughServerKills(t, "--prefetch", "8")
+	var ws []api.Worker
+	c.getJSON("/v1/workers", &ws)
+	if len(ws) != 1 || ws[0].Slots != 16 || ws[0].Prefetch != 8 {
+		t.Errorf("workers %+v, want w1 with 16 slots and prefetch 8", ws)
+	}
+	if maxRunning <= 16 {
+		t.Errorf("at most %d tasks ran on w1 at once; with prefetch 8, more than its 16 slots should", maxRunning)
+	}
+}
+
+// shortTasksThroughServerKills returns the cluster and the most tasks the
+// server counted as running on the worker at once.
+func shortTasksThroughServerKills(t *testing.T, workerArgs ...string) (*cluster, int) {
 	args := []string{"--heartbeat-timeout", "20s"}
 	c := start(t, args...)
-	crashWorker(c, "w1", 16)
+	crashWorker(c, "w1", 16, workerArgs...)
 	const jobs, size = 4, 250
 	var ids []string
 	for i := range jobs {
@@ -412,12 +433,21 @@ tasks:
 		}
 		return n
 	}
+	maxRunning := 0
 	for _, depth := range []int{100, 500} {
-		waitUntil(t, fmt.Sprintf("%d tasks to succeed", depth), 60*time.Second, func() bool { return done() >= depth })
+		waitUntil(t, fmt.Sprintf("%d tasks to succeed", depth), 60*time.Second, func() bool {
+			var ws []api.Worker
+			c.getJSON("/v1/workers", &ws)
+			for _, w := range ws {
+				maxRunning = max(maxRunning, w.Running)
+			}
+			return done() >= depth
+		})
 		t.Logf("killing the server after %d tasks", done())
 		c.killServer()
 		time.Sleep(200 * time.Millisecond) // tasks end and their reports wait
 		c.restartServer(args...)
 	}
 	checkEndedOnce(t, c, ids)
+	return c, maxRunning
 }

@@ -51,6 +51,9 @@ type benchConfig struct {
 	// Exec, when set, is the command every task runs (no shell), on real
 	// agents instead of no-op workers (bench_exec.go).
 	Exec []string `json:"exec,omitempty"`
+	// Prefetch is what each real agent takes beyond its slots
+	// (agent.Config.Prefetch).
+	Prefetch int `json:"prefetch,omitempty"`
 }
 
 // benchResult is what `allot bench` prints; -o json prints it as is.
@@ -181,6 +184,9 @@ server creates in its data directory. --no-auth measures without it.`,
 			}
 			cfg.Store = scfg.Server.Store
 			cfg.Exec = strings.Fields(execCmd)
+			if cfg.Prefetch != 0 && (len(cfg.Exec) == 0 || cfg.Prefetch < 0 || cfg.Prefetch > cfg.Slots/cfg.Workers) {
+				return fmt.Errorf("--prefetch: only with --exec, from 0 to the slots of each agent (%d)", cfg.Slots/cfg.Workers)
+			}
 			if cpuProfile != "" {
 				f, err := os.Create(cpuProfile)
 				if err != nil {
@@ -242,6 +248,7 @@ server creates in its data directory. --no-auth measures without it.`,
 	f.StringVar(&dataDir, "data-dir", "", "directory of the embedded database (default: a temporary directory, removed at exit)")
 	f.StringVar(&cfg.Store, "store", "", "PostgreSQL URL to measure on, in a new schema dropped at exit (env ALLOT_STORE)")
 	f.StringVar(&execCmd, "exec", "", "run every task as this command (split on spaces, no shell) on --workers real agents, not no-op workers")
+	f.IntVar(&cfg.Prefetch, "prefetch", 0, "with --exec: tasks each agent takes beyond its slots (allot worker --prefetch)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (server and workers) to this file")
 	f.StringVarP(&output, "output", "o", "table", "output format: table or json")
 	return cmd

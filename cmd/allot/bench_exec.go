@@ -19,10 +19,12 @@ import (
 // throughput phase (allot bench --exec), from agent.Stats.
 type benchAgentFigures struct {
 	Agents int `json:"agents"`
-	// Per task, on average: the lease answer's arrival to the process
-	// start (SetupMs), the process's life (RunMs), its reaping to the
-	// report queued (FinishMs), and the report queued to the server taking
-	// it (DeliverMs).
+	// Per task, on average: the lease answer's arrival to a slot
+	// (QueuedMs: taken ahead with --prefetch, or while every slot was
+	// busy), the slot to the process start (SetupMs), the process's life
+	// (RunMs), its reaping to the report queued (FinishMs), and the report
+	// queued to the server taking it (DeliverMs).
+	QueuedMs  float64 `json:"queuedMs"`
 	SetupMs   float64 `json:"setupMs"`
 	RunMs     float64 `json:"runMs"`
 	FinishMs  float64 `json:"finishMs"`
@@ -86,7 +88,7 @@ func (b *benchRun) startAgents(ctx context.Context, serverURL, dataDir string, w
 		}
 		name := fmt.Sprintf("bench-agent-%03d", i)
 		a, err := agent.New(agent.Config{
-			Server: serverURL, Token: token, Name: name, Slots: slots,
+			Server: serverURL, Token: token, Name: name, Slots: slots, Prefetch: b.cfg.Prefetch,
 			Resources: spec.Resources{CPU: 1000 * spec.CPU(slots), Memory: 1024 * spec.Memory(slots)},
 			StateDir:  filepath.Join(dataDir, name),
 			Logger:    log,
@@ -151,6 +153,7 @@ func (ba *benchAgents) stats() agent.Stats {
 		s.Reported += x.Reported
 		s.LeaseRequests += x.LeaseRequests
 		s.ReportRequests += x.ReportRequests
+		s.Queued += x.Queued
 		s.Setup += x.Setup
 		s.Run += x.Run
 		s.Finish += x.Finish
@@ -169,6 +172,7 @@ func (ba *benchAgents) figures(s agent.Stats, elapsed time.Duration) *benchAgent
 		}
 		return round2(float64(d) / float64(n) / float64(time.Millisecond))
 	}
+	f.QueuedMs = perTask(s.Queued, s.Started)
 	f.SetupMs, f.RunMs, f.FinishMs = perTask(s.Setup, s.Started), perTask(s.Run, s.Started), perTask(s.Finish, s.Started)
 	f.DeliverMs = perTask(s.Deliver, s.Reported)
 	if slotTime := float64(ba.slots) * float64(elapsed); slotTime > 0 {
@@ -190,8 +194,8 @@ func (ba *benchAgents) close() {
 
 // printAgents prints where the agents' time went.
 func printAgents(w io.Writer, c benchConfig, f *benchAgentFigures) {
-	fmt.Fprintf(w, "agents      %d real agent(s), %d slots, each task runs %q: per task setup %s, process %s, finish %s, report delivery %s\n",
-		f.Agents, c.Slots, c.Exec, ms(f.SetupMs), ms(f.RunMs), ms(f.FinishMs), ms(f.DeliverMs))
+	fmt.Fprintf(w, "agents      %d real agent(s), %d slots (prefetch %d each), each task runs %q: per task queued %s, setup %s, process %s, finish %s, report delivery %s\n",
+		f.Agents, c.Slots, c.Prefetch, c.Exec, ms(f.QueuedMs), ms(f.SetupMs), ms(f.RunMs), ms(f.FinishMs), ms(f.DeliverMs))
 	fmt.Fprintf(w, "            slots held %.0f%% of the time (a process ran %.0f%%), the rest waiting for the server; %.1f reports per request, %d lease requests\n",
 		100*f.SlotBusy, 100*f.SlotRunning, f.ReportsPerRequest, f.LeaseRequests)
 }

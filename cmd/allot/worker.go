@@ -134,6 +134,7 @@ before it registers (see docs/agent.md).`,
 	f.IntVar(&cfg.Resources.GPUs, "gpus", 0, "GPUs offered (default: detected with nvidia-smi)")
 	f.StringVar(&gpuMemory, "gpu-memory", "", "memory per GPU, e.g. 80Gi (default: detected with nvidia-smi)")
 	f.IntVar(&cfg.Slots, "slots", 1, "tasks run at once")
+	f.IntVar(&cfg.Prefetch, "prefetch", 0, "tasks taken ahead beyond the slots and queued, so a freed slot starts the next at once (at most --slots; for many short tasks)")
 	f.StringArrayVar(&labels, "label", nil, "label KEY=VALUE that queue pools select on (repeatable)")
 	f.Float64Var(&cost, "cost-per-hour", spec.DefaultCostPerHour, "cost of this worker per hour, for cost-aware placement")
 	f.StringSliceVar(&cfg.Cached, "cached", nil, "models or datasets already on this machine (comma-separated, repeatable)")

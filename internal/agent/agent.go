@@ -61,9 +61,16 @@ type Config struct {
 	Name string
 	// Resources are what the worker offers. Zero CPU, memory, GPUs or GPU
 	// memory are detected (CPUs, /proc/meminfo, nvidia-smi).
-	Resources   model.ResourceSpec
-	Labels      map[string]string
-	Slots       int      // attempts at once; default 1
+	Resources model.ResourceSpec
+	Labels    map[string]string
+	Slots     int // attempts at once; default 1
+	// Prefetch is how many assignments beyond Slots the agent takes ahead
+	// and queues, so a slot that frees starts the next task at once
+	// instead of waiting for the server's round trip; at most Slots. The
+	// server counts them as running (api.Register.Prefetch). A server
+	// that predates prefetching refuses the field: the agent then
+	// registers without it, and says so in its log.
+	Prefetch    int
 	CostPerHour *float64 // nil: the server's default (1)
 	Cached      []string // models and datasets already on the machine
 	// Cache lists models and datasets the machine holds, with their kind,
@@ -170,6 +177,7 @@ func New(cfg Config) (*Agent, error) {
 		bad  bool
 	}{
 		{"slots", cfg.Slots < 0},
+		{"prefetch", cfg.Prefetch < 0},
 		{"outputTailBytes", cfg.OutputTailBytes < 0},
 		{"grace", cfg.Grace < 0},
 		{"heartbeatEvery", cfg.HeartbeatEvery < 0},
@@ -202,6 +210,9 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Slots == 0 {
 		cfg.Slots = 1
 	}
+	if cfg.Prefetch > cfg.Slots {
+		return nil, fmt.Errorf("agent: prefetch: must be at most the slots (%d), got %d", cfg.Slots, cfg.Prefetch)
+	}
 	if cfg.OutputTailBytes == 0 {
 		cfg.OutputTailBytes = DefaultOutputTailBytes
 	}
@@ -223,7 +234,7 @@ func New(cfg Config) (*Agent, error) {
 		cfg: cfg,
 		c:   c,
 		log: log,
-		reg: api.Register{Name: cfg.Name, Resources: cfg.Resources, Labels: cfg.Labels, Slots: cfg.Slots,
+		reg: api.Register{Name: cfg.Name, Resources: cfg.Resources, Labels: cfg.Labels, Slots: cfg.Slots, Prefetch: cfg.Prefetch,
 			CostPerHour: cfg.CostPerHour, Cached: cfg.Cached, Cache: cfg.Cache},
 		run: runner{workDir: cfg.WorkDir, tailBytes: cfg.OutputTailBytes, grace: cfg.Grace, log: log, users: users,
 			started: cfg.Started},
@@ -377,6 +388,13 @@ func (a *Agent) register(ctx context.Context, first bool) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		if refusesPrefetch(err) && a.reg.Prefetch > 0 {
+			// A server older than prefetching knows no such field: run
+			// without it rather than not at all.
+			a.log.Warn("the server does not know prefetching; registering without it", "prefetch", a.reg.Prefetch, "err", err)
+			a.reg.Prefetch = 0
+			continue
+		}
 		if first && !client.Retryable(err) {
 			return fmt.Errorf("agent: registering worker %q with %s: %w", a.reg.Name, a.c.BaseURL(), err)
 		}
@@ -390,6 +408,13 @@ func (a *Agent) register(ctx context.Context, first bool) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// refusesPrefetch reports whether a registration was refused for its
+// prefetch field (a server that predates it names it as unknown).
+func refusesPrefetch(err error) bool {
+	var ce *client.Error
+	return errors.As(err, &ce) && ce.Status == 400 && ce.Field == "prefetch"
 }
 
 // generation returns the number of successful registrations so far.
@@ -564,9 +589,9 @@ func (a *Agent) startQueuedLocked() {
 	for !a.closing && a.busy < a.cfg.Slots && len(a.queue) > 0 {
 		at := a.queue[0]
 		a.queue = a.queue[1:]
-		at.started = true
+		at.started, at.slotted = true, time.Now()
 		for _, m := range at.batch {
-			m.started = true // the batch holds the slot from now
+			m.started, m.slotted = true, at.slotted // the batch holds the slot from now
 		}
 		a.busy++
 		a.wg.Go(func() { a.execute(at) })
@@ -596,7 +621,7 @@ func (a *Agent) execute(at *attempt) {
 func (a *Agent) queueReport(at *attempt, rep api.Report) {
 	a.report.add(rep)
 	if !at.began.IsZero() {
-		a.stats.ran(at.accepted, at.began, at.ended, time.Now())
+		a.stats.ran(at, time.Now())
 	}
 }
 

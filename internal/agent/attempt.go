@@ -41,9 +41,9 @@ type attempt struct {
 	batchHead string
 	batch     []*attempt
 	// accepted is when the lease answer that brought the attempt arrived;
-	// began and ended, when its process started and was reaped (zero if
-	// it never started). They feed Stats.
-	accepted, began, ended time.Time
+	// slotted, when it got a slot; began and ended, when its process
+	// started and was reaped (zero if it never started). They feed Stats.
+	accepted, slotted, began, ended time.Time
 
 	mu      sync.Mutex
 	proc    *os.Process // nil until the process started

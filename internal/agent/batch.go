@@ -96,7 +96,7 @@ func (a *Agent) runBatch(unit []*attempt) {
 		if i == 0 {
 			headRep = rep // held: it goes last
 			if !at.began.IsZero() {
-				a.stats.ran(at.accepted, at.began, at.ended, time.Now())
+				a.stats.ran(at, time.Now())
 			}
 			a.leftovers <- left
 			continue

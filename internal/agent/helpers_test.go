@@ -72,6 +72,9 @@ type fakeServer struct {
 	known         map[string]bool
 	registrations []api.Register
 	registerFails []int // statuses to answer registrations with, in turn
+	// unknownFields are registration fields the server refuses as unknown
+	// (400, naming the field), as a server that predates them does.
+	unknownFields []string
 	leases        []api.Lease
 	leaseWake     chan struct{}
 	reportStatus  func(batch []api.Report) int // nil: 204
@@ -120,13 +123,27 @@ func decode(r *http.Request, v any) error {
 }
 
 func (fs *fakeServer) register(w http.ResponseWriter, r *http.Request) {
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		fail(w, 400, api.CodeInvalid, err.Error())
+		return
+	}
 	var reg api.Register
-	if err := decode(r, &reg); err != nil {
+	var fields map[string]json.RawMessage
+	if err := errors.Join(json.Unmarshal(b, &reg), json.Unmarshal(b, &fields)); err != nil {
 		fail(w, 400, api.CodeInvalid, err.Error())
 		return
 	}
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
+	for _, f := range fs.unknownFields {
+		if _, ok := fields[f]; ok {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(400)
+			_ = json.NewEncoder(w).Encode(api.ErrorBody{Error: api.Error{Code: api.CodeInvalid, Field: f, Message: fmt.Sprintf("unknown field %q", f)}})
+			return
+		}
+	}
 	if len(fs.registerFails) > 0 {
 		status := fs.registerFails[0]
 		fs.registerFails = fs.registerFails[1:]

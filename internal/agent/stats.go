@@ -16,8 +16,12 @@ type Stats struct {
 	// LeaseRequests and ReportRequests count the requests sent; reports
 	// per request is how well they batch.
 	LeaseRequests, ReportRequests int64
-	// Setup runs from the lease answer's arrival to the process start:
-	// the wait for a slot, the attempt's directory, and the fork.
+	// Queued runs from the lease answer's arrival to the attempt getting
+	// a slot: the wait of an assignment taken ahead (Config.Prefetch), or
+	// of one that came while every slot was busy.
+	Queued time.Duration
+	// Setup runs from the slot given to the process start: the attempt's
+	// directory, and the fork.
 	Setup time.Duration
 	// Run runs from the process start to its reaping.
 	Run time.Duration
@@ -31,17 +35,22 @@ type Stats struct {
 
 // agentStats are the counters behind Stats.
 type agentStats struct {
-	accepted, started, leases atomic.Int64
-	setup, run, finish        atomic.Int64 // nanoseconds
+	accepted, started, leases  atomic.Int64
+	queued, setup, run, finish atomic.Int64 // nanoseconds
 }
 
-// ran counts an attempt whose process ran: it started at began, was
-// reaped at ended, and its report was queued at queued.
-func (s *agentStats) ran(accepted, began, ended, queued time.Time) {
+// ran counts an attempt whose process ran (at.began set), whose report
+// was queued at reported.
+func (s *agentStats) ran(at *attempt, reported time.Time) {
+	slotted := at.slotted
+	if slotted.IsZero() || slotted.Before(at.accepted) {
+		slotted = at.accepted
+	}
 	s.started.Add(1)
-	s.setup.Add(int64(began.Sub(accepted)))
-	s.run.Add(int64(ended.Sub(began)))
-	s.finish.Add(int64(queued.Sub(ended)))
+	s.queued.Add(int64(slotted.Sub(at.accepted)))
+	s.setup.Add(int64(at.began.Sub(slotted)))
+	s.run.Add(int64(at.ended.Sub(at.began)))
+	s.finish.Add(int64(reported.Sub(at.ended)))
 }
 
 // Stats returns what the agent did so far.
@@ -52,6 +61,7 @@ func (a *Agent) Stats() Stats {
 		Reported:       a.report.taken.Load(),
 		LeaseRequests:  a.stats.leases.Load(),
 		ReportRequests: a.report.requests.Load(),
+		Queued:         time.Duration(a.stats.queued.Load()),
 		Setup:          time.Duration(a.stats.setup.Load()),
 		Run:            time.Duration(a.stats.run.Load()),
 		Finish:         time.Duration(a.stats.finish.Load()),

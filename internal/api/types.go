@@ -130,14 +130,17 @@ type TaskLog struct {
 
 // Worker is a worker as the API shows it.
 type Worker struct {
-	Name        string             `json:"name"`
-	State       string             `json:"state"`
-	Resources   model.ResourceSpec `json:"resources"`
-	Labels      map[string]string  `json:"labels,omitempty"`
-	Slots       int                `json:"slots"`
-	Running     int                `json:"running"`
-	CostPerHour float64            `json:"costPerHour"`
-	LastSeen    time.Time          `json:"lastSeen"`
+	Name      string             `json:"name"`
+	State     string             `json:"state"`
+	Resources model.ResourceSpec `json:"resources"`
+	Labels    map[string]string  `json:"labels,omitempty"`
+	Slots     int                `json:"slots"`
+	// Prefetch is how many tasks beyond Slots the worker takes ahead
+	// (Register.Prefetch); Running counts them.
+	Prefetch    int       `json:"prefetch,omitempty"`
+	Running     int       `json:"running"`
+	CostPerHour float64   `json:"costPerHour"`
+	LastSeen    time.Time `json:"lastSeen"`
 	// DisabledBy says who disabled a disabled worker: "elastic" (the
 	// elastic coordinator) or "manual" (an operator).
 	DisabledBy string `json:"disabledBy,omitempty"`
@@ -166,12 +169,20 @@ type PriorityChange struct {
 
 // Register is the body a worker sends to POST /v1/workers.
 type Register struct {
-	Name        string             `json:"name"`
-	Resources   model.ResourceSpec `json:"resources"`
-	Labels      map[string]string  `json:"labels,omitempty"`
-	Slots       int                `json:"slots,omitempty" zero:"must be at least 1|leave slots out for one; to keep a worker from taking tasks, drain or disable it"`
-	CostPerHour *float64           `json:"costPerHour,omitempty"`
-	Cached      []string           `json:"cached,omitempty"`
+	Name      string             `json:"name"`
+	Resources model.ResourceSpec `json:"resources"`
+	Labels    map[string]string  `json:"labels,omitempty"`
+	Slots     int                `json:"slots,omitempty" zero:"must be at least 1|leave slots out for one; to keep a worker from taking tasks, drain or disable it"`
+	// Prefetch is how many tasks beyond its slots the worker takes ahead
+	// and queues, so that a slot that frees starts the next one at once
+	// instead of waiting for the server's round trip (report, durable
+	// commit, lease answer). The server counts them as running: they
+	// start (durably) when handed out, hold their share and resources,
+	// and are stopped as running tasks are. At most the worker's slots;
+	// 0, the default, takes only what the slots run.
+	Prefetch    int      `json:"prefetch,omitempty"`
+	CostPerHour *float64 `json:"costPerHour,omitempty"`
+	Cached      []string `json:"cached,omitempty"`
 	// Cache lists models and datasets the worker holds, with their kind
 	// and when it last used each (cache hints for context reuse).
 	Cache []CacheHint `json:"cache,omitempty"`

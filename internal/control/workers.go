@@ -19,12 +19,20 @@ import (
 )
 
 // workerModel checks a registration and turns it into the engine's worker.
+// A worker that prefetches has its slots and the prefetched tasks in the
+// engine's slots: a prefetched task is handed out, and started, as one
+// that runs, within the worker's resources.
 func workerModel(reg api.Register, now time.Time) (model.Worker, error) {
 	ws, err := spec.Worker{Name: reg.Name, Resources: reg.Resources, Labels: reg.Labels, Slots: reg.Slots,
 		CostPerHour: reg.CostPerHour, Cached: reg.Cached}.Expand("", now)
 	if err != nil {
 		return model.Worker{}, err
 	}
+	if slots := ws[0].Slots; reg.Prefetch < 0 || reg.Prefetch > slots {
+		return model.Worker{}, model.FieldErrors{{Path: "prefetch",
+			Msg: fmt.Sprintf("must be from 0 to the worker's slots (%d), got %d", slots, reg.Prefetch)}}
+	}
+	ws[0].Slots += reg.Prefetch
 	return ws[0], nil
 }
 
@@ -429,7 +437,7 @@ func (c *Controller) workerView(lw *liveWorker) api.Worker {
 	}
 	c.mu.Unlock()
 	return api.Worker{Name: lw.rec.Name, State: lw.rec.State, Resources: lw.reg.Resources, Labels: lw.reg.Labels,
-		Slots: slots, Running: len(c.runningOn(lw.rec.Name)), CostPerHour: cost, LastSeen: seen.UTC(),
+		Slots: slots, Prefetch: lw.reg.Prefetch, Running: len(c.runningOn(lw.rec.Name)), CostPerHour: cost, LastSeen: seen.UTC(),
 		DisabledBy: c.disabledBy(lw), Cache: c.cacheView(lw.rec.Name, c.cfg.Clock())}
 }
 
