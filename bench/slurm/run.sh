@@ -95,7 +95,7 @@ wait_until() {
 	done
 }
 
-free_port() { # a TCP port nothing listens on, from 20000 up
+free_port() { # free_port FROM: the first TCP port from FROM up that nothing listens on
 	local p
 	for p in $(seq "$1" $(($1 + 999))); do
 		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
