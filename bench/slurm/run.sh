@@ -291,8 +291,10 @@ allot_round() {
 	allot_start
 
 	# backlog: N one-task jobs in one NDJSON file (allot submit sends them in calls of 10,000), submitted while the
-	# worker is disabled, then the worker enabled
-	awk -v n="$jobs" 'BEGIN { for (i = 0; i < n; i++) print "{\"tasks\":[{\"name\":\"t\",\"run\":\"true\"}]}" }' >"$work/allot/backlog.ndjson"
+	# worker is disabled, then the worker enabled. The jobs are named, as a script would name them: IDs the server
+	# generates have 5 random characters after the second of submission, and thousands submitted in one second can
+	# draw the same one (the later job is then refused as a conflict).
+	awk -v n="$jobs" 'BEGIN { for (i = 0; i < n; i++) printf "{\"id\":\"backlog-%06d\",\"tasks\":[{\"name\":\"t\",\"run\":\"true\"}]}\n", i }' >"$work/allot/backlog.ndjson"
 	allot_hold disable
 	t0=$(now)
 	"$allot" submit "$work/allot/backlog.ndjson" >"$work/allot/submit.out" || die "allot: submission failed (see $work/allot/submit.out)"
