@@ -15,14 +15,14 @@
 # (ratio is Allot's figure over Slurm's for rates, Slurm's over Allot's for latencies: above 1 means Allot is faster).
 #
 # Usage: sudo bench/slurm/run.sh [--quick] [--rounds R] [--jobs N] [--array N] [--latency L] [--slots S]
-#                                [--submitters P] [--only slurm|allot] [--keep]
+#                                [--submitters P] [--prefetch N] [--only slurm|allot] [--keep]
 # See docs/performance.md, "Side by side with Slurm".
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 
-rounds=3 jobs=10000 array=10000 latency=200 slots=16 submitters=4 only="" keep=0
+rounds=3 jobs=10000 array=10000 latency=200 slots=16 submitters=4 prefetch=0 only="" keep=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) rounds=1 jobs=500 array=500 latency=20 ;;
@@ -32,6 +32,7 @@ while [ $# -gt 0 ]; do
 	--latency) latency=$2; shift ;;
 	--slots) slots=$2; shift ;;
 	--submitters) submitters=$2; shift ;;
+	--prefetch) prefetch=$2; shift ;; # allot worker --prefetch: tasks taken ahead of free slots
 	--only) only=$2; shift ;;
 	--keep) keep=1 ;;
 	-h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -270,7 +271,7 @@ allot_start() {
 	ALLOT_TOKEN=$(cat "$d/data/admin.token")
 	export ALLOT_TOKEN
 	wait_until "allot server ready" 30 curl -sf -o /dev/null "$ALLOT_SERVER/readyz"
-	"$allot" worker --name "$node" --slots "$slots" --cpu "$slots" --memory 16Gi --token-file "$d/data/admin.token" \
+	"$allot" worker --name "$node" --slots "$slots" --prefetch "$prefetch" --cpu "$slots" --memory 16Gi --token-file "$d/data/admin.token" \
 		--state-dir "$d/worker-state" >"$d/worker.log" 2>&1 &
 	pids+=($!)
 	wait_until "allot worker" 30 allot_worker_ready
@@ -354,9 +355,10 @@ done
 
 # ---------------------------------------------------------------- medians and ratios
 
-# median SYSTEM WORKLOAD FIELD: the median over the rounds
+# median SYSTEM WORKLOAD FIELD: the median over the rounds; empty when that
+# system did not run (--only)
 median() {
-	grep "\"system\":\"$1\"" "$work/results.ndjson" | grep "\"workload\":\"$2\"" |
+	{ grep "\"system\":\"$1\"" "$work/results.ndjson" || true; } | { grep "\"workload\":\"$2\"" || true; } |
 		sed -n "s/.*\"$3\":\([0-9.]*\).*/\1/p" | sort -n |
 		awk '{ v[NR] = $1 } END { if (NR == 0) print ""; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
