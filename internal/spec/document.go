@@ -27,7 +27,9 @@ func Decode(data []byte, out any) (*yaml.Node, error) {
 		return nil, &FieldError{Msg: fmt.Sprintf("document is %d bytes, more than the limit of %d", len(data), MaxDocumentBytes)}
 	}
 	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
+	if n, ok := jsonNode(data); ok {
+		root = *n // the tree the parser would build, without it (jsonnode.go)
+	} else if err := yaml.Unmarshal(data, &root); err != nil {
 		return nil, syntaxError(err)
 	}
 	if root.Kind == 0 {
