@@ -11,12 +11,17 @@ import "go.yaml.in/yaml/v3"
 // not know to give exactly the parser's tree it leaves to the parser: an
 // escape in a string, a byte beyond ASCII (the parser counts columns in
 // characters), a tab or a carriage return, a top level that is not an
-// object, deep nesting, any text that is not JSON. TestJSONNodeIsTheParsersTree
+// object, deep nesting, a key of a thousand characters, any text that is
+// not JSON. TestJSONNodeIsTheParsersTree
 // and FuzzJSONNode compare the two trees.
 
 // maxJSONNodeDepth is the nesting jsonNode builds; deeper documents go to
 // the parser, which has limits of its own.
 const maxJSONNodeDepth = 64
+
+// maxJSONKeySpan is the longest a key may run, from its opening quote to
+// its colon, for jsonNode to read it; the parser's limit is 1,024.
+const maxJSONKeySpan = 1000
 
 // jsonNode returns the YAML parser's document node for data, or false when
 // data is not JSON of the plain kind described above.
@@ -106,6 +111,7 @@ func (s *jsonScanner) object(depth, line, col int) (*yaml.Node, bool) {
 		if s.pos >= len(s.data) || s.data[s.pos] != '"' {
 			return nil, false
 		}
+		keyStart := s.pos
 		k, ok := s.value(depth + 1)
 		if !ok {
 			return nil, false
@@ -113,7 +119,9 @@ func (s *jsonScanner) object(depth, line, col int) (*yaml.Node, bool) {
 		for s.pos < len(s.data) && s.data[s.pos] == ' ' { // a key's colon is on its line
 			s.pos++
 		}
-		if s.pos >= len(s.data) || s.data[s.pos] != ':' {
+		// and near it: the parser takes for a key only what ends in a
+		// colon within 1,024 characters of its start.
+		if s.pos >= len(s.data) || s.data[s.pos] != ':' || s.pos-keyStart > maxJSONKeySpan {
 			return nil, false
 		}
 		s.pos++
