@@ -20,14 +20,17 @@ const MaxDocumentBytes = 64 << 20
 // wrong types, and numbers out does not hold as written (a fraction or an
 // overflow in an integer field, NaN or an infinity in a number field), each
 // named by its exact field path. It returns the document's node tree so
-// that later checks can report lines. JSON is read by the same parser,
-// since JSON is YAML.
+// that later checks can report lines. JSON is YAML, and reads as the
+// parser reads it; plain JSON, the common submission, gets the parser's
+// tree without the parser (jsonnode.go).
 func Decode(data []byte, out any) (*yaml.Node, error) {
 	if len(data) > MaxDocumentBytes {
 		return nil, &FieldError{Msg: fmt.Sprintf("document is %d bytes, more than the limit of %d", len(data), MaxDocumentBytes)}
 	}
 	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
+	if n, ok := jsonNode(data); ok {
+		root = *n // the tree the parser would build, without it (jsonnode.go)
+	} else if err := yaml.Unmarshal(data, &root); err != nil {
 		return nil, syntaxError(err)
 	}
 	if root.Kind == 0 {

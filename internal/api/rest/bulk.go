@@ -61,7 +61,7 @@ func (s *Server) submitBulk(w http.ResponseWriter, r *http.Request) {
 	for k, d := range accepted {
 		specs[k] = d.spec
 	}
-	subs, err := s.ctrl.SubmitManyBy(r.Context(), principal(r).SubmitterName(), specs)
+	subs, err := s.ctrl.SubmitCheckedBy(r.Context(), principal(r).SubmitterName(), specs) // each passed CheckJob in admitDocument
 	if err != nil {
 		s.fail(w, err)
 		return

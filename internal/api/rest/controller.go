@@ -22,8 +22,7 @@ import (
 // and the dead-letter list.
 type Jobs interface {
 	CheckJob(js spec.Job) error
-	SubmitBy(ctx context.Context, submitter string, js spec.Job) (api.Job, error)
-	SubmitManyBy(ctx context.Context, submitter string, specs []spec.Job) ([]control.Submission, error)
+	SubmitCheckedBy(ctx context.Context, submitter string, specs []spec.Job) ([]control.Submission, error)
 	Job(ctx context.Context, id string) (api.Job, error)
 	Jobs(ctx context.Context, f store.JobFilter) (api.JobList, error)
 	Logs(ctx context.Context, id string) (api.Logs, error)

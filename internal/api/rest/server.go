@@ -369,11 +369,15 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	if !s.allowSubmit(w, r, js) {
 		return
 	}
-	job, err := s.ctrl.SubmitBy(r.Context(), principal(r).SubmitterName(), js)
+	subs, err := s.ctrl.SubmitCheckedBy(r.Context(), principal(r).SubmitterName(), []spec.Job{js})
+	if err == nil {
+		err = subs[0].Err
+	}
 	if err != nil {
 		s.fail(w, spec.WithLines(err, root))
 		return
 	}
+	job := subs[0].Job
 	tasks := 0
 	for _, n := range job.Counts { // by state
 		tasks += n

@@ -100,3 +100,56 @@ func BenchmarkJobHeader(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCommitSmallJobs commits the rounds of many one-task jobs: each
+// op is one round that creates jobs new jobs (the job, its task, a
+// job_submitted and a task_started event) and ends as many created in the
+// round before (the job's state and end, its task's, a task_succeeded and
+// a job_ended event), as the loop commits them under `allot bench
+// --job-size 1`. cpu-µs/job is the process's CPU time (user and system)
+// per job, which the fsync's wait does not hide.
+func BenchmarkCommitSmallJobs(b *testing.B) {
+	for _, n := range []int{10, 100} {
+		b.Run(fmt.Sprintf("jobs=%d", n), func(b *testing.B) {
+			s, err := Open(tempPath(b))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			ctx := b.Context()
+			spec := json.RawMessage(`{"queue":"q","tasks":[{"name":"t","run":"true"}]}`)
+			t0 := time.Now()
+			var prev []store.Job
+			jobs := 0
+			cpu0 := cpuTime()
+			for i := 0; b.Loop(); i++ {
+				var batch store.Batch
+				at := t0.Add(time.Duration(i) * time.Millisecond)
+				for _, j := range prev {
+					j.State, j.Ended, j.Spec = "succeeded", at, nil
+					batch.Jobs = append(batch.Jobs, j)
+					batch.Tasks = append(batch.Tasks, store.Task{Job: j.ID, Name: "t", State: "succeeded", Attempt: 1, Worker: "w-1",
+						Started: j.Submitted, Ended: at, ExitCode: new(int)})
+					batch.Events = append(batch.Events,
+						store.Event{At: at, Kind: "task_succeeded", Job: j.ID, Task: "t", Worker: "w-1", Data: json.RawMessage(`{"attempt":1}`)},
+						store.Event{At: at, Kind: "job_ended", Job: j.ID, Reason: "succeeded"})
+				}
+				prev = prev[:0]
+				for k := range n {
+					j := store.Job{ID: fmt.Sprintf("j-%07d-%03d", i, k), Queue: "q", Submitter: "bench", State: "running", Submitted: at, Spec: spec}
+					prev = append(prev, j)
+					batch.Jobs = append(batch.Jobs, j)
+					batch.Tasks = append(batch.Tasks, store.Task{Job: j.ID, Name: "t", State: "running", Attempt: 1, Worker: "w-1", Started: at})
+					batch.Events = append(batch.Events,
+						store.Event{At: at, Kind: "job_submitted", Job: j.ID, Data: json.RawMessage(`{"queue":"q","tasks":1}`)},
+						store.Event{At: at, Kind: "task_started", Job: j.ID, Task: "t", Worker: "w-1", Data: json.RawMessage(`{"attempt":1}`)})
+				}
+				if err := s.Commit(ctx, batch); err != nil {
+					b.Fatal(err)
+				}
+				jobs += n
+			}
+			b.ReportMetric(float64(cpuTime()-cpu0)/float64(time.Microsecond)/float64(jobs), "cpu-µs/job")
+		})
+	}
+}

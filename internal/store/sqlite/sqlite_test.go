@@ -464,8 +464,9 @@ func TestCommitRefusedRowNamesIt(t *testing.T) {
 	if _, err := s.CreateJob(t.Context(), store.Job{ID: "j", Queue: "q", State: "pending"}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	// Rows 0-63 and 64-127 are written as chunks, 128 alone.
-	many := make([]store.Task, 2*chunkRows+1)
+	// Rows 0-63 and 64-127 are written as chunks of 64, 128-135 as a
+	// chunk of 8, 136-138 alone.
+	many := make([]store.Task, 2*chunkRows[0]+chunkRows[1]+3)
 	for i := range many {
 		many[i] = store.Task{Job: "j", Name: fmt.Sprintf("t%d", i), State: "ready"}
 	}
@@ -475,7 +476,8 @@ func TestCommitRefusedRowNamesIt(t *testing.T) {
 	}{
 		{"UnknownJobAlone", "tasks[0] (ghost/t):", func(ts []store.Task) { ts[0] = store.Task{Job: "ghost", Name: "t", State: "ready"} }},
 		{"UnknownJobInChunk", "tasks[70] (ghost/t70):", func(ts []store.Task) { ts[70].Job = "ghost" }},
-		{"UnknownJobAfterChunks", "tasks[128] (ghost/t128):", func(ts []store.Task) { ts[128].Job = "ghost" }},
+		{"UnknownJobInSmallChunk", "tasks[130] (ghost/t130):", func(ts []store.Task) { ts[130].Job = "ghost" }},
+		{"UnknownJobAfterChunks", "tasks[137] (ghost/t137):", func(ts []store.Task) { ts[137].Job = "ghost" }},
 		{"BadJSONInChunk", "tasks[3] (j/t3): result: not valid JSON", func(ts []store.Task) { ts[3].Result = json.RawMessage("{") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

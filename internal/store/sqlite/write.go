@@ -29,18 +29,22 @@ type stmts struct {
 	all                    []*sql.Stmt
 }
 
-// rowStmt writes rows of one kind: chunk writes chunkRows rows in one
-// statement (a multi-row VALUES list), one writes the rest one at a time.
-// Chunks cut the per-statement cost (database/sql and driver calls, binding
-// set-up, statement start and end inside SQLite) that a batch of thousands
-// of rows otherwise pays per row.
+// rowStmt writes rows of one kind: chunks[k] writes chunkRows[k] rows in
+// one statement (a multi-row VALUES list), one writes the rest one at a
+// time. Chunks cut the per-statement cost (database/sql and driver calls,
+// binding set-up, statement start and end inside SQLite) that a batch
+// otherwise pays per row: a batch of thousands of rows goes in chunks of
+// 64, and the few rows of each kind a round of small jobs writes (about
+// ten jobs, tasks and twenty to forty events) in chunks of 8.
 type rowStmt struct {
-	one, chunk *sql.Stmt
+	one    *sql.Stmt
+	chunks [len(chunkRows)]*sql.Stmt
 }
 
-// chunkRows is the number of rows of a chunk statement; at 14 columns a
-// task chunk binds 896 values, far below SQLite's limit of 32,766.
-const chunkRows = 64
+// chunkRows are the numbers of rows of the chunk statements, largest
+// first; at 15 columns a task chunk of 64 binds 960 values, far below
+// SQLite's limit of 32,766.
+var chunkRows = [...]int{64, 8}
 
 // insertSQL is INSERT INTO table (cols) VALUES (?, …), … for rows rows,
 // followed by suffix (an ON CONFLICT clause).
@@ -96,7 +100,11 @@ func (s *stmts) prepare(ctx context.Context, db *sql.DB) error {
 		return st
 	}
 	rows := func(table string, cols []string, suffix string) rowStmt {
-		return rowStmt{one: prep(insertSQL(table, cols, 1, suffix)), chunk: prep(insertSQL(table, cols, chunkRows, suffix))}
+		rs := rowStmt{one: prep(insertSQL(table, cols, 1, suffix))}
+		for k, n := range chunkRows {
+			rs.chunks[k] = prep(insertSQL(table, cols, n, suffix))
+		}
+		return rs
 	}
 	// DO NOTHING + RETURNING: a duplicate ID returns no row, which is how
 	// CreateJob tells ErrDuplicate apart from other failures.
@@ -196,7 +204,8 @@ func (s *Store) Commit(ctx context.Context, b store.Batch) error {
 func eventName(i int, e store.Event) string { return fmt.Sprintf("events[%d] (%s)", i, e.Kind) }
 
 // execRows writes rows in tx with rs, with the values args returns for
-// each row: whole chunks through rs.chunk, the rest one by one. An error
+// each row: whole chunks through rs.chunks, largest first, the rest one
+// by one. An error
 // names the row (name) and stops; the caller then rolls the transaction
 // back.
 //
@@ -222,15 +231,21 @@ func execRows[T any](ctx context.Context, tx *sql.Tx, rs rowStmt, rows []T, args
 		return nil
 	}
 	i := 0
-	if len(rows) >= chunkRows {
-		chunk := tx.StmtContext(ctx, rs.chunk)
-		buf := make([]any, 0, chunkRows*16)
-		for ; i+chunkRows <= len(rows); i += chunkRows {
+	var buf []any
+	for k, size := range chunkRows {
+		if len(rows)-i < size {
+			continue
+		}
+		chunk := tx.StmtContext(ctx, rs.chunks[k])
+		if buf == nil {
+			buf = make([]any, 0, size*16)
+		}
+		for ; i+size <= len(rows); i += size {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 			buf = buf[:0]
-			for k := i; k < i+chunkRows; k++ {
+			for k := i; k < i+size; k++ {
 				a, err := args(rows[k])
 				if err != nil {
 					return fmt.Errorf("%s: %w", name(k, rows[k]), err)
@@ -240,12 +255,12 @@ func execRows[T any](ctx context.Context, tx *sql.Tx, rs rowStmt, rows []T, args
 			if _, err := chunk.ExecContext(rowCtx, buf...); err != nil {
 				// A failed statement leaves no trace, so run the chunk
 				// again row by row to name the row at fault.
-				for k := i; k < i+chunkRows; k++ {
+				for k := i; k < i+size; k++ {
 					if rowErr := single(k); rowErr != nil {
 						return rowErr
 					}
 				}
-				return fmt.Errorf("rows %d-%d: %w", i, i+chunkRows-1, constraint(err))
+				return fmt.Errorf("rows %d-%d: %w", i, i+size-1, constraint(err))
 			}
 		}
 	}
