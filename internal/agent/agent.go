@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
@@ -408,7 +409,7 @@ func (a *Agent) register(ctx context.Context, first bool) error {
 		if first && !client.Retryable(err) {
 			return fmt.Errorf("agent: registering worker %q with %s: %w", a.reg.Name, a.c.BaseURL(), err)
 		}
-		d := bo.after(err)
+		d := retryIn(&bo, err)
 		level := slog.LevelDebug
 		if tries == 0 {
 			level = slog.LevelWarn
@@ -483,7 +484,7 @@ func (a *Agent) heartbeats(ctx context.Context) {
 		err := a.c.HeartbeatCache(rctx, a.reg.Name, a.cfg.Cache)
 		cancel()
 		if err != nil && a.c.BaseURL() != server && ctx.Err() == nil {
-			a.log.Warn("the server did not answer in time; moving to the next", "server", server, "next", a.c.BaseURL(), "err", err)
+			a.log.Warn("the server failed or did not answer in time; leaving it for the next", "server", server, "next", a.c.BaseURL(), "err", err)
 			a.leftServer()
 		}
 		a.followServer(ctx)
@@ -546,7 +547,7 @@ func (a *Agent) leases(ctx context.Context) {
 			a.log.Warn("lease failed; trying the next server", "server", a.c.BaseURL(), "err", err)
 			continue
 		default:
-			d := bo.after(err)
+			d := retryIn(&bo, err)
 			level := slog.LevelDebug
 			if !failing {
 				level = slog.LevelWarn // once per outage, not once per retry
@@ -804,4 +805,19 @@ func (a *Agent) leftServer() {
 	defer a.awayMu.Unlock()
 	a.leave()
 	a.away, a.leave = context.WithCancel(context.Background())
+}
+
+// electionPause is the wait before asking again when no server of a
+// round led (an election under way): a standby leads within the leader
+// timeout, and the worker should reach it soon after, not after a
+// backoff grown meanwhile.
+const electionPause = 200 * time.Millisecond
+
+// retryIn is the wait before retrying a request that failed with err: a
+// short one while an election is under way, else the backoff's next.
+func retryIn(bo *backoff, err error) time.Duration {
+	if client.IsNotLeader(err) {
+		return electionPause/2 + rand.N(electionPause/2+1)
+	}
+	return bo.after(err)
 }

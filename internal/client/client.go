@@ -199,6 +199,9 @@ func (c *Client) send(ctx context.Context, r *request) (*http.Response, error) {
 			return resp, err
 		}
 		d := overloadDelay(e.RetryAfter, attempt)
+		if e.Code == api.CodeNotLeader {
+			d = electionDelay(attempt)
+		}
 		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < d {
 			return nil, err // no time to wait for: the caller decides
 		}
@@ -216,6 +219,15 @@ func overloadDelay(retryAfter time.Duration, attempt int) time.Duration {
 	d := min(500*time.Millisecond<<min(attempt, 10), maxOverloadDelay)
 	d = d/2 + rand.N(d/2+1)
 	return max(d, retryAfter)
+}
+
+// electionDelay is the wait before round attempt+1 when no replica of a
+// round led (an election under way): shorter than an overloaded server's,
+// doubling from 100 ms, drawn from its upper half, since a standby leads
+// within the leader timeout and the caller should reach it soon after.
+func electionDelay(attempt int) time.Duration {
+	d := 100 * time.Millisecond << min(attempt, 4)
+	return d/2 + rand.N(d/2+1)
 }
 
 // pause waits d or until ctx ends.
