@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -238,6 +239,13 @@ func TestFailoverOfThreeReplicasLosesNothing(t *testing.T) {
 	}()
 
 	var killGaps, freezeGaps, cutGaps, recoveringGaps []time.Duration
+	// The faults, in order, for the time from each to the first task a
+	// new leader starts.
+	type faultAt struct {
+		kind string
+		at   time.Time
+	}
+	var faults []faultAt
 	for round := range 5 {
 		time.Sleep(1500 * time.Millisecond)
 		old := rs.leader()
@@ -247,6 +255,7 @@ func TestFailoverOfThreeReplicasLosesNothing(t *testing.T) {
 		p := rs.procs[old]
 		if round < 2 {
 			fault := time.Now()
+			faults = append(faults, faultAt{"kill -9", fault})
 			_ = p.Process.Kill()
 			_ = p.Wait()
 			rs.procs[old] = nil
@@ -263,6 +272,7 @@ func TestFailoverOfThreeReplicasLosesNothing(t *testing.T) {
 				<-rs.promoting
 			}
 			fault := time.Now()
+			faults = append(faults, faultAt{"kill -9, then its successor", fault})
 			_ = p.Process.Kill()
 			_ = p.Wait()
 			rs.procs[old] = nil
@@ -288,6 +298,7 @@ func TestFailoverOfThreeReplicasLosesNothing(t *testing.T) {
 			// The leader cut from PostgreSQL: its lock's session ended
 			// under it, the process alive and unaware.
 			fault := time.Now()
+			faults = append(faults, faultAt{"cut", fault})
 			if err := pg.Exec(context.Background(), schema,
 				`SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted`); err != nil {
 				t.Fatal(err)
@@ -298,8 +309,20 @@ func TestFailoverOfThreeReplicasLosesNothing(t *testing.T) {
 		}
 		_ = p.Process.Signal(syscall.SIGSTOP)
 		fault := time.Now()
-		_, seen := rs.waitLeader(old, leaderTimeout+10*time.Second)
+		faults = append(faults, faultAt{"SIGSTOP", fault})
+		l, seen := rs.waitLeader(old, leaderTimeout+10*time.Second)
 		freezeGaps = append(freezeGaps, seen.Sub(fault))
+		// The old leader stays frozen: its connections stay open and
+		// silent. The worker must notice, and register with the new
+		// leader within 5 s of it taking over, keeping its tasks.
+		if d := rs.workerBack(l, "w1", fault, 10*time.Second); d.IsZero() {
+			t.Errorf("the worker did not register with the new leader within 10 s while the old one stayed frozen")
+		} else {
+			t.Logf("the worker registered with the new leader %v after it took over", d.Sub(seen).Round(time.Millisecond))
+			if d.Sub(seen) > 5*time.Second {
+				t.Errorf("the worker registered with the new leader %v after it took over, want within 5 s", d.Sub(seen))
+			}
+		}
 		_ = p.Process.Signal(syscall.SIGCONT)
 		// The old leader resumes unconfirmed: it must not serve.
 		hc := &http.Client{Timeout: 2 * time.Second, Transport: adminTransport{}}
@@ -406,4 +429,59 @@ func TestFailoverOfThreeReplicasLosesNothing(t *testing.T) {
 	}
 	// Every acknowledged job is stored and ends, each task exactly once.
 	checkEndedOnce(t, c, ids)
+	// The worker lived throughout: no leader declared it lost (which
+	// would requeue its tasks). And after each fault a new leader started
+	// tasks soon: the time to the first task started after it.
+	evs := c.events()
+	for _, e := range evs {
+		if e.Kind == "worker_lost" {
+			t.Errorf("worker %s was declared lost at %s: %s", e.Worker, e.At.Format(time.StampMilli), e.Message)
+		}
+	}
+	var starts []string
+	for _, f := range faults {
+		var first time.Time
+		for _, e := range evs {
+			if e.Kind == "task_started" && e.At.After(f.at) && (first.IsZero() || e.At.Before(first)) {
+				first = e.At
+			}
+		}
+		if first.IsZero() {
+			t.Errorf("no task started after the fault %s", f.kind)
+			continue
+		}
+		gap := first.Sub(f.at)
+		starts = append(starts, fmt.Sprintf("%s %v", f.kind, gap.Round(time.Millisecond)))
+		limit := 3 * time.Second
+		if f.kind == "SIGSTOP" {
+			limit = leaderTimeout + 3*time.Second
+		}
+		if gap > limit {
+			t.Errorf("the first task started %v after the fault %s, want within %v", gap, f.kind, limit)
+		}
+	}
+	t.Logf("fault to the first task started by a new leader: %s", strings.Join(starts, "; "))
+}
+
+// workerBack waits until the worker name has registered with replica l
+// since the time since (its registration, or a heartbeat after it, is
+// newer), and returns when it saw that; the zero time if not within.
+func (rs *replicaSet) workerBack(l int, name string, since time.Time, within time.Duration) time.Time {
+	hc := &http.Client{Timeout: time.Second, Transport: adminTransport{}}
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		resp, err := hc.Get("http://" + rs.addrs[l] + "/v1/workers")
+		if err == nil {
+			var ws []api.Worker
+			_ = json.NewDecoder(resp.Body).Decode(&ws)
+			resp.Body.Close()
+			for _, w := range ws {
+				if w.Name == name && w.LastSeen.After(since) {
+					return time.Now()
+				}
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return time.Time{}
 }

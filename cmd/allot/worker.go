@@ -143,6 +143,7 @@ before it registers (see docs/agent.md).`,
 	f.DurationVar(&cfg.Grace, "grace", agent.DefaultGrace, "time between SIGTERM and SIGKILL on timeouts and shutdown")
 	f.IntVar(&cfg.OutputTailBytes, "output-tail", agent.DefaultOutputTailBytes, "bytes of each task's output kept and reported")
 	f.DurationVar(&cfg.HeartbeatEvery, "heartbeat", agent.DefaultHeartbeatEvery, "interval between heartbeats")
+	f.DurationVar(&cfg.ServerTimeout, "server-timeout", agent.DefaultServerTimeout, "with several --server URLs: a server silent this long (frozen, cut off) is left for the next; keep it below the servers' --leader-timeout")
 	// --cached came first: registration only, and models only.
 	_ = f.MarkDeprecated("cached", "use --cache model=NAME (or dataset=NAME), which heartbeats keep fresh")
 	return cmd

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
@@ -36,7 +37,14 @@ const (
 	DefaultLeaseWait      = 30 * time.Second
 	DefaultBackoffMin     = 500 * time.Millisecond
 	DefaultBackoffMax     = 30 * time.Second
+	DefaultServerTimeout  = 2 * time.Second
 )
+
+// serverCheckEvery is how often, at least, an agent given several servers
+// checks with a heartbeat that the one it uses answers: a frozen leader
+// (its kernel still accepts connections) is noticed only by a request
+// that is not answered in time.
+const serverCheckEvery = time.Second
 
 // requestTimeout bounds the agent's short requests (register, heartbeat,
 // reports), so a connection that went silent is noticed and retried.
@@ -109,6 +117,14 @@ type Config struct {
 	HeartbeatEvery time.Duration
 	// LeaseWait is how long the server may hold a lease request open.
 	LeaseWait time.Duration
+	// ServerTimeout is, with several servers, how long the one the agent
+	// uses may take to answer a heartbeat, registration or report (a
+	// lease: its wait on top) before the agent takes it for frozen or cut
+	// off and moves to the next; it checks at least every second. Keep it
+	// below the servers' leader timeout (3 s by default): the agent then
+	// reaches the new leader soon after it takes over. One server is
+	// given the time it needs (30 s per request).
+	ServerTimeout time.Duration
 	// BackoffMin and BackoffMax bound the delay between retries while the
 	// server is unreachable (doubling, with jitter).
 	BackoffMin, BackoffMax time.Duration
@@ -148,6 +164,13 @@ type Agent struct {
 	// the client moves to another (a failover), the agent registers
 	// there at once (followServer).
 	regServer atomic.Pointer[string]
+
+	// away ends the requests out to a server the agent left (a lease long
+	// poll, a report): a frozen server would hold them to their
+	// deadlines. leave ends it and makes the next one.
+	awayMu sync.Mutex
+	away   context.Context
+	leave  context.CancelFunc
 }
 
 // New checks cfg, fills its defaults and detects the machine's resources.
@@ -159,7 +182,10 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Server == "" {
 		return nil, errors.New("agent: server: the URL of the Allot server is required")
 	}
-	opts := []client.Option{client.WithToken(cfg.Token)}
+	if cfg.ServerTimeout == 0 {
+		cfg.ServerTimeout = DefaultServerTimeout
+	}
+	opts := []client.Option{client.WithToken(cfg.Token), client.WithServerTimeout(cfg.ServerTimeout)}
 	if cfg.RootCAs != nil {
 		opts = append(opts, client.WithRootCAs(cfg.RootCAs))
 	}
@@ -184,6 +210,7 @@ func New(cfg Config) (*Agent, error) {
 		{"leaseWait", cfg.LeaseWait < 0},
 		{"backoffMin", cfg.BackoffMin < 0},
 		{"backoffMax", cfg.BackoffMax < 0},
+		{"serverTimeout", cfg.ServerTimeout < 0},
 		{"costPerHour", cfg.CostPerHour != nil && *cfg.CostPerHour < 0},
 		{"resources.gpus", cfg.Resources.GPUs < 0},
 	} {
@@ -239,6 +266,8 @@ func New(cfg Config) (*Agent, error) {
 		run: runner{workDir: cfg.WorkDir, tailBytes: cfg.OutputTailBytes, grace: cfg.Grace, log: log, users: users,
 			started: cfg.Started},
 		attempts:  map[api.Attempt]*attempt{},
+		away:      context.Background(),
+		leave:     func() {},
 		leftovers: make(chan leftover, 4*cfg.Slots+16),
 	}
 	a.report = newReporter(a.sendReports, a.backoff(), log)
@@ -398,7 +427,7 @@ func (a *Agent) register(ctx context.Context, first bool) error {
 		if first && !client.Retryable(err) {
 			return fmt.Errorf("agent: registering worker %q with %s: %w", a.reg.Name, a.c.BaseURL(), err)
 		}
-		d := bo.after(err)
+		d := retryIn(&bo, err)
 		level := slog.LevelDebug
 		if tries == 0 {
 			level = slog.LevelWarn
@@ -456,8 +485,16 @@ func (a *Agent) followServer(ctx context.Context) {
 }
 
 // heartbeats tells the server the worker is alive every HeartbeatEvery.
+// With several servers it is also the check that the server answers:
+// every serverCheckEvery at least, within ServerTimeout; when it does not,
+// the client moves to the next server, and the agent ends what it has out
+// to the one it left and registers with the next.
 func (a *Agent) heartbeats(ctx context.Context) {
-	t := time.NewTicker(a.cfg.HeartbeatEvery)
+	every, timeout := a.cfg.HeartbeatEvery, requestTimeout
+	if a.several() {
+		every, timeout = min(every, serverCheckEvery), a.cfg.ServerTimeout
+	}
+	t := time.NewTicker(every)
 	defer t.Stop()
 	down := false
 	for {
@@ -467,9 +504,14 @@ func (a *Agent) heartbeats(ctx context.Context) {
 		case <-t.C:
 		}
 		gen := a.generation()
-		rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+		server := a.c.BaseURL()
+		rctx, cancel := context.WithTimeout(ctx, timeout)
 		err := a.c.HeartbeatCache(rctx, a.reg.Name, a.cfg.Cache)
 		cancel()
+		if err != nil && a.c.BaseURL() != server && ctx.Err() == nil {
+			a.log.Warn("the server failed or did not answer in time; leaving it for the next", "server", server, "next", a.c.BaseURL(), "err", err)
+			a.leftServer()
+		}
 		a.followServer(ctx)
 		switch {
 		case err == nil:
@@ -511,7 +553,9 @@ func (a *Agent) leases(ctx context.Context) {
 		// server requeues what it sent and the worker never got.
 		holds := a.running()
 		server := a.c.BaseURL()
-		l, err := a.c.Lease(ctx, a.reg.Name, api.LeaseRequest{Wait: model.Duration(a.cfg.LeaseWait), Running: &holds})
+		pctx, cancel := a.onServer(ctx, 0)
+		l, err := a.c.Lease(pctx, a.reg.Name, api.LeaseRequest{Wait: model.Duration(a.cfg.LeaseWait), Running: &holds})
+		cancel()
 		a.stats.leases.Add(1)
 		switch {
 		case err == nil:
@@ -528,7 +572,7 @@ func (a *Agent) leases(ctx context.Context) {
 			a.log.Warn("lease failed; trying the next server", "server", a.c.BaseURL(), "err", err)
 			continue
 		default:
-			d := bo.after(err)
+			d := retryIn(&bo, err)
 			level := slog.LevelDebug
 			if !failing {
 				level = slog.LevelWarn // once per outage, not once per retry
@@ -730,7 +774,7 @@ func (a *Agent) shutdown() {
 // after it); a batch refused for its content is dropped.
 func (a *Agent) sendReports(ctx context.Context, b []api.Report) error {
 	gen := a.generation()
-	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	rctx, cancel := a.onServer(ctx, requestTimeout)
 	err := a.c.Report(rctx, a.reg.Name, api.Reports{Reports: b})
 	cancel()
 	switch {
@@ -753,4 +797,52 @@ func (a *Agent) sendReports(ctx context.Context, b []api.Report) error {
 // attemptAttrs are the log attributes naming an attempt.
 func attemptAttrs(x api.Attempt) []any {
 	return []any{"job", x.Job, "task", x.Task, "attempt", x.Attempt}
+}
+
+// several reports whether the agent was given several servers (the
+// replicas of a cluster).
+func (a *Agent) several() bool { return len(a.c.Servers()) > 1 }
+
+// onServer returns a context for a request to the server the agent uses
+// now: it ends with ctx, after timeout (0: none of its own), or when the
+// agent leaves that server (leftServer).
+func (a *Agent) onServer(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	a.awayMu.Lock()
+	away := a.away
+	a.awayMu.Unlock()
+	var rctx context.Context
+	var cancel context.CancelFunc
+	if timeout > 0 {
+		rctx, cancel = context.WithTimeout(ctx, timeout)
+	} else {
+		rctx, cancel = context.WithCancel(ctx)
+	}
+	stop := context.AfterFunc(away, cancel)
+	return rctx, func() { stop(); cancel() }
+}
+
+// leftServer ends the requests out to the server the agent left: a lease
+// long poll or a report held by a frozen server would wait for their
+// deadlines, while the next server can take them now. Each is sent again
+// there (the worker protocol's requests may be sent twice).
+func (a *Agent) leftServer() {
+	a.awayMu.Lock()
+	defer a.awayMu.Unlock()
+	a.leave()
+	a.away, a.leave = context.WithCancel(context.Background())
+}
+
+// electionPause is the wait before asking again when no server of a
+// round led (an election under way): a standby leads within the leader
+// timeout, and the worker should reach it soon after, not after a
+// backoff grown meanwhile.
+const electionPause = 200 * time.Millisecond
+
+// retryIn is the wait before retrying a request that failed with err: a
+// short one while an election is under way, else the backoff's next.
+func retryIn(bo *backoff, err error) time.Duration {
+	if client.IsNotLeader(err) {
+		return electionPause/2 + rand.N(electionPause/2+1)
+	}
+	return bo.after(err)
 }

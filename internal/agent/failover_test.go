@@ -186,3 +186,125 @@ func TestTheAgentRegistersAtOnceWithAServerItMovedTo(t *testing.T) {
 		t.Errorf("registered with running = %+v, want the task it runs", regs[0].Running)
 	}
 }
+
+// freezer passes requests to a replica's handler until frozen; then, as
+// a stopped process whose kernel still accepts connections, it answers
+// nothing: new requests and the answers of those in flight (a lease long
+// poll) wait until the caller gives up.
+type freezer struct {
+	h      http.Handler
+	frozen atomic.Bool
+}
+
+func (f *freezer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !f.frozen.Load() {
+		f.h.ServeHTTP(frozenWriter{w, f, r}, r)
+		return
+	}
+	<-r.Context().Done()
+}
+
+// frozenWriter holds the answer of a request of a replica frozen since.
+type frozenWriter struct {
+	http.ResponseWriter
+	f *freezer
+	r *http.Request
+}
+
+func (w frozenWriter) hold() {
+	if w.f.frozen.Load() {
+		<-w.r.Context().Done()
+	}
+}
+func (w frozenWriter) WriteHeader(code int)        { w.hold(); w.ResponseWriter.WriteHeader(code) }
+func (w frozenWriter) Write(b []byte) (int, error) { w.hold(); return w.ResponseWriter.Write(b) }
+func (w frozenWriter) Flush() {
+	w.hold()
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// The leader freezes (SIGSTOP) with a task running and a lease long poll
+// of a minute open: no connection breaks, nothing answers. Followers name
+// it until a standby takes over. The agent (backoff a minute) notices
+// within its server timeout, leaves the long poll, registers with the new
+// leader as soon as it leads, and the task runs on and ends once, in its
+// first attempt.
+func TestTheAgentLeavesAFrozenLeaderAndKeepsItsTask(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "allot.db")
+	first := runReplica(t, db)
+	front := &freezer{h: rest.New(first.ctrl, rest.Options{}).Handler()}
+	a := httptest.NewServer(front)
+	t.Cleanup(a.Close)
+	bLead, cLead := &leadership{}, &leadership{}
+	var bFront swappable
+	b := httptest.NewServer(&bFront)
+	t.Cleanup(b.Close)
+	c := httptest.NewServer(rest.New(first.ctrl, rest.Options{Leadership: cLead}).Handler())
+	t.Cleanup(c.Close)
+	bLead.set(false, a.URL)
+	cLead.set(false, a.URL)
+	bFront.set(rest.New(first.ctrl, rest.Options{Leadership: bLead}).Handler())
+
+	dir := t.TempDir()
+	started, release := filepath.Join(dir, "started"), filepath.Join(dir, "release")
+	cfg := testConfig(a.URL + "," + c.URL + "," + b.URL)
+	cfg.HeartbeatEvery, cfg.LeaseWait, cfg.ServerTimeout = 5*time.Second, time.Minute, 300*time.Millisecond
+	cfg.BackoffMin, cfg.BackoffMax = time.Minute, time.Minute
+	ag, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	runDone := make(chan error, 1)
+	go func() { runDone <- ag.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-runDone })
+
+	job, err := first.ctrl.Submit(context.Background(), spec.Job{ID: "j1", Tasks: []spec.Task{{Name: "t",
+		Run: "touch " + started + "; while [ ! -e " + release + " ]; do sleep 0.02; done"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the task to start", func() bool { _, err := os.Stat(started); return err == nil })
+	time.Sleep(100 * time.Millisecond) // the next long poll is open
+
+	// The leader freezes; after the leader timeout a standby leads on the
+	// same store. The frozen one's loop stops: it commits nothing more.
+	front.frozen.Store(true)
+	first.stop()
+	time.Sleep(time.Second)
+	second := runReplica(t, db)
+	tookOver := time.Now()
+	bFront.set(rest.New(second.ctrl, rest.Options{}).Handler())
+	cLead.set(false, b.URL)
+
+	deadline := time.Now().Add(20 * time.Second)
+	for s := ag.regServer.Load(); s == nil || *s != b.URL; s = ag.regServer.Load() {
+		if time.Now().After(deadline) {
+			t.Fatal("the agent did not register with the new leader within 20 s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if d := time.Since(tookOver); d > 5*time.Second {
+		t.Errorf("registered with the new leader %v after it took over, want within 5 s", d)
+	}
+	got, err := second.ctrl.Job(context.Background(), job.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Tasks) != 1 || got.Tasks[0].State != "running" || got.Tasks[0].Attempt != 1 || got.Tasks[0].Worker != "w1" {
+		t.Fatalf("after the failover the task is %+v, want still running on w1 in attempt 1", got.Tasks)
+	}
+	if err := os.WriteFile(release, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var final api.Job
+	waitFor(t, "the job to succeed", func() bool {
+		final, err = second.ctrl.Job(context.Background(), job.ID)
+		return err == nil && final.State == "succeeded"
+	})
+	if final.Tasks[0].Attempt != 1 {
+		t.Errorf("the task ended in attempt %d, want 1: it was never requeued", final.Tasks[0].Attempt)
+	}
+}

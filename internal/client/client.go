@@ -36,6 +36,8 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/allot-sched/allot/internal/api"
@@ -55,6 +57,10 @@ type Client struct {
 	// streamIdle is how long a followed event stream may stay silent
 	// before FollowEvents takes the connection for dead and reconnects.
 	streamIdle time.Duration
+	// serverTimeout is how long each server of several gets to answer a
+	// request of the worker protocol before it is left for the next
+	// (WithServerTimeout); 0 waits for the caller's deadline.
+	serverTimeout time.Duration
 	// overloadRetries is how many times a request answered 503
 	// overloaded is sent again.
 	overloadRetries int
@@ -106,6 +112,16 @@ func WithToken(token string) Option { return func(c *Client) { c.token = token }
 // polls are cut short.
 func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
 
+// WithServerTimeout gives each server of several d to answer a request of
+// the worker protocol (registration, heartbeat, report, state; a lease
+// gets its wait on top) before the request goes to the next server, and
+// passes over for a few seconds a server that let d pass: a frozen
+// leader, whose kernel still accepts connections, is left as fast as a
+// dead one. The agent sets it; with one server it changes nothing.
+func WithServerTimeout(d time.Duration) Option {
+	return func(c *Client) { c.serverTimeout = max(d, 0) }
+}
+
 // WithOverloadRetries sets how many times a request answered 503
 // overloaded is sent again (DefaultOverloadRetries; 0 never).
 func WithOverloadRetries(n int) Option { return func(c *Client) { c.overloadRetries = max(n, 0) } }
@@ -120,7 +136,7 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{
-		servers:         servers{bases: list},
+		servers:         servers{bases: list, silent: make([]atomic.Int64, len(list))},
 		hc:              &http.Client{Transport: newTransport()},
 		leaseSlack:      10 * time.Second,
 		reconnectMin:    time.Second,
@@ -161,6 +177,9 @@ type request struct {
 	// nothing the second time (GET, PUT, the worker protocol), or it is a
 	// submission whose jobs all carry IDs (a second one is a duplicate).
 	resendable bool
+	// tryTimeout, when set, bounds each server's try of the request
+	// (WithServerTimeout).
+	tryTimeout time.Duration
 	// resent is set by send when it sent the request again after such a
 	// break: the first may have been handled.
 	resent bool
@@ -180,6 +199,9 @@ func (c *Client) send(ctx context.Context, r *request) (*http.Response, error) {
 			return resp, err
 		}
 		d := overloadDelay(e.RetryAfter, attempt)
+		if e.Code == api.CodeNotLeader {
+			d = electionDelay(attempt)
+		}
 		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < d {
 			return nil, err // no time to wait for: the caller decides
 		}
@@ -197,6 +219,15 @@ func overloadDelay(retryAfter time.Duration, attempt int) time.Duration {
 	d := min(500*time.Millisecond<<min(attempt, 10), maxOverloadDelay)
 	d = d/2 + rand.N(d/2+1)
 	return max(d, retryAfter)
+}
+
+// electionDelay is the wait before round attempt+1 when no replica of a
+// round led (an election under way): shorter than an overloaded server's,
+// doubling from 100 ms, drawn from its upper half, since a standby leads
+// within the leader timeout and the caller should reach it soon after.
+func electionDelay(attempt int) time.Duration {
+	d := 100 * time.Millisecond << min(attempt, 4)
+	return d/2 + rand.N(d/2+1)
 }
 
 // pause waits d or until ctx ends.
@@ -283,6 +314,12 @@ func (c *Client) decode(resp *http.Response, r *request, out any) error {
 // doJSON sends in as a JSON body (nil: no body).
 func (c *Client) doJSON(ctx context.Context, method, path string, in, out any) error {
 	r := request{method: method, path: path, resendable: resendable(method, path)}
+	if r.resendable && method == http.MethodPost && strings.HasPrefix(path, "/v1/workers") {
+		r.tryTimeout = c.serverTimeout
+		if lw, ok := in.(api.LeaseRequest); ok && r.tryTimeout > 0 {
+			r.tryTimeout += min(time.Duration(lw.Wait), api.MaxLeaseWait)
+		}
+	}
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {

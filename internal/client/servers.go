@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/allot-sched/allot/internal/api"
 )
@@ -32,6 +34,9 @@ import (
 type servers struct {
 	bases []string // scheme://host[/prefix], without a trailing slash
 	cur   atomic.Int64
+	// silent holds, per server, when it last let a request's deadline
+	// pass without answering (Unix nanoseconds; 0: it answers).
+	silent []atomic.Int64
 }
 
 // current returns the URL requests go to now.
@@ -99,20 +104,69 @@ func (s *servers) indexOf(target string) int {
 	return best
 }
 
+// silentFor is how long a server that let a request's deadline pass
+// without answering (frozen: its kernel still accepts connections) is
+// passed over: followers go on naming a frozen leader until a standby
+// takes its place (the leader timeout), and each request sent there
+// would wait out its deadline again.
+const silentFor = 5 * time.Second
+
+// markSilent notes that server i let a deadline pass without answering.
+func (s *servers) markSilent(i int64) { s.silent[i].Store(time.Now().UnixNano()) }
+
+// isSilent reports whether server i let a deadline pass without answering
+// in the last silentFor.
+func (s *servers) isSilent(i int) bool {
+	at := s.silent[i].Load()
+	return at != 0 && time.Since(time.Unix(0, at)) < silentFor
+}
+
+// pick returns the server a request that failed on server i goes to
+// next in this round: the leader an answer named (hint, -1 if none) when
+// it was not tried yet, else the next server of the list not tried yet;
+// a server found silent lately is passed over. -1 when none is left.
+func (s *servers) pick(i int64, hint int, tried []bool) int {
+	n := len(s.bases)
+	if hint >= 0 && int64(hint) != i && !tried[hint] && !s.isSilent(hint) {
+		return hint
+	}
+	for k := 1; k < n; k++ {
+		j := (int(i) + k) % n
+		if !tried[j] && !s.isSilent(j) {
+			return j
+		}
+	}
+	return -1
+}
+
 // round sends r to the current server and, while the answer says another
 // server should take it, to the next ones: each server at most once in
-// turn. It returns the first answer that is not such a move, or else the
-// error of the round: not_leader when a server of it answered so (a
-// failover under way: the caller tries again after a short delay), the
-// last error otherwise.
+// turn, passing over those found silent lately. It returns the first
+// answer that is not such a move, or else the error of the round:
+// not_leader when a server of it answered so (a failover under way: the
+// caller tries again after a short delay), the last error otherwise.
+//
+// A request with a try timeout (the worker protocol, WithServerTimeout)
+// gives each server that long to answer: one that does not is marked
+// silent and the request goes to the next, as after a broken connection.
 func (c *Client) round(ctx context.Context, r *request) (*http.Response, error) {
 	n := len(c.servers.bases)
 	tried := make([]bool, n)
+	if i := c.servers.cur.Load(); n > 1 && c.servers.isSilent(int(i)) {
+		if j := c.servers.pick(i, -1, tried); j >= 0 {
+			c.servers.cur.CompareAndSwap(i, int64(j))
+		}
+	}
 	var notLeader error
-	for count := 1; ; count++ {
+	for {
 		i := c.servers.cur.Load()
 		tried[i] = true
-		resp, err := c.sendOnce(ctx, c.servers.bases[i], r)
+		resp, err, silent := c.try(ctx, c.servers.bases[i], r)
+		if silent {
+			c.servers.markSilent(i)
+		} else if resp != nil || isAnswer(err) {
+			c.servers.silent[i].Store(0)
+		}
 		next, ok := c.elsewhere(ctx, i, r, err, tried)
 		if !ok {
 			return resp, err
@@ -120,41 +174,82 @@ func (c *Client) round(ctx context.Context, r *request) (*http.Response, error) 
 		if IsNotLeader(err) {
 			notLeader = err
 		}
-		// Move on, unless another request moved the client meanwhile: then
-		// its choice stands.
-		c.servers.cur.CompareAndSwap(i, int64(next))
-		if count >= n {
+		if next < 0 {
+			// Every server was tried or is silent: later requests start
+			// at the one after this.
+			c.servers.cur.CompareAndSwap(i, (i+1)%int64(n))
 			if notLeader != nil {
 				return nil, notLeader
 			}
 			return resp, err
 		}
+		// Move on, unless another request moved the client meanwhile: then
+		// its choice stands.
+		c.servers.cur.CompareAndSwap(i, int64(next))
 	}
 }
 
+// try sends r once to the server at base, within r's try timeout when it
+// has one and the client knows several servers; silent reports that the
+// server let that timeout pass without answering.
+func (c *Client) try(ctx context.Context, base string, r *request) (*http.Response, error, bool) {
+	if r.tryTimeout <= 0 || len(c.servers.bases) == 1 {
+		resp, err := c.sendOnce(ctx, base, r)
+		return resp, err, false
+	}
+	tctx, cancel := context.WithTimeout(ctx, r.tryTimeout)
+	resp, err := c.sendOnce(tctx, base, r)
+	if err != nil {
+		cancel()
+		silent := ctx.Err() == nil && errors.Is(tctx.Err(), context.DeadlineExceeded) && !isAnswer(err)
+		return nil, err, silent
+	}
+	// The body is read after the round: the try's context ends with it.
+	resp.Body = cancelOnClose{resp.Body, cancel}
+	return resp, nil, false
+}
+
+// cancelOnClose ends a try's context when its answer's body is closed.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b cancelOnClose) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
+}
+
+// isAnswer reports whether err is an answer of the server (an *Error),
+// as opposed to a transport failure.
+func isAnswer(err error) bool {
+	var e *Error
+	return errors.As(err, &e)
+}
+
 // elsewhere decides whether a request that failed with err on server i
-// goes to another server at once, and which: the leader a not_leader
-// answer or a redirect names when it is in the list and was not tried in
-// this round (followers go on naming a leader that just died until the
-// next one takes over), else the next one. A connection that could not
-// be made leaves the request unsent; one that broke after it was sent
+// goes to another server at once, and which (pick; -1 ends the round): the
+// leader a not_leader answer or a redirect names when it is in the list
+// and was not tried in this round (followers go on naming a leader that
+// just died until the next one takes over), else the next one. A
+// connection that could not be made leaves the request unsent; one that
+// broke after it was sent, or a server silent past the try timeout,
 // moves on only when r is resendable, and marks it resent.
 func (c *Client) elsewhere(ctx context.Context, i int64, r *request, err error, tried []bool) (int, bool) {
 	n := len(c.servers.bases)
 	if err == nil || n == 1 {
 		return 0, false
 	}
-	next := int((i + 1) % int64(n))
-	for j := next; tried[j] && j != int(i); j = (j + 1) % n {
-		next = (j + 1) % n
-	}
-	var answered *Error
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.As(err, &answered) {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) && !isAnswer(err) {
 		// The server took the whole deadline without answering: it may be
 		// frozen, and its kernel still accepts connections. No time is
 		// left to send this request elsewhere, but the next one goes to
 		// the next server.
-		c.servers.cur.CompareAndSwap(i, int64(next))
+		c.servers.markSilent(i)
+		if next := c.servers.pick(i, -1, make([]bool, n)); next >= 0 {
+			c.servers.cur.CompareAndSwap(i, int64(next))
+		}
 		return 0, false
 	}
 	if ctx.Err() != nil {
@@ -163,10 +258,7 @@ func (c *Client) elsewhere(ctx context.Context, i int64, r *request, err error, 
 	var e *Error
 	switch {
 	case errors.As(err, &e) && e.Code == api.CodeNotLeader:
-		if h := c.servers.indexOf(e.Leader); h >= 0 && int64(h) != i && !tried[h] {
-			next = h
-		}
-		return next, true
+		return c.servers.pick(i, c.servers.indexOf(e.Leader), tried), true
 	case errors.As(err, &e) && e.Location != "" && (e.Status == http.StatusTemporaryRedirect || e.Status == http.StatusPermanentRedirect):
 		// A 307 or 308 keeps the method and body: it is a hint like
 		// not_leader's, followed only to a server of the list.
@@ -175,10 +267,10 @@ func (c *Client) elsewhere(ctx context.Context, i int64, r *request, err error, 
 	case errors.As(err, &e):
 		return 0, false // an answer: the server handled it
 	case notSent(err):
-		return next, true
+		return c.servers.pick(i, -1, tried), true
 	case r.resendable:
 		r.resent = true
-		return next, true
+		return c.servers.pick(i, -1, tried), true
 	}
 	return 0, false
 }

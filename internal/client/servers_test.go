@@ -381,3 +381,63 @@ func TestAFollowerNamingADeadLeaderDoesNotEndTheRound(t *testing.T) {
 		t.Errorf("paused %d times, want %d: a round whose leader is down is tried again after a delay", pauses, DefaultOverloadRetries)
 	}
 }
+
+// A leader frozen (its kernel accepts, nothing answers) while followers
+// still name it: a request of the worker protocol gives it the server
+// timeout, goes on to the leader of now in the same call, and is not sent
+// back to the frozen one by the followers' hint; while no replica leads,
+// the rounds that follow pass it over too.
+func TestAFrozenLeaderIsLeftAfterTheServerTimeoutAndPassedOver(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	frozen := newReplica(t, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	follow := notLeader(t, frozen.URL)
+	lead := leader(t)
+	newClient := func(urls ...string) *Client {
+		c, err := New(strings.Join(urls, ","), WithToken("sekrit"), WithServerTimeout(200*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	c := newClient(frozen.URL, follow.URL, lead.URL)
+	noPause(t, c)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	began := time.Now()
+	if err := c.Heartbeat(ctx, "w1"); err != nil {
+		t.Fatalf("frozen leader, a follower naming it, the new leader: %v", err)
+	}
+	if d := time.Since(began); d > 2*time.Second {
+		t.Errorf("the heartbeat took %v, want about the server timeout", d)
+	}
+	if c.BaseURL() != lead.URL || len(lead.calls()) != 1 || len(frozen.calls()) != 1 {
+		t.Errorf("BaseURL %q, the new leader got %d requests, the frozen one %d; want the new leader, 1, 1",
+			c.BaseURL(), len(lead.calls()), len(frozen.calls()))
+	}
+
+	// An election under way: only the frozen leader and a follower that
+	// names it. Rounds after the first go to the follower alone.
+	frozen2 := newReplica(t, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	follow2 := notLeader(t, frozen2.URL)
+	c = newClient(frozen2.URL, follow2.URL)
+	pauses := 0
+	c.pause = func(context.Context, time.Duration) error { pauses++; return nil }
+	err := c.Heartbeat(ctx, "w1")
+	if !IsNotLeader(err) {
+		t.Fatalf("err %v, want not_leader", err)
+	}
+	if n := len(frozen2.calls()); n != 1 {
+		t.Errorf("the frozen leader got %d requests in %d rounds, want 1", n, pauses+1)
+	}
+}

@@ -179,3 +179,52 @@ func TestStartWithoutTheQueueOfStoredJobsIsRefusedAndLosesNothing(t *testing.T) 
 		t.Fatalf("job after a start with the queue again: %+v, %v; want it pending as it was", j, err)
 	}
 }
+
+// Worker liveness does not depend on one replica's memory: a new leader
+// (a controller rebuilt from the store, as at a promotion) gives every
+// worker it recovers a fresh heartbeat timeout from its start. A worker
+// silent for most of the timeout under the former leader is not declared
+// lost at once; one that does not come back is declared lost after the
+// timeout, and its task requeued.
+func TestANewLeaderGivesRecoveredWorkersAFreshDeadline(t *testing.T) {
+	p := newPlane(t) // heartbeat timeout 30 s
+	p.register("w1", 1)
+	p.submit(spec.Job{ID: "j", Tasks: []spec.Task{{Name: "t", Run: "true"}}})
+	a1 := p.leaseUntil("w1", "the assignment", func(l api.Lease) bool { return len(l.Assignments) == 1 }).Assignments[0].Attempt
+	p.register("w2", 1)
+
+	// w1 goes silent; 25 s later the leader changes.
+	p.clock.Add(25 * time.Second)
+	if err := p.c.Heartbeat("w2"); err != nil {
+		t.Fatal(err)
+	}
+	p.restart()
+	p.register("w2", 1) // a live worker registers with the new leader
+
+	// 35 s of silence in all, 10 s since the promotion: not lost yet.
+	p.clock.Add(10 * time.Second)
+	if err := p.c.Heartbeat("w2"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // rounds run
+	if w := p.worker("w1"); w.State == workerLost {
+		t.Fatal("w1 was declared lost 10 s after the promotion: its silence under the former leader counted")
+	}
+	if tk := p.task("j", "t"); tk.State != "running" || tk.Worker != "w1" {
+		t.Fatalf("10 s after the promotion the task is %s on %s, want still running on w1", tk.State, tk.Worker)
+	}
+
+	// Past the timeout from the promotion: lost, the task requeued.
+	p.clock.Add(21 * time.Second)
+	if err := p.c.Heartbeat("w2"); err != nil {
+		t.Fatal(err)
+	}
+	p.waitWorkerState("w1", workerLost)
+	a2, ok := attemptOf(p.leaseUntil("w2", "the requeued task", func(l api.Lease) bool { return len(l.Assignments) == 1 }).Assignments, "t")
+	if !ok || a2.Attempt != a1.Attempt+1 {
+		t.Errorf("w2 got %+v, want attempt %d of t", a2, a1.Attempt+1)
+	}
+	if w := p.worker("w2"); w.State == workerLost {
+		t.Error("w2, registered with the new leader, was declared lost")
+	}
+}
