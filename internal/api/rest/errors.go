@@ -118,6 +118,13 @@ var errorKinds = []errorKind{
 // name files, queries or internal state, goes to the log with the
 // request's id, and the caller gets a generic message with that id.
 func (s *Server) fail(w http.ResponseWriter, err error) {
+	if errors.Is(err, control.ErrStopped) {
+		if follower, leader := s.notLeading(); follower {
+			// The loop stopped because this replica lost the lead while
+			// the request was on its way: the new leader takes it.
+			err = &api.NotLeaderError{Leader: leader}
+		}
+	}
 	k, e, ok := errorOf(err)
 	if !ok {
 		id := w.Header().Get(RequestIDHeader) // set by observe before any handler runs

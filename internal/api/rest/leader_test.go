@@ -3,6 +3,7 @@ package rest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/auth"
+	"github.com/allot-sched/allot/internal/control"
 	"github.com/allot-sched/allot/internal/spec"
 	"github.com/allot-sched/allot/internal/store/sqlite"
 )
@@ -132,5 +134,36 @@ func TestOnlyAuthenticatedCallersLearnWhereTheLeaderIs(t *testing.T) {
 	}
 	if status, e, _ := get("/v1/jobs", strings.TrimSpace(string(secret))); status != http.StatusServiceUnavailable || e.Leader != l.leader {
 		t.Errorf("with a token: %d %+v, want not_leader naming the leader", status, e)
+	}
+}
+
+// A request that passed the leadership check just before the replica lost
+// the lead meets a loop that has stopped: it is answered not_leader with
+// the new leader's URL, so that the client moves on at once, rather than
+// "unavailable", which it would wait on.
+func TestALoopStoppedByTheLossOfTheLeadAnswersNotLeader(t *testing.T) {
+	l := &switchLeadership{leading: true}
+	s := New(nil, Options{Leadership: l})
+	for _, c := range []struct {
+		leading bool
+		status  int
+		code    string
+	}{
+		{true, http.StatusServiceUnavailable, api.CodeUnavailable},
+		{false, http.StatusServiceUnavailable, api.CodeNotLeader},
+	} {
+		l.set(c.leading, "http://next.example:7070")
+		w := httptest.NewRecorder()
+		s.fail(w, fmt.Errorf("%w: lost the lead", control.ErrStopped))
+		var eb struct{ Error api.Error }
+		if err := json.Unmarshal(w.Body.Bytes(), &eb); err != nil {
+			t.Fatal(err)
+		}
+		if w.Code != c.status || eb.Error.Code != c.code {
+			t.Errorf("leading %v: %d %s, want %d %s", c.leading, w.Code, w.Body, c.status, c.code)
+		}
+		if !c.leading && (eb.Error.Leader != "http://next.example:7070" || w.Header().Get(api.LeaderHeader) == "") {
+			t.Errorf("not leading: %s, want the leader named in the body and the header", w.Body)
+		}
 	}
 }
