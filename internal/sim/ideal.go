@@ -31,6 +31,11 @@ type IdealFairness struct {
 	MeanError float64 `json:"meanError"`
 	P95Error  float64 `json:"p95Error"`
 	MaxError  float64 `json:"maxError"`
+	// FloorMeanError is the time-weighted mean of the least error any
+	// allocation of whole slots could have: the ideal is fractional (70
+	// groups on 64 slots get 0.91 each), a policy runs whole tasks. It is
+	// the part of MeanError no policy can remove.
+	FloorMeanError float64 `json:"floorMeanError"`
 	// DemandSeconds is the time those figures weigh.
 	DemandSeconds float64 `json:"demandSeconds"`
 	// Window is the same measure over the decay window's usage, for a
@@ -220,10 +225,12 @@ type fairTrack struct {
 	// scratch of each instant
 	demand, ideal []float64
 	order         []int
+	fracs         []float64
 
 	// the value in force since at
 	at      int64
 	err     float64
+	floor   float64
 	winErr  float64
 	busy    bool // some group had demand
 	started bool
@@ -240,7 +247,7 @@ type fairPoint struct {
 }
 
 type fairSpan struct {
-	d, err, winErr float64
+	d, err, floor, winErr float64
 }
 
 func newFairTrack(fg fairGroups, pool int) *fairTrack {
@@ -286,6 +293,7 @@ func (f *fairTrack) instant(now int64) {
 		sum += math.Abs(float64(f.run[i]) - f.ideal[i])
 	}
 	f.err = ratio(sum, f.pool)
+	f.floor = ratio(f.wholeSlotsError(), f.pool)
 	if f.tau > 0 {
 		sum = 0
 		for i := range f.keys {
@@ -299,6 +307,35 @@ func (f *fairTrack) instant(now int64) {
 	f.points = append(f.points, fairPoint{at: now, err: f.err, winErr: f.winErr})
 }
 
+// wholeSlotsError returns the least Σ|x − ideal| over allocations x of
+// whole slots with the same total: each group gets ⌊ideal⌋, and the slots
+// the fractions add up to go to the largest fractions. The ideal never
+// exceeds a demand, which is whole, so ⌈ideal⌉ fits the demand.
+func (f *fairTrack) wholeSlotsError() float64 {
+	f.fracs = f.fracs[:0]
+	var total float64
+	for _, v := range f.ideal {
+		if fr := v - math.Floor(v); fr > 1e-9 && fr < 1-1e-9 {
+			f.fracs = append(f.fracs, fr)
+			total += fr
+		}
+	}
+	if len(f.fracs) == 0 {
+		return 0
+	}
+	sort.Sort(sort.Reverse(sort.Float64Slice(f.fracs)))
+	up := int(math.Round(total))
+	var e float64
+	for i, fr := range f.fracs {
+		if i < up {
+			e += 1 - fr
+		} else {
+			e += fr
+		}
+	}
+	return e
+}
+
 // close books the span [at, now) at the values in force, and brings the
 // decayed usage forward to now.
 func (f *fairTrack) close(now int64) {
@@ -307,7 +344,7 @@ func (f *fairTrack) close(now int64) {
 	}
 	dt := float64(now-f.at) / 1e9
 	if f.busy {
-		f.spans = append(f.spans, fairSpan{d: dt, err: f.err, winErr: f.winErr})
+		f.spans = append(f.spans, fairSpan{d: dt, err: f.err, floor: f.floor, winErr: f.winErr})
 	}
 	if f.tau > 0 {
 		keep := math.Exp(-dt / f.tau)
@@ -330,6 +367,7 @@ func (f *fairTrack) result(end int64) IdealFairness {
 	}
 	out.DemandSeconds = total
 	out.MeanError, out.P95Error, out.MaxError = spanStats(f.spans, total, func(s fairSpan) float64 { return s.err })
+	out.FloorMeanError, _, _ = spanStats(f.spans, total, func(s fairSpan) float64 { return s.floor })
 	if f.tau > 0 {
 		w := &WindowFairness{DecaySeconds: f.tau}
 		w.MeanError, w.P95Error, w.MaxError = spanStats(f.spans, total, func(s fairSpan) float64 { return s.winErr })

@@ -158,3 +158,16 @@ func TestIdealFairnessOfFIFOMeasuresShares(t *testing.T) {
 		t.Fatalf("ideal = %+v", id)
 	}
 }
+
+// Three groups of equal weight want 2 slots each of 4: the ideal is 4/3
+// each; whole slots can at best run 2, 1, 1, an error of 2/3+1/3+1/3 = 4/3.
+func TestWholeSlotsErrorIsTheIntegerFloor(t *testing.T) {
+	f := newFairTrack(fairGroups{desc: "test"}, 4)
+	for _, k := range []string{"a", "b", "c"} {
+		f.addWaiting(f.group(k, 1), 2)
+	}
+	f.instant(0)
+	if got := f.result(int64(time.Second)); math.Abs(got.FloorMeanError-(4.0/3)/4) > 1e-12 || math.Abs(got.MeanError-1) > 1e-12 {
+		t.Fatalf("result = %+v, want floor 1/3 and mean 1 (nothing runs: Σ 4/3·3 / 4)", got)
+	}
+}

@@ -160,7 +160,7 @@ func TestJSONHasTheIdealFairness(t *testing.T) {
 	if err := json.Unmarshal(buf.Bytes(), &back); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"groups", "meanError", "p95Error", "maxError", "demandSeconds"} {
+	for _, k := range []string{"groups", "meanError", "p95Error", "maxError", "floorMeanError", "demandSeconds"} {
 		if _, ok := back.Fairness.Ideal[k]; !ok {
 			t.Errorf("fairness.ideal.%s missing: %v", k, back.Fairness.Ideal)
 		}

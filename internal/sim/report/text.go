@@ -35,8 +35,8 @@ func WriteText(w io.Writer, r *sim.Result) error {
 	fmt.Fprintf(bw, "Fairness:    Jain %.3f over the time-averaged slot shares of %s; %.3f mean over %s\n",
 		r.Fairness.JainTimeAveraged, plural(r.Fairness.Groups, "group"), r.Fairness.JainMeanOverTime, plural(r.Fairness.Samples, "sample"))
 	id := r.Fairness.Ideal
-	fmt.Fprintf(bw, "Ideal:       distance from the max-min fair allocation (%s): mean %s, p95 %s, max %s of the pool over %s with demand",
-		id.Groups, pct(id.MeanError), pct(id.P95Error), pct(id.MaxError), fmtSeconds(id.DemandSeconds))
+	fmt.Fprintf(bw, "Ideal:       distance from the max-min fair allocation (%s): mean %s, p95 %s, max %s of the pool over %s with demand (whole slots cannot go below %s)",
+		id.Groups, pct(id.MeanError), pct(id.P95Error), pct(id.MaxError), fmtSeconds(id.DemandSeconds), pct(id.FloorMeanError))
 	if w := id.Window; w != nil {
 		fmt.Fprintf(bw, "; over the %s decay window: mean %s, p95 %s", fmtSeconds(w.DecaySeconds), pct(w.MeanError), pct(w.P95Error))
 	}
