@@ -234,8 +234,9 @@ type fairTrack struct {
 	winErr  float64
 	busy    bool // some group had demand
 	started bool
-	// decayed actual and ideal usage per group (the window measure)
-	used, owed []float64
+	// decayed actual and ideal usage per group (the window measure), and
+	// the running counts in force since at (run has the next instant's)
+	used, owed, held []float64
 
 	points []fairPoint
 	spans  []fairSpan
@@ -265,6 +266,7 @@ func (f *fairTrack) group(key string, weight float64) int32 {
 	if f.tau > 0 {
 		f.used = append(f.used, 0)
 		f.owed = append(f.owed, 0)
+		f.held = append(f.held, 0)
 	}
 	return int32(len(f.keys) - 1)
 }
@@ -297,6 +299,7 @@ func (f *fairTrack) instant(now int64) {
 	if f.tau > 0 {
 		sum = 0
 		for i := range f.keys {
+			f.held[i] = float64(f.run[i])
 			sum += math.Abs(f.used[i] - f.owed[i])
 		}
 		f.winErr = ratio(sum, f.pool*f.tau*-math.Expm1(-float64(now)/1e9/f.tau))
@@ -350,7 +353,7 @@ func (f *fairTrack) close(now int64) {
 		keep := math.Exp(-dt / f.tau)
 		gain := f.tau * -math.Expm1(-dt/f.tau)
 		for i := range f.keys {
-			f.used[i] = f.used[i]*keep + float64(f.run[i])*gain
+			f.used[i] = f.used[i]*keep + f.held[i]*gain
 			f.owed[i] = f.owed[i]*keep + f.ideal[i]*gain
 		}
 	}

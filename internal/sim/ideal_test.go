@@ -171,3 +171,41 @@ func TestWholeSlotsErrorIsTheIntegerFloor(t *testing.T) {
 		t.Fatalf("result = %+v, want floor 1/3 and mean 1 (nothing runs: Σ 4/3·3 / 4)", got)
 	}
 }
+
+// Over the decay window, a run that is at the ideal at every instant has
+// the ideal's usage too (error 0); one that ran a alone while b waited
+// keeps an error while that usage decays.
+func TestWindowErrorComparesDecayedUsage(t *testing.T) {
+	sec := func(s int) int64 { return int64(s) * int64(time.Second) }
+	f := newFairTrack(fairGroups{desc: "test", tau: 10}, 4)
+	a, b := f.group("a", 1), f.group("b", 1)
+	f.addRunning(a, 2)
+	f.addRunning(b, 2)
+	f.instant(0)
+	f.addRunning(a, -2) // a ends: b alone, still the ideal
+	f.instant(sec(10))
+	if got := f.result(sec(20)); got.MeanError != 0 || got.Window == nil || got.Window.MeanError > 1e-12 {
+		t.Fatalf("at the ideal throughout: %+v, window %+v", got, got.Window)
+	}
+
+	f = newFairTrack(fairGroups{desc: "test", tau: 10}, 4)
+	a, b = f.group("a", 1), f.group("b", 1)
+	f.addRunning(a, 4)
+	f.addWaiting(b, 4)
+	f.instant(0)
+	f.addRunning(a, -4) // a leaves; b takes the pool: at the ideal again
+	f.addWaiting(b, -4)
+	f.addRunning(b, 4)
+	f.instant(sec(10))
+	// At 10 s: a used 4·10·(1−e^−1), ideal 2·10·(1−e^−1); b 0 against
+	// the same; the pool 4·10·(1−e^−1): error (2+2)/4 = 1, which then
+	// decays as e^−(t−10)/10 over a pool usage that grows.
+	f.instant(sec(20))
+	want := 2 * 10 * -math.Expm1(-1) * math.Exp(-1) * 2 / (4 * 10 * -math.Expm1(-2))
+	if got := f.points[len(f.points)-1].winErr; math.Abs(got-want) > 1e-9 {
+		t.Fatalf("window error at 20 s = %g, want %g", got, want)
+	}
+	if f.points[1].winErr != 1 {
+		t.Fatalf("window error at 10 s = %g, want 1", f.points[1].winErr)
+	}
+}
