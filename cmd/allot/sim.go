@@ -36,8 +36,10 @@ func newSimCmd() *cobra.Command {
 		Long: `sim runs the scheduling engine on a virtual clock: jobs arrive at their submitAt
 (or trace submit time), tasks run for their duration, and every scheduling event
 triggers a cycle of the same engine the server runs. It prints per-group
-utilisation, wait-time percentiles, share of slots over time, Jain's fairness index
-and the makespan; --plot draws slots per group over time as SVG.
+utilisation, wait-time percentiles, share of slots over time, Jain's fairness index,
+the distance from the weighted max-min fair allocation (mean and p95 share of the
+pool) and the makespan; --plot draws slots per group and both fairness measures
+over time as SVG.
 
 With --trace it replays a Standard Workload Format log: each job becomes a job of
 one task per processor, SWF fields map to share, requestor and queue by flags.
