@@ -25,6 +25,8 @@ func newSimCmd() *cobra.Command {
 		horizon, sample, cycleEvery, densityBucket       time.Duration
 		workers, limit                                   int
 		swf                                              trace.SWFOptions
+		tracePriority                                    int
+		traceSLAGroup                                    string
 		azure, azureEndpoints, azureAssign               string
 		throttling                                       bool
 	)
@@ -34,8 +36,10 @@ func newSimCmd() *cobra.Command {
 		Long: `sim runs the scheduling engine on a virtual clock: jobs arrive at their submitAt
 (or trace submit time), tasks run for their duration, and every scheduling event
 triggers a cycle of the same engine the server runs. It prints per-group
-utilisation, wait-time percentiles, share of slots over time, Jain's fairness index
-and the makespan; --plot draws slots per group over time as SVG.
+utilisation, wait-time percentiles, share of slots over time, Jain's fairness index,
+the distance from the weighted max-min fair allocation (mean and p95 share of the
+pool) and the makespan; --plot draws slots per group and both fairness measures
+over time as SVG.
 
 With --trace it replays a Standard Workload Format log: each job becomes a job of
 one task per processor, SWF fields map to share, requestor and queue by flags.
@@ -84,6 +88,11 @@ policies, endpoints and workers come from -f when given; otherwise one queue wit
 				jobs, info, err := trace.LoadSWFFile(swfFile, swf)
 				if err != nil {
 					return err
+				}
+				for i := range jobs {
+					// SWF has no priority or SLA group; the priority and sla
+					// policies leave jobs without them waiting.
+					jobs[i].Priority, jobs[i].SLAGroup = tracePriority, traceSLAGroup
 				}
 				in.Jobs = append(in.Jobs, jobs...)
 				if file == "" && azure == "" {
@@ -160,6 +169,8 @@ policies, endpoints and workers come from -f when given; otherwise one queue wit
 	f.StringVar(&swf.ClassField, "class-field", "none", "SWF field that becomes the job's requestor (classload classes)")
 	f.StringVar(&swf.QueueField, "queue-field", "none", "SWF field that becomes the job's queue (the scenario must define those queues)")
 	f.IntVar(&limit, "limit", 0, "replay only the first N jobs of the trace")
+	f.IntVar(&tracePriority, "trace-priority", 0, "with --trace: the priority of every trace job (the priority policy suspends level 0)")
+	f.StringVar(&traceSLAGroup, "trace-sla-group", "", "with --trace: the SLA group of every trace job (the sla policy runs only jobs of its groups)")
 	f.StringVar(&azure, "azure", "", "Azure LLM inference trace to replay (CSV: TIMESTAMP, ContextTokens, GeneratedTokens)")
 	f.StringVar(&azureEndpoints, "azure-endpoints", "", "with --azure: comma-separated endpoints the requests go to (default: every endpoint of the scenario)")
 	f.StringVar(&azureAssign, "azure-assign", trace.AssignRoundRobin, "with --azure: how requests map to endpoints: round-robin or hash")

@@ -70,6 +70,8 @@ type Fairness struct {
 	Groups int `json:"groups"`
 	// Samples counts the sample points JainMeanOverTime averages.
 	Samples int `json:"samples"`
+	// Ideal is the distance from the weighted max-min fair allocation.
+	Ideal IdealFairness `json:"ideal"`
 }
 
 // WaitStats summarises wait times in seconds: one sample per task start,
@@ -151,6 +153,10 @@ type Series struct {
 	Jain []float64 `json:"jain"`
 	// Demand counts those groups.
 	Demand []int `json:"demand"`
+	// IdealError is Fairness.Ideal's error at each sample;
+	// IdealErrorWindow the window error, for fairshare with a decay window.
+	IdealError       []float64 `json:"idealError"`
+	IdealErrorWindow []float64 `json:"idealErrorWindow,omitempty"`
 }
 
 // Unfinished is a job that had not ended when the run did.
@@ -308,6 +314,7 @@ func (r *runner) result() *Result {
 			UtilisationShare: ratio(busy[k], capacity), BusyShare: ratio(busy[k], res.SlotSeconds),
 			MeanSlots: ratio(busy[k], span), Wait: waitStats(g.waits)})
 	}
+	res.Fairness.Ideal = r.fair.result(end)
 	r.sample(res, order)
 	r.unfinishedJobs(res)
 	r.fleetResult(res)
@@ -372,6 +379,11 @@ func (r *runner) sample(res *Result, order []int32) {
 		}
 	}
 	res.Fairness.JainMeanOverTime = ratio(jainSum, float64(res.Fairness.Samples))
+	ts := make([]int64, n)
+	for k := range ts {
+		ts[k] = int64(k) * step
+	}
+	s.IdealError, s.IdealErrorWindow = r.fair.seriesAt(ts)
 }
 
 // unfinishedJobs lists the arrived jobs that had not ended, in input order,

@@ -135,6 +135,8 @@ type simJob struct {
 	// that has not ended.
 	ep     *epAcc
 	epLoad int
+	// fg is the job's fairness group (fairTrack).
+	fg int32
 }
 
 // groupAcc accumulates one group's metrics during the run.
@@ -190,6 +192,8 @@ type runner struct {
 	// fl follows the workers (busy, enabled, cost) and runs the elastic
 	// coordinator.
 	fl *fleetTrack
+	// fair measures the distance from the max-min fair allocation.
+	fair *fairTrack
 
 	counts   Counts
 	timeline []TimelineEntry
@@ -267,6 +271,13 @@ func newRunner(in Input, opt Options) (*runner, error) {
 		}
 	}
 
+	fg, err := fairGroupsOf(in.Config)
+	if err != nil {
+		return nil, err
+	}
+	r.fair = newFairTrack(fg, r.slots)
+	fairIdx := map[string]int32{}
+
 	ntasks := 0
 	for _, j := range in.Jobs {
 		ntasks += len(j.Tasks)
@@ -288,6 +299,13 @@ func newRunner(in Input, opt Options) (*runner, error) {
 		}
 		sj := &r.jobs[i]
 		sj.id, sj.group, sj.first, sj.n = j.ID, g, int32(len(r.tasks)), int32(len(j.Tasks))
+		fkey := fg.key(j)
+		f, ok := fairIdx[fkey]
+		if !ok {
+			f = r.fair.group(fkey, fg.weight(fkey))
+			fairIdx[fkey] = f
+		}
+		sj.fg = f
 		for _, t := range j.Tasks {
 			r.tasks = append(r.tasks, simTask{name: t.Name, job: int32(i), fails: int32(max(0, t.Fails)),
 				dur: int64(max(0, t.Duration)), unmet: int32(len(t.Needs)), worker: -1})
@@ -477,6 +495,7 @@ func (r *runner) run() error {
 			r.tickPending = true
 		}
 		r.logChanges()
+		r.fair.instant(r.now)
 		r.schedulePoll()
 		if r.realPending == 0 && r.running == 0 && !r.dirty && !(r.unfinished > 0 && r.fl.mayHelp()) {
 			if r.unfinished > 0 {
@@ -750,6 +769,7 @@ func (r *runner) run1(ti int32, start, done int64) {
 	g := r.groups[r.jobs[t.job].group]
 	g.running++
 	r.touch(r.jobs[t.job].group)
+	r.fair.addRunning(r.jobs[t.job].fg, 1)
 	r.q.Push(done, event{kind: evFinish, idx: ti, gen: t.gen})
 	r.realPending++
 }
@@ -794,6 +814,7 @@ func (r *runner) stopRunning(ti int32) {
 	g.running--
 	r.running--
 	r.touch(r.jobs[t.job].group)
+	r.fair.addRunning(r.jobs[t.job].fg, -1)
 	t.state = tsReported
 	r.fl.release(t.worker, r.now)
 	t.worker = -1
@@ -812,6 +833,7 @@ func (r *runner) setWaiting(ti int32) {
 	gi := r.jobs[t.job].group
 	r.groups[gi].waiting++
 	r.touch(gi)
+	r.fair.addWaiting(r.jobs[t.job].fg, 1)
 }
 
 func (r *runner) setWaitingOff(t *simTask) {
@@ -821,6 +843,7 @@ func (r *runner) setWaitingOff(t *simTask) {
 	gi := r.jobs[t.job].group
 	r.groups[gi].waiting--
 	r.touch(gi)
+	r.fair.addWaiting(r.jobs[t.job].fg, -1)
 	t.state = tsBlocked
 }
 

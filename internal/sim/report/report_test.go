@@ -141,3 +141,38 @@ func TestDensityRendersAsJSONAndSVG(t *testing.T) {
 		t.Fatalf("svg: %v", err)
 	}
 }
+
+// The JSON carries the distance from the max-min fair allocation: the
+// summary under fairness.ideal and the series beside the others.
+func TestJSONHasTheIdealFairness(t *testing.T) {
+	res := mustRun(t, sim.Input{Config: fifo(), Workers: workers(2), Start: t0,
+		Jobs: []model.Job{job("j1", "u1", 0, task("a", 10*sec), task("b", 10*sec)), job("j2", "u2", sec, task("a", 10*sec))}}, sim.Options{})
+	var buf bytes.Buffer
+	if err := report.WriteJSON(&buf, res); err != nil {
+		t.Fatal(err)
+	}
+	var back struct {
+		Fairness struct {
+			Ideal map[string]any `json:"ideal"`
+		} `json:"fairness"`
+		Series map[string]any `json:"series"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"groups", "meanError", "p95Error", "maxError", "floorMeanError", "demandSeconds"} {
+		if _, ok := back.Fairness.Ideal[k]; !ok {
+			t.Errorf("fairness.ideal.%s missing: %v", k, back.Fairness.Ideal)
+		}
+	}
+	if _, ok := back.Series["idealError"]; !ok {
+		t.Errorf("series.idealError missing")
+	}
+	var text bytes.Buffer
+	if err := report.WriteText(&text, res); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "Ideal:") {
+		t.Errorf("text has no Ideal line:\n%s", text.String())
+	}
+}

@@ -31,7 +31,8 @@ var palette = []string{"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
 
 // WriteSVG draws running slots per group over time as a stacked area, with
 // the capacity line, axes, a legend and a title, and below it Jain's index
-// over time. The busiest groups are drawn; beyond nine the rest are merged
+// over time with the distance from the max-min fair allocation
+// (Fairness.Ideal). The busiest groups are drawn; beyond nine the rest are merged
 // into "other". It uses only the standard library.
 func WriteSVG(w io.Writer, r *sim.Result) error {
 	bw := bufio.NewWriter(w)
@@ -103,23 +104,44 @@ func WriteSVG(w io.Writer, r *sim.Result) error {
 		fmt.Fprintf(bw, `<line x1="%d" x2="%d" y1="%s" y2="%s" stroke="#e5e5e5"/>`+"\n", plotL, plotR, f1(jy(v)), f1(jy(v)))
 		fmt.Fprintf(bw, `<text x="%d" y="%s" text-anchor="end">%s</text>`+"\n", plotL-6, f1(jy(v)+4), num(v))
 	}
-	fmt.Fprintf(bw, `<text transform="translate(18 %d) rotate(-90)" text-anchor="middle">Jain</text>`+"\n", (jainT+jainB)/2)
-	var path strings.Builder
-	pen := false
-	for k := 0; k < n; k++ {
-		if s.Demand[k] == 0 {
-			pen = false
+	fmt.Fprintf(bw, `<text transform="translate(18 %d) rotate(-90)" text-anchor="middle">Jain · error</text>`+"\n", (jainT+jainB)/2)
+	// Jain's index, and the distance from the max-min fair allocation
+	// (a share of the pool, clamped at 1), over the samples with demand.
+	lines := []struct {
+		vals   []float64
+		colour string
+		dash   string
+		label  string
+	}{
+		{s.Jain, "#4e79a7", "", "Jain"},
+		{s.IdealError, "#e15759", "", "error vs max-min fair"},
+		{s.IdealErrorWindow, "#e15759", ` stroke-dasharray="4 3"`, "error over decay window"},
+	}
+	ly := jainT + 12
+	for _, ln := range lines {
+		if len(ln.vals) != n {
 			continue
 		}
-		cmd := "L"
-		if !pen {
-			cmd = "M"
+		var path strings.Builder
+		pen := false
+		for k := 0; k < n; k++ {
+			if s.Demand[k] == 0 {
+				pen = false
+				continue
+			}
+			cmd := "L"
+			if !pen {
+				cmd = "M"
+			}
+			fmt.Fprintf(&path, "%s%s,%s ", cmd, f1(x(s.T[k])), f1(jy(math.Min(ln.vals[k], 1))))
+			pen = true
 		}
-		fmt.Fprintf(&path, "%s%s,%s ", cmd, f1(x(s.T[k])), f1(jy(s.Jain[k])))
-		pen = true
-	}
-	if path.Len() > 0 {
-		fmt.Fprintf(bw, `<path d="%s" fill="none" stroke="#4e79a7" stroke-width="1.5"/>`+"\n", strings.TrimSpace(path.String()))
+		if path.Len() > 0 {
+			fmt.Fprintf(bw, `<path d="%s" fill="none" stroke="%s" stroke-width="1.5"%s/>`+"\n", strings.TrimSpace(path.String()), ln.colour, ln.dash)
+		}
+		fmt.Fprintf(bw, `<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="%s" stroke-width="2"%s/>`+"\n", legendX, legendX+16, ly-4, ly-4, ln.colour, ln.dash)
+		fmt.Fprintf(bw, `<text x="%d" y="%d">%s</text>`+"\n", legendX+22, ly, esc(ln.label))
+		ly += 16
 	}
 	fmt.Fprintf(bw, `<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#333"/>`+"\n", plotL, jainT, plotR-plotL, jainB-jainT)
 

@@ -34,6 +34,13 @@ func WriteText(w io.Writer, r *sim.Result) error {
 	fmt.Fprintf(bw, "Utilisation: %s of %d slots (%.0f slot-seconds)\n", pct(r.Utilisation), r.Slots, r.SlotSeconds)
 	fmt.Fprintf(bw, "Fairness:    Jain %.3f over the time-averaged slot shares of %s; %.3f mean over %s\n",
 		r.Fairness.JainTimeAveraged, plural(r.Fairness.Groups, "group"), r.Fairness.JainMeanOverTime, plural(r.Fairness.Samples, "sample"))
+	id := r.Fairness.Ideal
+	fmt.Fprintf(bw, "Ideal:       distance from the max-min fair allocation (%s): mean %s, p95 %s, max %s of the pool over %s with demand (whole slots cannot go below %s)",
+		id.Groups, pct(id.MeanError), pct(id.P95Error), pct(id.MaxError), fmtSeconds(id.DemandSeconds), pct(id.FloorMeanError))
+	if w := id.Window; w != nil {
+		fmt.Fprintf(bw, "; over the %s decay window: mean %s, p95 %s", fmtSeconds(w.DecaySeconds), pct(w.MeanError), pct(w.P95Error))
+	}
+	fmt.Fprintln(bw)
 	fmt.Fprintf(bw, "Wait:        ready → start over %d starts: p50 %s, p95 %s, p99 %s, mean %s, max %s\n",
 		r.Wait.Count, fmtSeconds(r.Wait.P50), fmtSeconds(r.Wait.P95), fmtSeconds(r.Wait.P99), fmtSeconds(r.Wait.Mean), fmtSeconds(r.Wait.Max))
 	fmt.Fprintf(bw, "Counts:      %d starts, %d stops, %d retries, %d failed tasks (%d by a failed dependency); jobs: %d succeeded, %d failed, %d unfinished; %d cycles\n",
