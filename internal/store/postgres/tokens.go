@@ -180,43 +180,7 @@ func scanToken(r pgx.Row) (store.Token, error) {
 	if err := r.Scan(&t.ID, &t.Hash, &t.Name, &t.Role, &queues, &shares, &workers, &limits, &created, &expires, &revoked); err != nil {
 		return store.Token{}, err
 	}
-	if err := readTokenLists(&t, queues, shares, workers, limits); err != nil {
-		// Fail closed: no scope, no limits, and a mark that authorises
-		// nothing; the row itself is left as it is for the operator.
-		t.Queues, t.Shares, t.Workers, t.Limits = nil, nil, nil, store.TokenLimits{}
-		t.Unreadable = err.Error()
-	}
+	store.ReadTokenLists(&t, queues, shares, workers, limits)
 	t.Created, t.Expires, t.Revoked = timeOf(created), timeOf(expires), timeOf(revoked)
 	return t, nil
-}
-
-// readTokenLists decodes a token row's JSON columns into t.
-func readTokenLists(t *store.Token, queues, shares, workers, limits []byte) error {
-	for _, l := range []struct {
-		name string
-		raw  []byte
-		out  *[]string
-	}{{"queues", queues, &t.Queues}, {"shares", shares, &t.Shares}, {"workers", workers, &t.Workers}} {
-		if len(l.raw) == 0 {
-			continue
-		}
-		if err := json.Unmarshal(l.raw, l.out); err != nil {
-			return fmt.Errorf("%s: %w", l.name, err)
-		}
-		if len(*l.out) == 0 {
-			*l.out = nil
-		}
-	}
-	if len(limits) > 0 {
-		if err := json.Unmarshal(limits, &t.Limits); err != nil {
-			return fmt.Errorf("limits: %w", err)
-		}
-		l := &t.Limits
-		for _, lst := range []*[]string{&l.Requestors, &l.SLAGroups, &l.Users} {
-			if len(*lst) == 0 {
-				*lst = nil
-			}
-		}
-	}
-	return nil
 }
