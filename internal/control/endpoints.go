@@ -30,6 +30,11 @@ import (
 // redrive submits it again.
 const JobDeadLettered = "dead_lettered"
 
+// JobStates are the states a stored job can be in, in the order a job goes
+// through them: the API refuses a filter naming any other (a typo would
+// otherwise answer an empty list).
+var JobStates = []string{"pending", "running", "succeeded", "failed", "cancelled", JobDeadLettered}
+
 // A run-time change (store.ThrottlingKey, store.EndpointsKey) is stored
 // with the configuration it replaced, so that a restart keeps it only while
 // the configuration (file and environment) still says what it said then: an

@@ -243,6 +243,10 @@ type JobFilter struct {
 	// last job of the previous page.
 	AfterSeq int64
 	Limit    int // at most this many; 0 or less: all
+	// Newest lists the most recently submitted jobs first, as people
+	// reading a list want; AfterSeq then pages backwards (jobs submitted
+	// before it), and 0 starts at the newest.
+	Newest bool
 }
 
 // EventFilter selects events.

@@ -13,12 +13,14 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/auth"
+	"github.com/allot-sched/allot/internal/control"
 	"github.com/allot-sched/allot/internal/engine/policy"
 	"github.com/allot-sched/allot/internal/model"
 	"github.com/allot-sched/allot/internal/spec"
@@ -395,6 +397,23 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 	f.Queues, f.Shares = principal(r).JobScope()
 	if st := q.Get("state"); st != "" {
 		f.States = strings.Split(st, ",")
+		for _, one := range f.States {
+			if !slices.Contains(control.JobStates, one) {
+				s.fail(w, model.FieldErrors{{Path: "state", Msg: fmt.Sprintf("unknown job state %q (known: %s)", one, strings.Join(control.JobStates, ", "))}})
+				return
+			}
+		}
+	}
+	if f.Queue != "" && !s.knownQueue(w, r, f.Queue) {
+		return
+	}
+	switch q.Get("sort") {
+	case "", sortSubmitted:
+	case "-" + sortSubmitted:
+		f.Newest = true
+	default:
+		s.fail(w, model.FieldErrors{{Path: "sort", Msg: fmt.Sprintf("unknown sort key %q (known: %s, -%s for newest first)", q.Get("sort"), sortSubmitted, sortSubmitted)}})
+		return
 	}
 	var err error
 	if f.AfterSeq, err = intParam(q.Get("after")); err != nil {
@@ -409,6 +428,34 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 	f.Limit = int(limit)
 	list, err := s.jobReads().Jobs(r.Context(), f)
 	s.reply(w, list, err)
+}
+
+// sortSubmitted is the one key GET /v1/jobs sorts by: submission order,
+// oldest first; "-submitted" is newest first.
+const sortSubmitted = "submitted"
+
+// knownQueue answers 400 naming the configured queues when a list filter
+// names a queue that does not exist: a typo would otherwise look like an
+// empty queue. A follower, which has no scheduling state to ask, lets any
+// name through.
+func (s *Server) knownQueue(w http.ResponseWriter, r *http.Request, name string) bool {
+	if s.ctrl == nil {
+		return true
+	}
+	qs, err := s.ctrl.Queues(r.Context())
+	if err != nil {
+		s.fail(w, err)
+		return false
+	}
+	names := make([]string, 0, len(qs))
+	for _, q := range qs {
+		if q.Name == name {
+			return true
+		}
+		names = append(names, q.Name)
+	}
+	s.fail(w, model.FieldErrors{{Path: "queue", Msg: fmt.Sprintf("unknown queue %q (known: %s)", name, strings.Join(names, ", "))}})
+	return false
 }
 
 func intParam(s string) (int64, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -79,7 +80,13 @@ func (s *Store) Jobs(ctx context.Context, f store.JobFilter) ([]store.Job, error
 	if err := s.checkOpen(); err != nil {
 		return nil, fmt.Errorf("postgres: jobs: %w", err)
 	}
-	where, args := "seq > $1", []any{f.AfterSeq}
+	where, args, order := "seq > $1", []any{f.AfterSeq}, "seq"
+	if f.Newest {
+		where, order = "seq < $1", "seq DESC"
+		if f.AfterSeq <= 0 {
+			args[0] = int64(math.MaxInt64)
+		}
+	}
 	add := func(cond string, v any) {
 		args = append(args, v)
 		where += fmt.Sprintf(" AND "+cond, len(args))
@@ -100,7 +107,7 @@ func (s *Store) Jobs(ctx context.Context, f store.JobFilter) ([]store.Job, error
 		add("share = ANY($%d::text[])", f.Shares)
 	}
 	args = append(args, limit(f.Limit))
-	q := fmt.Sprintf(`SELECT `+jobCols+` FROM jobs WHERE %s ORDER BY seq LIMIT $%d`, where, len(args))
+	q := fmt.Sprintf(`SELECT `+jobCols+` FROM jobs WHERE %s ORDER BY %s LIMIT $%d`, where, order, len(args))
 	jobs, err := queryJobs(ctx, s.pool, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: jobs: %w", classify(err))

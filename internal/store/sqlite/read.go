@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -62,7 +63,14 @@ func (s *Store) Jobs(ctx context.Context, f store.JobFilter) ([]store.Job, error
 	var (
 		where = []string{"seq > ?"}
 		args  = []any{f.AfterSeq}
+		order = "seq"
 	)
+	if f.Newest {
+		where, args, order = []string{"seq < ?"}, []any{f.AfterSeq}, "seq DESC"
+		if f.AfterSeq <= 0 {
+			args[0] = int64(math.MaxInt64)
+		}
+	}
 	if len(f.States) > 0 {
 		where = append(where, "state IN ("+strings.Repeat("?, ", len(f.States)-1)+"?)")
 		for _, st := range f.States {
@@ -90,7 +98,7 @@ func (s *Store) Jobs(ctx context.Context, f store.JobFilter) ([]store.Job, error
 		}
 	}
 	args = append(args, limit(f.Limit))
-	q := `SELECT ` + jobCols + ` FROM jobs WHERE ` + strings.Join(where, " AND ") + ` ORDER BY seq LIMIT ?`
+	q := `SELECT ` + jobCols + ` FROM jobs WHERE ` + strings.Join(where, " AND ") + ` ORDER BY ` + order + ` LIMIT ?`
 	jobs, err := queryJobs(ctx, s.readers, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: jobs: %w", err)

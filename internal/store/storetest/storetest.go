@@ -330,8 +330,17 @@ func testJobsFilterAndPage(t *testing.T, o opener) {
 
 	match := func(f store.JobFilter) []store.Job {
 		var out []store.Job
-		for _, j := range all {
-			if j.Seq > f.AfterSeq && (len(f.States) == 0 || slices.Contains(f.States, j.State)) &&
+		order := all
+		if f.Newest {
+			order = slices.Clone(all)
+			slices.Reverse(order)
+		}
+		for _, j := range order {
+			cursor := j.Seq > f.AfterSeq
+			if f.Newest {
+				cursor = f.AfterSeq == 0 || j.Seq < f.AfterSeq
+			}
+			if cursor && (len(f.States) == 0 || slices.Contains(f.States, j.State)) &&
 				(f.Queue == "" || j.Queue == f.Queue) && (f.Share == "" || j.Share == f.Share) &&
 				(len(f.Queues) == 0 || slices.Contains(f.Queues, j.Queue)) && (len(f.Shares) == 0 || slices.Contains(f.Shares, j.Share)) {
 				out = append(out, j)
@@ -360,6 +369,9 @@ func testJobsFilterAndPage(t *testing.T, o opener) {
 		{"AnyOfQueuesAndShares", store.JobFilter{Queues: []string{"q2", "q3"}, Shares: []string{"b", "c"}}},
 		{"AnyOfQueuesWithQueue", store.JobFilter{Queue: "q1", Queues: []string{"q2"}}},
 		{"AnyOfSharesPaged", store.JobFilter{Shares: []string{"b"}, AfterSeq: all[4].Seq, Limit: 3}},
+		{"Newest", store.JobFilter{Newest: true}},
+		{"NewestLimit", store.JobFilter{Newest: true, Limit: 4}},
+		{"NewestBeforeSeqQueue", store.JobFilter{Newest: true, AfterSeq: all[15].Seq, Limit: 3, Queue: "q1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := s.Jobs(t.Context(), tc.f)
@@ -391,6 +403,27 @@ func testJobsFilterAndPage(t *testing.T, o opener) {
 			f.AfterSeq = page[len(page)-1].Seq
 		}
 		equal(t, "paged jobs", got, all)
+	})
+	t.Run("NewestPagesCoverAllInReverse", func(t *testing.T) {
+		var got []store.Job
+		f := store.JobFilter{Limit: 5, Newest: true}
+		for pages := 0; ; pages++ {
+			page, err := s.Jobs(t.Context(), f)
+			if err != nil {
+				t.Fatalf("Jobs: %v", err)
+			}
+			if len(page) == 0 {
+				break
+			}
+			if len(page) > f.Limit || pages > len(all) {
+				t.Fatalf("page of %d jobs with Limit %d (page %d)", len(page), f.Limit, pages)
+			}
+			got = append(got, page...)
+			f.AfterSeq = page[len(page)-1].Seq
+		}
+		want := slices.Clone(all)
+		slices.Reverse(want)
+		equal(t, "paged jobs, newest first", got, want)
 	})
 }
 
