@@ -334,23 +334,33 @@ func jobTable(w io.Writer, j api.Job) error {
 }
 
 func newListCmd(f *clientFlags) *cobra.Command {
-	var filter client.JobFilter
+	var (
+		filter client.JobFilter
+		all    bool
+	)
 	cmd := &cobra.Command{
 		Use:   "list",
-		Short: "List jobs, oldest first",
+		Short: "List jobs, newest first",
+		Long: `List jobs, newest first (--sort submitted: oldest first), at most --limit of them.
+When there are more, a line on standard error says how many and how to see them:
+a larger --limit, --all for every job, or --after with the last page's cursor.`,
 		Example: `  allot list --state running,pending
-  allot list --queue batch --share analytics`,
+  allot list --queue batch --share analytics
+  allot list --all --sort submitted`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := f.client()
 			if err != nil {
 				return err
 			}
-			list, err := c.Jobs(cmd.Context(), filter)
+			if filter.Limit <= 0 && !all {
+				return fmt.Errorf("--limit %d: give a positive number, or --all for every job", filter.Limit)
+			}
+			list, err := listJobs(cmd.Context(), c, filter, all)
 			if err != nil {
 				return err
 			}
-			return f.print(cmd.OutOrStdout(), list, func(w io.Writer) error {
+			if err := f.print(cmd.OutOrStdout(), list, func(w io.Writer) error {
 				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 				fmt.Fprintln(tw, "JOB\tQUEUE\tSHARE\tPRIORITY\tSTATE\tSUBMITTER\tSUBMITTED")
 				for _, j := range list.Jobs {
@@ -358,15 +368,73 @@ func newListCmd(f *clientFlags) *cobra.Command {
 						j.Submitted.Format(time.RFC3339))
 				}
 				return tw.Flush()
-			})
+			}); err != nil {
+				return err
+			}
+			if list.Next != 0 {
+				return moreJobsHint(cmd, c, filter, list.Next)
+			}
+			return nil
 		},
 	}
-	cmd.Flags().StringVar(&filter.State, "state", "", "only jobs in these states (comma-separated: pending, running, succeeded, failed, cancelled)")
+	cmd.Flags().StringVar(&filter.State, "state", "", "only jobs in these states (comma-separated: pending, running, succeeded, failed, cancelled, dead_lettered)")
 	cmd.Flags().StringVar(&filter.Queue, "queue", "", "only jobs of this queue")
 	cmd.Flags().StringVar(&filter.Share, "share", "", "only jobs of this share")
-	cmd.Flags().IntVar(&filter.Limit, "limit", 100, "at most this many jobs")
-	cmd.Flags().Int64Var(&filter.After, "after", 0, "page: jobs submitted after this sequence number (the previous page's next)")
+	cmd.Flags().StringVar(&filter.Sort, "sort", "-submitted", "order: -submitted (newest first) or submitted (oldest first)")
+	cmd.Flags().IntVar(&filter.Limit, "limit", 100, "at most this many jobs (at most 1000; --all for every job)")
+	cmd.Flags().BoolVar(&all, "all", false, "every job that matches, however many (ignores --limit)")
+	cmd.Flags().Int64Var(&filter.After, "after", 0, "page: the jobs after this cursor, in --sort order (the number the previous page's hint gives)")
 	return cmd
+}
+
+// maxListPage is the largest page GET /v1/jobs answers.
+const maxListPage = 1000
+
+// listJobs reads filter.Limit jobs (every job with all) in pages the API
+// accepts, so that a --limit above the API's page size is honoured rather
+// than cut to a page. Next is the cursor after the last job read, 0 when
+// none is left.
+func listJobs(ctx context.Context, c *client.Client, filter client.JobFilter, all bool) (api.JobList, error) {
+	want := filter.Limit
+	var list api.JobList
+	for {
+		page := filter
+		page.Limit = maxListPage
+		if !all {
+			page.Limit = min(want-len(list.Jobs), maxListPage)
+		}
+		more, err := c.Jobs(ctx, page)
+		if err != nil {
+			return api.JobList{}, err
+		}
+		list.Jobs, list.Next = append(list.Jobs, more.Jobs...), more.Next
+		if list.Next == 0 || (!all && len(list.Jobs) >= want) {
+			return list, nil
+		}
+		filter.After = list.Next
+	}
+}
+
+// moreJobsHint tells on standard error that the list was cut, how many
+// jobs were left out and how to see them: a list that silently stops at
+// its limit reads as if it were all there is. It counts at most one more
+// page, so a long history costs one request, not all of them.
+func moreJobsHint(cmd *cobra.Command, c *client.Client, filter client.JobFilter, next int64) error {
+	rest := filter
+	rest.After, rest.Limit = next, maxListPage
+	more, err := c.Jobs(cmd.Context(), rest)
+	if err != nil {
+		return err
+	}
+	n := fmt.Sprint(len(more.Jobs))
+	if more.Next != 0 {
+		n = fmt.Sprintf("over %d", len(more.Jobs))
+	}
+	if len(more.Jobs) == 0 {
+		return nil // the page ended exactly at the last job
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "%s more: --limit / --all (next page: --after %d)\n", n, next)
+	return nil
 }
 
 func newCancelCmd(f *clientFlags) *cobra.Command {

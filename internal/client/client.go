@@ -440,6 +440,9 @@ type JobFilter struct {
 	// After is the cursor of the page to read (JobList.Next of the last).
 	After int64
 	Limit int
+	// Sort is "submitted" (oldest first, the API's default) or
+	// "-submitted" (newest first); After then pages in that order.
+	Sort string
 }
 
 func (f JobFilter) query() url.Values {
@@ -452,6 +455,7 @@ func (f JobFilter) query() url.Values {
 	set("state", f.State)
 	set("queue", f.Queue)
 	set("share", f.Share)
+	set("sort", f.Sort)
 	if f.After > 0 {
 		q.Set("after", strconv.FormatInt(f.After, 10))
 	}
