@@ -319,6 +319,8 @@ func TestQueriesUseIndexes(t *testing.T) {
 		{`SELECT ` + jobCols + ` FROM jobs WHERE seq > ? AND share = ? ORDER BY seq LIMIT ?`, []any{0, "s", 10}, "jobs_share"},
 		{`SELECT ` + jobCols + ` FROM jobs WHERE seq > ? AND state IN (?) ORDER BY seq LIMIT ?`, []any{0, "running", 10}, "jobs_state"},
 		{`SELECT ` + eventCols + ` FROM events WHERE id > ? AND job = ? ORDER BY id LIMIT ?`, []any{0, "j", 10}, "events_job"},
+		{`SELECT ` + jobCols + ` FROM jobs WHERE seq < ? AND queue = ? ORDER BY seq DESC LIMIT ?`, []any{10, "q", 10}, "jobs_queue"},
+		{`SELECT ` + jobCols + ` FROM jobs WHERE seq < ? AND state IN (?) ORDER BY seq DESC LIMIT ?`, []any{10, "running", 10}, "jobs_state"},
 	} {
 		rows, err := s.readers.Query(`EXPLAIN QUERY PLAN `+tc.query, tc.args...)
 		if err != nil {
