@@ -3,12 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/client"
 	"github.com/allot-sched/allot/internal/spec"
 )
@@ -102,5 +107,45 @@ func TestListRefusesFiltersThatMatchNothingByConstruction(t *testing.T) {
 				t.Errorf("list %v: error %q does not say %s", tc.args, err, w)
 			}
 		}
+	}
+}
+
+// TestListHonoursALimitAboveThePageSize runs list against a server that
+// pages as GET /v1/jobs does (at most 1000 a page, 100 for a larger limit).
+func TestListHonoursALimitAboveThePageSize(t *testing.T) {
+	const total = 2600
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		after, _ := strconv.Atoi(r.URL.Query().Get("after"))
+		limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+		if limit <= 0 || limit > 1000 {
+			limit = 100
+		}
+		var l api.JobList
+		for seq := after + 1; seq <= total && len(l.Jobs) < limit; seq++ {
+			l.Jobs = append(l.Jobs, api.Job{ID: fmt.Sprintf("j%d", seq)})
+		}
+		if len(l.Jobs) == limit {
+			l.Next = int64(after + limit)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(l)
+	}))
+	defer srv.Close()
+	out, errOut, err := runCLIErr(t, srv.URL, "list", "--limit", "1500", "--sort", "submitted")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids := listedIDs(out); len(ids) != 1500 || ids[1499] != "j1500" {
+		t.Errorf("list --limit 1500 listed %d jobs", len(ids))
+	}
+	if !strings.Contains(errOut, "over 1000 more: --limit / --all (next page: --after 1500)") {
+		t.Errorf("stderr %q, want the over-1000 hint", errOut)
+	}
+	out, errOut, err = runCLIErr(t, srv.URL, "list", "--all")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids := listedIDs(out); len(ids) != total || errOut != "" {
+		t.Errorf("list --all listed %d jobs, stderr %q", len(ids), errOut)
 	}
 }
