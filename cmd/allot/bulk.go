@@ -8,9 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/allot-sched/allot/internal/api"
@@ -124,7 +122,8 @@ func submitBulk(ctx context.Context, c *client.Client, docs []jobDocument) ([]bu
 		for i, r := range res.Results {
 			r.Index = len(out)
 			if r.Error != nil {
-				fileLines(r.Error, docs[i].line-starts[i]-1)
+				// From the lines of the call's body to the lines of the job's file.
+				r.Error.ShiftLines(docs[i].line - starts[i] - 1)
 			}
 			out = append(out, bulkOutcome{doc: docs[i], BulkResult: r})
 		}
@@ -138,25 +137,6 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
-}
-
-var linePrefix = regexp.MustCompile(`^line (\d+): `)
-
-// fileLines moves the lines of a refused job's error from the lines of
-// the call's body to the lines of the job's file.
-func fileLines(e *api.Error, by int) {
-	if e.Line > 0 {
-		e.Line += by
-		if m := linePrefix.FindStringSubmatch(e.Message); m != nil {
-			n, _ := strconv.Atoi(m[1])
-			e.Message = fmt.Sprintf("line %d: %s", n+by, e.Message[len(m[0]):])
-		}
-	}
-	for _, d := range e.Details {
-		if d.Line > 0 {
-			d.Line += by
-		}
-	}
 }
 
 // bulkLine is the line `allot submit` prints for one job of a bulk

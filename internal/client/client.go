@@ -419,7 +419,7 @@ func (c *Client) SubmitJobs(ctx context.Context, body []byte, contentType string
 			continue
 		}
 		if res.Index >= 0 && res.Index < len(moves) {
-			shiftErrorLines(res.Error, -moves[res.Index])
+			res.Error.ShiftLines(-moves[res.Index])
 		}
 	}
 	return out, nil

@@ -4,12 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"mime"
 	"reflect"
-	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -214,27 +211,4 @@ func bulkIDs(body []byte, contentType string) ([]byte, []int, bool) {
 	}
 	out = append(out, body[copied:]...)
 	return out, moves, all
-}
-
-// linePrefix is how an error message names its line.
-var linePrefix = regexp.MustCompile(`^line (\d+): `)
-
-// shiftErrorLines moves the lines an error names by the given number of
-// lines.
-func shiftErrorLines(e *api.Error, by int) {
-	if by == 0 {
-		return
-	}
-	if e.Line > 0 {
-		e.Line += by
-		if m := linePrefix.FindStringSubmatch(e.Message); m != nil {
-			n, _ := strconv.Atoi(m[1])
-			e.Message = fmt.Sprintf("line %d: %s", n+by, e.Message[len(m[0]):])
-		}
-	}
-	for _, d := range e.Details {
-		if d.Line > 0 {
-			d.Line += by
-		}
-	}
 }

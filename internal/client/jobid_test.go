@@ -110,7 +110,7 @@ func TestBulkIDsNameEveryDocumentAndGiveTheLinesBack(t *testing.T) {
 		t.Fatalf("line 11 of the sent body is %q", got)
 	}
 	e := &api.Error{Line: 11, Message: "line 11: bad: unknown field", Details: []*model.FieldError{{Path: "bad", Line: 11}}}
-	shiftErrorLines(e, -moves[3])
+	e.ShiftLines(-moves[3])
 	if e.Line != 10 || e.Message != "line 10: bad: unknown field" || e.Details[0].Line != 10 {
 		t.Errorf("shifted error %+v %+v, want line 10", e, e.Details[0])
 	}
