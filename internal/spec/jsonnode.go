@@ -131,19 +131,12 @@ func (s *jsonScanner) object(depth, line, col int) (*yaml.Node, bool) {
 			return nil, false
 		}
 		n.Content = append(n.Content, k, v)
-		s.space()
-		if s.pos >= len(s.data) {
+		end, ok := s.separator('}')
+		if !ok {
 			return nil, false
 		}
-		switch s.data[s.pos] {
-		case ',':
-			s.pos++
-			s.space()
-		case '}':
-			s.pos++
+		if end {
 			return n, true
-		default:
-			return nil, false
 		}
 	}
 }
@@ -162,19 +155,12 @@ func (s *jsonScanner) array(depth, line, col int) (*yaml.Node, bool) {
 			return nil, false
 		}
 		n.Content = append(n.Content, v)
-		s.space()
-		if s.pos >= len(s.data) {
+		end, ok := s.separator(']')
+		if !ok {
 			return nil, false
 		}
-		switch s.data[s.pos] {
-		case ',':
-			s.pos++
-			s.space()
-		case ']':
-			s.pos++
+		if end {
 			return n, true
-		default:
-			return nil, false
 		}
 	}
 }
@@ -260,4 +246,24 @@ func (s *jsonScanner) delimited() bool {
 		return true
 	}
 	return false
+}
+
+// separator reads what follows a member of an object or array: a comma
+// (more follow) or the closing bracket (end). ok is false for anything
+// else, or the end of the data.
+func (s *jsonScanner) separator(closing byte) (end, ok bool) {
+	s.space()
+	if s.pos >= len(s.data) {
+		return false, false
+	}
+	switch s.data[s.pos] {
+	case ',':
+		s.pos++
+		s.space()
+		return false, true
+	case closing:
+		s.pos++
+		return true, true
+	}
+	return false, false
 }
