@@ -63,7 +63,7 @@ func (e *Engine) allocate(q *queue, now time.Time, d *Decisions) {
 		out := make([]policy.RunningTask, len(g.running))
 		for k, t := range g.running {
 			out[k] = policy.RunningTask{ID: t.id, Group: gi, Priority: t.job.spec.Priority, Urgent: t.job.spec.Urgent,
-				Started: t.started, StartSeq: t.startSeq}
+				Started: t.started, StartSeq: t.startSeq, Holds: model.AmountsOf(t.spec.Resources)}
 		}
 		sort.Slice(out, func(a, b int) bool { return out[a].StartSeq < out[b].StartSeq })
 		return out
