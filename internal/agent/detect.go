@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -18,22 +19,57 @@ import (
 
 // detectResources fills the resources left zero with what this machine
 // has, so `allot worker` needs no flags on a typical host: CPUs the process
-// may use, memory from /proc/meminfo, GPUs and their memory from
-// nvidia-smi. Anything it cannot read (another OS, no NVIDIA driver) stays
-// zero; detection never fails.
+// may use, memory from /proc/meminfo, each capped by the limits of the
+// agent's cgroup (a container's), GPUs and their memory from nvidia-smi.
+// Anything it cannot read (another OS, no NVIDIA driver) stays zero;
+// detection never fails.
 func detectResources(r model.ResourceSpec, log *slog.Logger) model.ResourceSpec {
+	return machine{root: "/", cpus: runtime.NumCPU(), gpus: queryGPUs}.detect(r, log)
+}
+
+// machine is where detection looks: the root of the file system holding
+// /proc and the cgroup mounts, the CPUs the process may run on, and the
+// GPU query. Tests give a fake tree.
+type machine struct {
+	root string
+	cpus int
+	gpus func() (int, model.Memory, error)
+}
+
+func (m machine) detect(r model.ResourceSpec, log *slog.Logger) model.ResourceSpec {
+	var lim cgroupLimits
+	if r.CPU == 0 || r.Memory == 0 {
+		var err error
+		if lim, err = readCgroupLimits(m.root); err != nil {
+			log.Debug("cgroup limits not read in full", "err", err)
+		}
+	}
 	if r.CPU == 0 {
-		r.CPU = model.CPU(runtime.NumCPU() * 1000)
+		host := model.CPU(m.cpus * 1000)
+		r.CPU = host
+		if lim.cpu > 0 && lim.cpu < host {
+			r.CPU = lim.cpu
+			log.Info("CPU detected: the cgroup's limit, below the host's", "cpu", milli(r.CPU), "host", milli(host), "from", lim.cpuFrom)
+		} else {
+			log.Info("CPU detected: the host's, no lower cgroup limit", "cpu", milli(r.CPU))
+		}
 	}
 	if r.Memory == 0 {
-		if m, err := readMeminfo("/proc/meminfo"); err != nil {
+		host, err := readMeminfo(filepath.Join(m.root, "proc/meminfo"))
+		if err != nil {
 			log.Debug("memory not detected", "err", err)
-		} else {
-			r.Memory = m
+		}
+		r.Memory = host
+		switch {
+		case lim.memory > 0 && (host == 0 || lim.memory < host):
+			r.Memory = lim.memory
+			log.Info("memory detected: the cgroup's limit, below the host's", "memory", mebi(r.Memory), "host", mebi(host), "from", lim.memFrom)
+		case host > 0:
+			log.Info("memory detected: the host's, no lower cgroup limit", "memory", mebi(r.Memory))
 		}
 	}
 	if r.GPUs == 0 || r.GPUMemory == 0 {
-		n, mem, err := queryGPUs()
+		n, mem, err := m.gpus()
 		switch {
 		case err != nil:
 			log.Debug("GPUs not detected", "err", err)
@@ -48,6 +84,10 @@ func detectResources(r model.ResourceSpec, log *slog.Logger) model.ResourceSpec 
 	}
 	return r
 }
+
+// milli and mebi write quantities as a job spec does, for the log.
+func milli(c model.CPU) string   { return strconv.FormatInt(int64(c), 10) + "m" }
+func mebi(m model.Memory) string { return strconv.FormatInt(int64(m), 10) + "Mi" }
 
 func readMeminfo(path string) (model.Memory, error) {
 	f, err := os.Open(path)
