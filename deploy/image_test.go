@@ -12,61 +12,104 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
 // repoRoot is the repository's root, the image's build context.
 const repoRoot = ".."
 
-// TestImageBuildStageBuildsAStaticBinary runs the `go build` of the
-// Dockerfile's build stage, with its environment and flags as written there,
-// on a copy of the build context that .dockerignore leaves, and checks that
-// the binary needs no dynamic loader: the image's base (distroless/static)
-// has no libc. This machine cannot pull base images, so it is the part of
-// `docker build` that can be checked here.
+// TestImageBuildStageBuildsAStaticBinary checks that the binary the
+// Dockerfile builds needs no dynamic loader: the image's base
+// (distroless/static) has no libc.
 func TestImageBuildStageBuildsAStaticBinary(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skipf("the image's binary is a Linux ELF; this is %s", runtime.GOOS)
-	}
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command on PATH to run the build stage's go build")
-	}
-	df, err := os.ReadFile(filepath.Join(repoRoot, "Dockerfile"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := buildStageGoBuild(string(df), "build")
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := imageBinary(t)
 	if b.env["CGO_ENABLED"] != "0" {
 		t.Errorf("the build stage's go build runs with CGO_ENABLED=%q; want 0 for a static binary", b.env["CGO_ENABLED"])
 	}
+	if problems := dynamicParts(t, b.binary); len(problems) > 0 {
+		t.Errorf("the image's binary is not static: %s", strings.Join(problems, "; "))
+	}
+	version, err := exec.Command(b.binary, "--version").Output()
+	if err != nil || !strings.Contains(string(version), b.vars["VERSION"]) {
+		t.Errorf("allot --version = %q, %v; want the VERSION build argument %q", version, err, b.vars["VERSION"])
+	}
+}
+
+// built is the image's binary, built once for the package's tests.
+var built struct {
+	once sync.Once
+	dir  string
+	b    goBuild
+	err  error
+	skip string
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
+}
+
+// imageBinary runs the `go build` of the Dockerfile's build stage, with its
+// environment and flags as written there, on a copy of the build context
+// that .dockerignore leaves, and returns it with the path of the binary in
+// binary. This machine cannot pull base images, so that is the part of
+// `docker build` that can be checked here.
+func imageBinary(t *testing.T) goBuild {
+	t.Helper()
+	built.once.Do(func() { built.b, built.skip, built.err = buildImageBinary() })
+	if built.skip != "" {
+		t.Skip(built.skip)
+	}
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	return built.b
+}
+
+func buildImageBinary() (b goBuild, skip string, err error) {
+	if runtime.GOOS != "linux" {
+		return b, fmt.Sprintf("the image's binary is a Linux ELF; this is %s", runtime.GOOS), nil
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		return b, "no go command on PATH to run the build stage's go build", nil
+	}
+	df, err := os.ReadFile(filepath.Join(repoRoot, "Dockerfile"))
+	if err != nil {
+		return b, "", err
+	}
+	if b, err = buildStageGoBuild(string(df), "build"); err != nil {
+		return b, "", err
+	}
 	ignore, err := os.ReadFile(filepath.Join(repoRoot, ".dockerignore"))
 	if err != nil {
-		t.Fatal(err)
+		return b, "", err
 	}
-	ctx := t.TempDir()
-	if err := copyContext(repoRoot, ctx, parseDockerignore(t, string(ignore))); err != nil {
-		t.Fatal(err)
+	patterns, err := parseDockerignore(string(ignore))
+	if err != nil {
+		return b, "", err
 	}
-	out := filepath.Join(t.TempDir(), "allot")
+	if built.dir, err = os.MkdirTemp("", "allot-image-"); err != nil {
+		return b, "", err
+	}
+	ctx := filepath.Join(built.dir, "src")
+	if err := copyContext(repoRoot, ctx, patterns); err != nil {
+		return b, "", err
+	}
+	b.binary = filepath.Join(built.dir, "allot")
 	args := slices.Clone(b.args)
-	args[b.output] = out
+	args[b.output] = b.binary
 	cmd := exec.Command(goTool, append([]string{"build"}, args...)...)
 	cmd.Dir = ctx
 	cmd.Env = buildEnv(os.Environ(), b.env)
 	if msg, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build %s (in a copy of the build context): %v\n%s", strings.Join(args, " "), err, msg)
+		return b, "", fmt.Errorf("go build %s (in a copy of the build context): %v\n%s", strings.Join(args, " "), err, msg)
 	}
-	if problems := dynamicParts(t, out); len(problems) > 0 {
-		t.Errorf("the image's binary is not static: %s", strings.Join(problems, "; "))
-	}
-	version, err := exec.Command(out, "--version").Output()
-	if err != nil || !strings.Contains(string(version), b.vars["VERSION"]) {
-		t.Errorf("allot --version = %q, %v; want the VERSION build argument %q", version, err, b.vars["VERSION"])
-	}
+	return b, "", nil
 }
 
 // TestDynamicPartsFindsADynamicBinary shows that the check above can fail:
@@ -122,6 +165,7 @@ type goBuild struct {
 	args   []string
 	output int
 	vars   map[string]string
+	binary string // where the test built it
 }
 
 // buildStageGoBuild finds the one RUN of stage that runs `go build`, and
@@ -302,8 +346,7 @@ func buildEnv(environ []string, set map[string]string) []string {
 // parseDockerignore reads the patterns of a .dockerignore this test
 // understands: paths from the context's root, with filepath.Match's
 // wildcards; `!` exceptions and `**` are refused rather than misread.
-func parseDockerignore(t *testing.T, s string) []string {
-	t.Helper()
+func parseDockerignore(s string) ([]string, error) {
 	var patterns []string
 	for line := range strings.Lines(s) {
 		line = strings.TrimSpace(line)
@@ -311,15 +354,15 @@ func parseDockerignore(t *testing.T, s string) []string {
 			continue
 		}
 		if strings.HasPrefix(line, "!") || strings.Contains(line, "**") {
-			t.Fatalf(".dockerignore: %q: this test does not read exceptions or **; teach it, or write the pattern without", line)
+			return nil, fmt.Errorf(".dockerignore: %q: this test does not read exceptions or **; teach it, or write the pattern without", line)
 		}
 		p := path.Clean(strings.Trim(line, "/"))
 		if _, err := path.Match(p, ""); err != nil {
-			t.Fatalf(".dockerignore: %q: %v", line, err)
+			return nil, fmt.Errorf(".dockerignore: %q: %w", line, err)
 		}
 		patterns = append(patterns, p)
 	}
-	return patterns
+	return patterns, nil
 }
 
 // ignored says whether .dockerignore's patterns leave rel (slash-separated,
@@ -362,6 +405,9 @@ func copyContext(src, dst string, patterns []string) error {
 		}
 		data, err := os.ReadFile(p)
 		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 			return err
 		}
 		return os.WriteFile(target, data, 0o644)
