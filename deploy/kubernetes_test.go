@@ -395,7 +395,7 @@ func containerPort(spec corev1.PodSpec, target intstr.IntOrString) *corev1.Conta
 	return nil
 }
 
-// args are a container's arguments by flag: --flag=value or --flag value;
+// argsOf are a container's subcommand and its arguments by flag: --flag=value or --flag value;
 // a repeated flag keeps its values in order.
 func argsOf(c corev1.Container) (sub string, flags map[string][]string) {
 	flags = map[string][]string{}
@@ -413,18 +413,19 @@ func argsOf(c corev1.Container) (sub string, flags map[string][]string) {
 	return sub, flags
 }
 
-// containers are the containers running `allot SUB`, with their workload.
-func containers(docs []document, sub string) (out []struct {
+// podContainer is a container with the workload that runs it.
+type podContainer struct {
 	w workload
 	c corev1.Container
-}) {
+}
+
+// containers are the containers running `allot SUB`.
+func containers(docs []document, sub string) []podContainer {
+	var out []podContainer
 	for _, w := range workloads(docs) {
 		for _, c := range w.pod.Spec.Containers {
 			if s, _ := argsOf(c); s == sub {
-				out = append(out, struct {
-					w workload
-					c corev1.Container
-				}{w, c})
+				out = append(out, podContainer{w, c})
 			}
 		}
 	}
