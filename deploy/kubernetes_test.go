@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path"
@@ -21,6 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
@@ -63,13 +65,10 @@ type kustomization struct {
 		NewName string `json:"newName,omitempty"`
 		NewTag  string `json:"newTag,omitempty"`
 	} `json:"images,omitempty"`
+	// Patches are strategic merge patches, each naming the object it
+	// patches by its apiVersion, kind and metadata.name.
 	Patches []struct {
-		Target *struct {
-			Kind string `json:"kind,omitempty"`
-			Name string `json:"name,omitempty"`
-		} `json:"target,omitempty"`
-		Patch string `json:"patch,omitempty"`
-		Path  string `json:"path,omitempty"`
+		Path string `json:"path"`
 	} `json:"patches,omitempty"`
 }
 
@@ -83,6 +82,7 @@ type document struct {
 	file string // relative to manifestDir
 	kind string // apiVersion/kind
 	obj  any
+	raw  []byte // as written
 }
 
 // decodeStrict decodes one YAML document into the Go type its apiVersion
@@ -168,6 +168,116 @@ func loadManifests(t *testing.T) []document {
 		t.Fatalf("no manifests under %s", manifestDir)
 	}
 	return out
+}
+
+// decodeFile decodes every document of a manifest file.
+func decodeFile(t *testing.T, file string) []document {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, _ := filepath.Rel(manifestDir, file)
+	var out []document
+	for i, doc := range splitDocuments(data) {
+		kind, obj, err := decodeStrict(doc)
+		if err != nil {
+			t.Fatalf("%s, document %d: %v", rel, i+1, err)
+		}
+		out = append(out, document{file: filepath.ToSlash(rel), kind: kind, obj: obj, raw: doc})
+	}
+	return out
+}
+
+// render is what kustomize builds from the kustomization in dir, as far as
+// these checks need: its resources, those of the kustomizations it lists,
+// and its patches applied (the namespace and image changes are left out).
+func render(t *testing.T, dir string) []document {
+	t.Helper()
+	k, ok := decodeFile(t, filepath.Join(dir, "kustomization.yaml"))[0].obj.(*kustomization)
+	if !ok {
+		t.Fatalf("%s/kustomization.yaml is not a Kustomization", dir)
+	}
+	var docs []document
+	for _, r := range k.Resources {
+		p := filepath.Join(dir, filepath.FromSlash(r))
+		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+			docs = append(docs, render(t, p)...)
+		} else {
+			docs = append(docs, decodeFile(t, p)...)
+		}
+	}
+	for _, pt := range k.Patches {
+		for _, patch := range decodeFile(t, filepath.Join(dir, filepath.FromSlash(pt.Path))) {
+			name := patch.obj.(metav1.Object).GetName()
+			i := slices.IndexFunc(docs, func(d document) bool {
+				return d.kind == patch.kind && d.obj.(metav1.Object).GetName() == name
+			})
+			if i < 0 {
+				t.Fatalf("%s patches %s %s, which %s does not have", patch.file, patch.kind, name, dir)
+			}
+			orig, err := json.Marshal(docs[i].obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The patch as written: its typed form would carry the fields it
+			// leaves out as nulls, which a merge patch takes for deletions.
+			pj, err := yaml.YAMLToJSON(patch.raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			merged, err := strategicpatch.StrategicMergePatch(orig, pj, kinds[patch.kind]())
+			if err != nil {
+				t.Fatalf("%s: %v", patch.file, err)
+			}
+			_, obj, err := decodeStrict(merged)
+			if err != nil {
+				t.Fatalf("%s patched by %s: %v", docs[i].file, patch.file, err)
+			}
+			docs[i].obj = obj
+		}
+	}
+	return docs
+}
+
+// entryPoints are the kustomizations that no other one lists, what a user
+// applies with kubectl apply -k, each rendered, by directory.
+func entryPoints(t *testing.T) map[string][]document {
+	t.Helper()
+	var dirs []string
+	listed := map[string]bool{}
+	err := filepath.WalkDir(manifestDir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.Name() != "kustomization.yaml" {
+			return err
+		}
+		dir := filepath.Dir(p)
+		dirs = append(dirs, dir)
+		for _, r := range decodeFile(t, p)[0].obj.(*kustomization).Resources {
+			listed[filepath.Join(dir, filepath.FromSlash(r))] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]document{}
+	for _, d := range dirs {
+		if !listed[d] {
+			out[filepath.ToSlash(d)] = render(t, d)
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("no kustomization to apply")
+	}
+	return out
+}
+
+// forEachEntry runs check on what each entry point renders.
+func forEachEntry(t *testing.T, check func(*testing.T, []document)) {
+	entries := entryPoints(t)
+	for _, dir := range slices.Sorted(maps.Keys(entries)) {
+		t.Run(dir, func(t *testing.T) { check(t, entries[dir]) })
+	}
 }
 
 func TestStrictDecodingRefusesWhatKubernetesWould(t *testing.T) {
@@ -266,6 +376,9 @@ func TestManifestsDecodeStrictlyAndKustomizationsListThem(t *testing.T) {
 				listed[p] = true
 			}
 		}
+		for _, pt := range k.Patches {
+			listed[path.Join(dir, pt.Path)] = true
+		}
 		for _, im := range k.Images {
 			if im.Name != "allot" {
 				t.Errorf("%s: image %q: the manifests' image is named allot", d.file, im.Name)
@@ -289,6 +402,7 @@ type workload struct {
 	pod         corev1.PodTemplateSpec
 	serviceName string
 	replicas    int32
+	claims      []string // the names of its volume claim templates
 }
 
 func workloads(docs []document) []workload {
@@ -300,8 +414,12 @@ func workloads(docs []document) []workload {
 			if o.Spec.Replicas != nil {
 				r = *o.Spec.Replicas
 			}
-			out = append(out, workload{file: d.file, name: o.Name, selector: o.Spec.Selector, pod: o.Spec.Template,
-				serviceName: o.Spec.ServiceName, replicas: r})
+			w := workload{file: d.file, name: o.Name, selector: o.Spec.Selector, pod: o.Spec.Template,
+				serviceName: o.Spec.ServiceName, replicas: r}
+			for _, c := range o.Spec.VolumeClaimTemplates {
+				w.claims = append(w.claims, c.Name)
+			}
+			out = append(out, w)
 		case *appsv1.DaemonSet:
 			out = append(out, workload{file: d.file, name: o.Name, selector: o.Spec.Selector, pod: o.Spec.Template})
 		}
@@ -329,8 +447,9 @@ func selects(sel, labels map[string]string) bool {
 	return len(sel) > 0
 }
 
-func TestWorkloadsAreSelectedSizedAndServed(t *testing.T) {
-	docs := loadManifests(t)
+func TestWorkloadsAreSelectedSizedAndServed(t *testing.T) { forEachEntry(t, checkWorkloads) }
+
+func checkWorkloads(t *testing.T, docs []document) {
 	svcs := services(docs)
 	wls := workloads(docs)
 	if len(wls) == 0 {
@@ -455,8 +574,9 @@ func servedGETs(t *testing.T) map[string]bool {
 	return out
 }
 
-func TestServerProbesAskTheServersOwnEndpoints(t *testing.T) {
-	docs := loadManifests(t)
+func TestServerProbesAskTheServersOwnEndpoints(t *testing.T) { forEachEntry(t, checkServerProbes) }
+
+func checkServerProbes(t *testing.T, docs []document) {
 	served := servedGETs(t)
 	servers := containers(docs, "server")
 	if len(servers) == 0 {
@@ -493,7 +613,7 @@ func TestServerProbesAskTheServersOwnEndpoints(t *testing.T) {
 			}
 			g := p.probe.HTTPGet
 			if g.Path != p.path || !served[g.Path] {
-				t.Errorf("%s: %s probe asks %s; want %s, which the server serves (GET routes: %v)", where, p.name, g.Path, p.path, slices.Sorted(mapKeys(served)))
+				t.Errorf("%s: %s probe asks %s; want %s, which the server serves (GET routes: %v)", where, p.name, g.Path, p.path, slices.Sorted(maps.Keys(served)))
 			}
 			cp := containerPort(corev1.PodSpec{Containers: []corev1.Container{s.c}}, g.Port)
 			if cp == nil || strconv.Itoa(int(cp.ContainerPort)) != port {
@@ -501,16 +621,6 @@ func TestServerProbesAskTheServersOwnEndpoints(t *testing.T) {
 			}
 			if g.Scheme != "" && g.Scheme != corev1.URISchemeHTTP && len(flags["tls-cert"]) == 0 {
 				t.Errorf("%s: %s probe over %s, but the server serves plain HTTP", where, p.name, g.Scheme)
-			}
-		}
-	}
-}
-
-func mapKeys(m map[string]bool) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
 			}
 		}
 	}
@@ -526,6 +636,55 @@ func splitHostPort(hp string) (string, string, error) {
 		return "", "", fmt.Errorf("port %q is not a number", hp[i+1:])
 	}
 	return hp[:i], hp[i+1:], nil
+}
+
+func TestServerKeepsItsStoreAndSeveralShareOne(t *testing.T) { forEachEntry(t, checkServerStore) }
+
+func checkServerStore(t *testing.T, docs []document) {
+	for _, s := range containers(docs, "server") {
+		where := s.w.file + ": " + s.w.name
+		_, flags := argsOf(s.c)
+		// The data directory (the embedded store, or with PostgreSQL the
+		// lock and the admin token) outlives the pod: on a claim of the
+		// StatefulSet.
+		dd := flags["data-dir"]
+		if len(dd) != 1 || !slices.ContainsFunc(s.c.VolumeMounts, func(m corev1.VolumeMount) bool {
+			return slices.Contains(s.w.claims, m.Name) && (dd[0] == m.MountPath || strings.HasPrefix(dd[0], strings.TrimSuffix(m.MountPath, "/")+"/"))
+		}) {
+			t.Errorf("%s: --data-dir %q is not on a volume claim of the StatefulSet (claims %v)", where, dd, s.w.claims)
+		}
+		if s.w.replicas <= 1 {
+			continue
+		}
+		// One data directory is locked by one server: replicas share a
+		// PostgreSQL store, and each tells clients where it leads.
+		shared := len(flags["store"]) > 0 || slices.ContainsFunc(s.c.Env, func(e corev1.EnvVar) bool { return e.Name == "ALLOT_STORE" })
+		if !shared {
+			t.Errorf("%s: %d replicas without --store or ALLOT_STORE: each would open its own embedded store", where, s.w.replicas)
+		}
+		adv := flags["advertise"]
+		if len(adv) != 1 {
+			t.Errorf("%s: %d replicas without --advertise: standbys could not send clients to the leader", where, s.w.replicas)
+			continue
+		}
+		for i := range s.w.replicas {
+			vars := map[string]string{}
+			for _, e := range s.c.Env {
+				if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name" {
+					vars[e.Name] = fmt.Sprintf("%s-%d", s.w.name, i)
+				}
+			}
+			u, err := expand(adv[0], vars)
+			if err != nil {
+				t.Errorf("%s: --advertise %s: %v", where, adv[0], err)
+				continue
+			}
+			host, port, err := splitHostPort(strings.TrimPrefix(u, "http://"))
+			if err != nil || !reachable(host, port, docs) || !strings.HasPrefix(host, fmt.Sprintf("%s-%d.", s.w.name, i)) {
+				t.Errorf("%s: replica %d advertises %s, which is not that replica's own name", where, i, u)
+			}
+		}
+	}
 }
 
 // workerGraceDefault is the default of `allot worker --grace`, read from
@@ -552,8 +711,9 @@ func workerGraceDefault(t *testing.T) time.Duration {
 // agent's own stop: its SIGKILLed tasks' exit and the kubelet's delays.
 const stopMargin = 5 * time.Second
 
-func TestWorkerTerminationGraceOutlastsTheAgentsStop(t *testing.T) {
-	docs := loadManifests(t)
+func TestWorkerTerminationGraceOutlastsTheAgentsStop(t *testing.T) { forEachEntry(t, checkWorkerGrace) }
+
+func checkWorkerGrace(t *testing.T, docs []document) {
 	workers := containers(docs, "worker")
 	if len(workers) == 0 {
 		t.Fatal("no container runs allot worker")
@@ -627,15 +787,19 @@ func tokenPattern(t *testing.T) string {
 }
 
 func TestWorkersGetStableValidNamesAndTheirToken(t *testing.T) {
-	docs := loadManifests(t)
+	forEachEntry(t, checkWorkerNamesAndTokens)
+}
+
+func checkWorkerNamesAndTokens(t *testing.T, docs []document) {
 	pattern := tokenPattern(t)
+	// The token's Secret is made by hand (worker-token.yaml), in no
+	// kustomization.
 	secrets := map[string]*corev1.Secret{}
-	for _, d := range docs {
+	for _, d := range loadManifests(t) {
 		if s, ok := d.obj.(*corev1.Secret); ok {
 			secrets[s.Name] = s
 		}
 	}
-	svcs := services(docs)
 	for _, w := range containers(docs, "worker") {
 		where := w.w.file + ": " + w.w.name
 		// What the downward API gives: the pod's name is the StatefulSet's
@@ -712,12 +876,38 @@ func TestWorkersGetStableValidNamesAndTheirToken(t *testing.T) {
 				t.Errorf("%s: --server %s: %v", where, u, err)
 				continue
 			}
-			svc := svcs[strings.Split(host, ".")[0]]
-			if svc == nil || !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return strconv.Itoa(int(p.Port)) == port }) {
-				t.Errorf("%s: --server %s is no Service and port of the manifests", where, u)
+			if !reachable(host, port, docs) {
+				t.Errorf("%s: --server %s is no Service and port of the manifests, nor a pod of a StatefulSet behind one", where, u)
 			}
 		}
 	}
+}
+
+// reachable says whether HOST:PORT of a URL names a Service of docs on one
+// of its ports (SERVICE, SERVICE.NAMESPACE...), or a pod of a StatefulSet by
+// the name its headless Service gives it (POD.SERVICE...).
+func reachable(host, port string, docs []document) bool {
+	svcs := services(docs)
+	hasPort := func(s *corev1.Service) bool {
+		return s != nil && slices.ContainsFunc(s.Spec.Ports, func(p corev1.ServicePort) bool { return strconv.Itoa(int(p.Port)) == port })
+	}
+	labels := strings.Split(host, ".")
+	if hasPort(svcs[labels[0]]) {
+		return true
+	}
+	if len(labels) < 2 || !hasPort(svcs[labels[1]]) || svcs[labels[1]].Spec.ClusterIP != corev1.ClusterIPNone {
+		return false
+	}
+	for _, w := range workloads(docs) {
+		if w.serviceName != labels[1] {
+			continue
+		}
+		ord, ok := strings.CutPrefix(labels[0], w.name+"-")
+		if n, err := strconv.Atoi(ord); ok && err == nil && n >= 0 && int32(n) < w.replicas {
+			return true
+		}
+	}
+	return false
 }
 
 func TestTheBinaryLinksNoKubernetesPackage(t *testing.T) {
