@@ -44,14 +44,17 @@ func (m machine) detect(r model.ResourceSpec, log *slog.Logger) model.ResourceSp
 			log.Debug("cgroup limits not read in full", "err", err)
 		}
 	}
+	// One line says what was detected and where each figure came from: the
+	// host, or the cgroup file whose limit is below it.
+	var detected []any
 	if r.CPU == 0 {
 		host := model.CPU(m.cpus * 1000)
-		r.CPU = host
 		if lim.cpu > 0 && lim.cpu < host {
 			r.CPU = lim.cpu
-			log.Info("CPU detected: the cgroup's limit, below the host's", "cpu", milli(r.CPU), "host", milli(host), "from", lim.cpuFrom)
+			detected = append(detected, "cpu", milli(r.CPU), "cpuFrom", lim.cpuFrom, "hostCPU", milli(host))
 		} else {
-			log.Info("CPU detected: the host's, no lower cgroup limit", "cpu", milli(r.CPU))
+			r.CPU = host
+			detected = append(detected, "cpu", milli(r.CPU), "cpuFrom", "host")
 		}
 	}
 	if r.Memory == 0 {
@@ -59,14 +62,17 @@ func (m machine) detect(r model.ResourceSpec, log *slog.Logger) model.ResourceSp
 		if err != nil {
 			log.Debug("memory not detected", "err", err)
 		}
-		r.Memory = host
 		switch {
 		case lim.memory > 0 && (host == 0 || lim.memory < host):
 			r.Memory = lim.memory
-			log.Info("memory detected: the cgroup's limit, below the host's", "memory", mebi(r.Memory), "host", mebi(host), "from", lim.memFrom)
+			detected = append(detected, "memory", mebi(r.Memory), "memoryFrom", lim.memFrom, "hostMemory", mebi(host))
 		case host > 0:
-			log.Info("memory detected: the host's, no lower cgroup limit", "memory", mebi(r.Memory))
+			r.Memory = host
+			detected = append(detected, "memory", mebi(r.Memory), "memoryFrom", "host")
 		}
+	}
+	if len(detected) > 0 {
+		log.Info("resources detected", detected...)
 	}
 	if r.GPUs == 0 || r.GPUMemory == 0 {
 		n, mem, err := m.gpus()

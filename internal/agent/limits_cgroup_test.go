@@ -202,35 +202,35 @@ func TestDetectTakesTheSmallerOfHostAndCgroupLimit(t *testing.T) {
 			if got.CPU != tt.wantCPU || got.Memory != tt.wantMem {
 				t.Errorf("detected cpu %dm, memory %dMi; want %dm, %dMi", got.CPU, got.Memory, tt.wantCPU, tt.wantMem)
 			}
-			checkSource(t, logs.String(), "CPU detected", tt.wantCPUFrom)
-			checkSource(t, logs.String(), "memory detected", tt.wantMemFrom)
+			checkSource(t, logs.String(), "cpuFrom", tt.wantCPUFrom)
+			checkSource(t, logs.String(), "memoryFrom", tt.wantMemFrom)
 		})
 	}
 }
 
-// checkSource checks that the log line starting with what says where the
-// figure came from: the cgroup file from, or the host when from is "".
-func checkSource(t *testing.T, logs, what, from string) {
+// checkSource checks that the log's "resources detected" line says where
+// a figure came from (key cpuFrom or memoryFrom): the cgroup file from, or
+// the host when from is "".
+func checkSource(t *testing.T, logs, key, from string) {
 	t.Helper()
+	if from == "" {
+		from = "host"
+	}
 	for line := range strings.Lines(logs) {
-		if !strings.Contains(line, "msg=\""+what) {
+		if !strings.Contains(line, `msg="resources detected"`) {
 			continue
 		}
-		logged := loggedFrom(line)
-		switch {
-		case from == "" && (!strings.Contains(line, "the host's") || logged != ""):
-			t.Errorf("%s: want the host's figure, logged %s", what, line)
-		case from != "" && (!strings.Contains(line, "the cgroup's limit") || logged != from):
-			t.Errorf("%s: want the limit of %s, logged %s", what, from, line)
+		if got := loggedValue(line, key); got != from {
+			t.Errorf("%s=%q, want %q, in %s", key, got, from, line)
 		}
 		return
 	}
-	t.Errorf("%s: not logged in\n%s", what, logs)
+	t.Errorf("no \"resources detected\" line in\n%s", logs)
 }
 
-// loggedFrom is the value of from= in a text log line, "" without one.
-func loggedFrom(line string) string {
-	_, v, ok := strings.Cut(strings.TrimSpace(line), " from=")
+// loggedValue is the value of key= in a text log line, "" without one.
+func loggedValue(line, key string) string {
+	_, v, ok := strings.Cut(strings.TrimSpace(line), " "+key+"=")
 	if !ok {
 		return ""
 	}
