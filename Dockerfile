@@ -8,9 +8,11 @@
 #          nonroot (65532). For the server, and for workers whose tasks are
 #          static binaries.
 #   slim:  debian-slim with a shell and coreutils, runs as root so that the
-#          agent can run its tasks as nobody (--run-as) and give them cgroups.
-#          For workers whose tasks are scripts; a team with its own task image
-#          copies the binary in instead (COPY --from=allot:TAG /usr/local/bin/allot).
+#          agent can run its tasks as nobody (--run-as). For workers whose
+#          tasks are scripts, and for the server where an operator needs a
+#          shell (the Kubernetes manifests use it for both); a team with its
+#          own task image copies the binary in instead
+#          (COPY --from=allot:TAG /usr/local/bin/allot /usr/local/bin/allot).
 #
 # The binary is built with CGO_ENABLED=0: the embedded store is SQLite through
 # modernc.org/sqlite, which is pure Go, and PostgreSQL is reached with pgx,
