@@ -883,6 +883,44 @@ func checkWorkerNamesAndTokens(t *testing.T, docs []document) {
 	}
 }
 
+func TestContainerArgsAreWhatAllotTakes(t *testing.T) { forEachEntry(t, checkArgs) }
+
+// checkArgs runs the image's binary with each container's arguments and
+// --help: the command parses its flags, and their values (a duration, a
+// number), before it shows the help, so a misspelt flag or a bad value
+// fails here rather than in a crash-looping pod.
+func checkArgs(t *testing.T, docs []document) {
+	b := imageBinary(t)
+	for _, w := range workloads(docs) {
+		for _, c := range w.pod.Spec.Containers {
+			vars := map[string]string{}
+			for _, e := range c.Env {
+				vars[e.Name] = "x" + e.Value // a downward API value: any name
+			}
+			args := make([]string, len(c.Args))
+			for i, a := range c.Args {
+				var err error
+				if args[i], err = expand(a, vars); err != nil {
+					t.Errorf("%s: %s: container %s: %v", w.file, w.name, c.Name, err)
+				}
+			}
+			if len(c.Command) > 0 {
+				t.Errorf("%s: %s: container %s sets command %q: the image's entry point runs allot", w.file, w.name, c.Name, c.Command)
+			}
+			out, err := exec.Command(b.binary, append(args, "--help")...).CombinedOutput()
+			if err != nil {
+				t.Errorf("%s: %s: container %s: allot %s: %v\n%s", w.file, w.name, c.Name, strings.Join(c.Args, " "), err, firstLines(out, 3))
+			}
+		}
+	}
+}
+
+// firstLines is the start of a command's output.
+func firstLines(out []byte, n int) string {
+	lines := strings.SplitAfterN(string(out), "\n", n+1)
+	return strings.Join(lines[:min(n, len(lines))], "")
+}
+
 // reachable says whether HOST:PORT of a URL names a Service of docs on one
 // of its ports (SERVICE, SERVICE.NAMESPACE...), or a pod of a StatefulSet by
 // the name its headless Service gives it (POD.SERVICE...).
