@@ -327,7 +327,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	<-tidied
 	repStop()
 	<-repDone
-	flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(a.cfg.Grace, 3*time.Second))
+	flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportFlushTime(a.cfg.Grace))
 	defer cancel()
 	if err := a.report.flush(flushCtx); err != nil {
 		return fmt.Errorf("agent: shutting down: %w", err)
@@ -341,6 +341,24 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.log.Info("worker stopped")
 	return nil
 }
+
+// ShutdownTime is the longest Run takes to return once its context ends,
+// for an agent whose Config.Grace is grace (zero: DefaultGrace): its
+// running tasks get grace between SIGTERM and SIGKILL, then it delivers the
+// reports it holds and tells the server it leaves, for up to
+// max(grace, 3s). Whatever stops the agent must wait longer (Kubernetes'
+// terminationGracePeriodSeconds, systemd's TimeoutStopSec), or the last
+// reports are lost and the server learns how those tasks ended only when
+// it declares the worker lost.
+func ShutdownTime(grace time.Duration) time.Duration {
+	if grace == 0 {
+		grace = DefaultGrace
+	}
+	return grace + reportFlushTime(grace)
+}
+
+// reportFlushTime bounds the delivery of the last reports at shutdown.
+func reportFlushTime(grace time.Duration) time.Duration { return max(grace, 3*time.Second) }
 
 // takeStateDir locks the state directory, kills what the agent's previous
 // run left running, and has the runner record the groups of the tasks it
