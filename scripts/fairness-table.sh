@@ -53,11 +53,11 @@ row() { # trace label args...
 	shift 2
 	"$tmp/allot" sim "$@" -o json 2>/dev/null | jq -r --arg t "$name" --arg p "$label" '
 	  def pc: . * 1000 | round / 10 | tostring + "%";
-	  "| \($t) | \($p) | \(.utilisation | pc) | \(.makespanSeconds / 86400 * 10 | round / 10) d | \(.wait.p95 / 3600 * 10 | round / 10) h | \(.fairness.ideal.meanError | pc) | \(.fairness.ideal.p95Error | pc) | \(.fairness.ideal.floorMeanError | pc) | \(if .fairness.ideal.window then (.fairness.ideal.window.meanError | pc) else "–" end) |"'
+	  "| \($t) | \($p) | \(.utilisation | pc) | \(.usefulUtilisation | pc) | \(.makespanSeconds / 86400 * 10 | round / 10) d | \(.wait.p95 / 3600 * 10 | round / 10) h | \(.fairness.ideal.meanError | pc) | \(.fairness.ideal.p95Error | pc) | \(.fairness.ideal.floorMeanError | pc) | \(if .fairness.ideal.window then (.fairness.ideal.window.meanError | pc) else "–" end) |"'
 }
 
-echo "| trace | policy | utilisation | makespan | wait p95 | mean error | p95 error | whole-slot floor | window mean error |"
-echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+echo "| trace | policy | utilisation | useful | makespan | wait p95 | mean error | p95 error | whole-slot floor | window mean error |"
+echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 for t in nasa lcg; do
 	case $t in
 	nasa) f=$dir/NASA-iPSC-1993-3.1-cln.swf.gz n=64 lim=0 tname="NASA (all, 64 slots)" ;;
