@@ -162,7 +162,7 @@ type change struct {
 
 type runner struct {
 	// lost is the slot time of attempts stopped before they ended.
-	lost nsSum
+	lost  nsSum
 	in    Input
 	opt   Options
 	eng   *engine.Engine
