@@ -25,8 +25,8 @@ import (
 // whole fair share, above when it runs more.
 // The stops of a cycle are the smaller of what the shares below need and
 // what those above have beyond their part, within the budget, taken one at
-// a time from the share furthest above its fair share (weighted), newest
-// task first (the least work lost). The freed slots go, in the same cycle,
+// a time: the newest task of any share above (the least work lost), ties to
+// the share furthest above its fair share (weighted). The freed slots go, in the same cycle,
 // to the shares with the lowest weighted usage: those below.
 type Preemption struct {
 	// AfterSeconds is how long a share must have stayed below its fair
@@ -104,6 +104,30 @@ func wholeShares(fair []float64, gs []policy.Group) []int {
 	return whole
 }
 
+// over is a share above its whole fair share during one cycle's choice of
+// stops.
+type over struct {
+	group   int
+	surplus int
+	tasks   []policy.RunningTask // oldest first; nil until needed
+}
+
+// newer says whether a's newest task goes before b's: started later, or in
+// the same cycle with a further above its fair share (weighted), or a's
+// share name first.
+func (p *Policy) newer(a, b *over, v *policy.View) bool {
+	ta, tb := a.tasks[len(a.tasks)-1], b.tasks[len(b.tasks)-1]
+	if !ta.Started.Equal(tb.Started) {
+		return ta.Started.After(tb.Started)
+	}
+	ka, kb := v.Groups[a.group].Key, v.Groups[b.group].Key
+	wa, wb := float64(a.surplus)*p.WeightFactor(ka), float64(b.surplus)*p.WeightFactor(kb)
+	if wa != wb {
+		return wa > wb
+	}
+	return ka < kb
+}
+
 // preempt returns the tasks the cycle at v.Now stops for shares below their
 // fair share and how many it stops in each group, and notes since when each
 // share has been below.
@@ -133,11 +157,6 @@ func (p *Policy) preempt(v *policy.View) ([]policy.Stop, []int) {
 	if need == 0 || v.RunningTasks == nil {
 		return nil, nil
 	}
-	type over struct {
-		group   int
-		surplus int
-		tasks   []policy.RunningTask // oldest first
-	}
 	var overs []*over
 	for i, g := range v.Groups {
 		if s := g.Running - whole[i]; s > 0 {
@@ -148,26 +167,27 @@ func (p *Policy) preempt(v *policy.View) ([]policy.Stop, []int) {
 	var stops []policy.Stop
 	per := make([]int, len(v.Groups))
 	for len(stops) < n {
-		// The share furthest above its fair share, weighted as usage
-		// is; ties to the share name, so a cycle is deterministic.
-		sort.Slice(overs, func(a, b int) bool {
-			wa := float64(overs[a].surplus) * p.WeightFactor(v.Groups[overs[a].group].Key)
-			wb := float64(overs[b].surplus) * p.WeightFactor(v.Groups[overs[b].group].Key)
-			if wa != wb {
-				return wa > wb
+		// The newest task of any share above: the least work lost. Ties
+		// (tasks started in one cycle) to the share furthest above,
+		// weighted as usage is, then to the share name.
+		var o *over
+		for _, c := range overs {
+			if c.surplus == 0 {
+				continue
 			}
-			return v.Groups[overs[a].group].Key < v.Groups[overs[b].group].Key
-		})
-		if len(overs) == 0 || overs[0].surplus == 0 {
+			if c.tasks == nil {
+				c.tasks = v.RunningTasks(c.group)
+			}
+			if len(c.tasks) == 0 {
+				c.surplus = 0
+				continue
+			}
+			if o == nil || p.newer(c, o, v) {
+				o = c
+			}
+		}
+		if o == nil {
 			break
-		}
-		o := overs[0]
-		if o.tasks == nil {
-			o.tasks = v.RunningTasks(o.group)
-		}
-		if len(o.tasks) == 0 {
-			o.surplus = 0
-			continue
 		}
 		t := o.tasks[len(o.tasks)-1]
 		o.tasks = o.tasks[:len(o.tasks)-1]
