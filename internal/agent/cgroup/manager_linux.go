@@ -80,4 +80,3 @@ func (m *Manager) New(name string, l Limits) (*Group, error) {
 // Close removes the agent's group. Groups of attempts still there are
 // killed and removed first: they belong to no running attempt.
 func (m *Manager) Close() error { return m.h.tearDown() }
-

@@ -3,9 +3,9 @@ package cgroup
 import (
 	"os"
 	"os/exec"
-	"strconv"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -69,7 +69,6 @@ func alive(pid int) bool {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
-
 
 func TestKillTakesDetachedDaemons(t *testing.T) {
 	for _, v := range []int{1, 2} {
