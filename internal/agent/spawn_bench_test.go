@@ -85,7 +85,7 @@ func startAndWait(cmd *exec.Cmd) error {
 		return err
 	}
 	cmd.Stdout, cmd.Stderr = pw, pw
-	err = startTask(cmd)
+	err = startTask(cmd, nil)
 	pw.Close()
 	if err != nil {
 		pr.Close()
