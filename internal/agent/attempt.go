@@ -147,8 +147,8 @@ type runner struct {
 type leftover struct {
 	cg    *confined // the attempt's cgroup, nil if none
 	dir   string    // "" if none was made
-	pid   int    // the group's ID, 0 if none was recorded
-	start uint64 // its leader's start time, as recorded
+	pid   int       // the group's ID, 0 if none was recorded
+	start uint64    // its leader's start time, as recorded
 }
 
 // run runs the attempt to its end and returns its report; it never fails,
@@ -275,6 +275,11 @@ func (r runner) run(at *attempt) (api.Report, leftover) {
 	rep.ExitCode = exitCode(cmd.ProcessState)
 	rep.Stopped = stopped
 	rep.Output = out.String()
+	if oom != "" {
+		// Where the task's output stops, as a line of its own: allot
+		// logs shows why it did.
+		rep.Output = withNote(rep.Output, "allot: "+oom, r.tailBytes)
+	}
 	var problems []string
 	if oom != "" {
 		problems = append(problems, oom)

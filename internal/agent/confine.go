@@ -166,6 +166,19 @@ func (r runner) removeGroup(c *confined) {
 	}
 }
 
+// withNote ends output with a line of the agent's, keeping at most limit
+// bytes (the line's, at least).
+func withNote(output, note string, limit int) string {
+	if output != "" && !strings.HasSuffix(output, "\n") {
+		output += "\n"
+	}
+	output += note + "\n"
+	if cut := len(output) - max(limit, len(note)+1); cut > 0 {
+		output = output[cut:]
+	}
+	return output
+}
+
 // bytesText writes a byte count the way a memory limit is given.
 func bytesText(b int64) string {
 	switch {

@@ -158,15 +158,11 @@ func detect(version int) (hierarchy, error) {
 		}
 		use2 = true
 	default:
-		// Hybrid hosts mount a v2 tree beside the v1 controllers, with
-		// no controller in it: then v1 is the one that limits.
-		use2 = unified != nil && len(h1.own) == 0
-		if unified != nil && !use2 {
-			if p, ok := own[""]; ok {
-				s, _ := read(ownDir(*unified, p), "cgroup.controllers")
-				use2 = s != ""
-			}
+		var avail string
+		if p, ok := own[""]; ok && unified != nil {
+			avail, _ = read(ownDir(*unified, p), "cgroup.controllers")
 		}
+		use2 = unified != nil && prefersV2(avail, h1.own)
 	}
 	if use2 {
 		p, ok := own[""]
@@ -190,4 +186,22 @@ func fakeV1(root string) (hierarchy, error) {
 		return nil, fmt.Errorf("cgroup: no v1 controller under %s", root)
 	}
 	return h, nil
+}
+
+// prefersV2 decides, on a host that mounts both, between the v2 tree
+// (whose controllers for the agent's group are avail, as in
+// cgroup.controllers) and the v1 controllers mounted (v1): hybrid hosts
+// mount an empty-ish v2 tree beside the v1 controllers, and the one that
+// limits is the one with more of the controllers the agent uses.
+func prefersV2(avail string, v1 map[string]string) bool {
+	n2, n1 := 0, 0
+	for _, c := range v2Controllers {
+		if slices.Contains(strings.Fields(avail), c) {
+			n2++
+		}
+		if _, ok := v1[c]; ok {
+			n1++
+		}
+	}
+	return n2 >= n1
 }

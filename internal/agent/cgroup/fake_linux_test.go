@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -247,5 +248,49 @@ func TestParseCPUList(t *testing.T) {
 	}
 	if safeName("../x y") != ".._x_y" || safeName("..") != "_" {
 		t.Errorf("safeName: %q %q", safeName("../x y"), safeName(".."))
+	}
+}
+
+func TestOpenRemovesTheGroupsOfAgentsThatDied(t *testing.T) {
+	root := t.TempDir()
+	fakeFile(t, root, "cgroup.controllers", "")
+	dead := filepath.Join(root, "allot-999999999-ab") // above any PID the kernel hands out
+	fakeFile(t, filepath.Join(dead, "job.task.1"), "cgroup.procs", "")
+	mine := filepath.Join(root, "allot-"+strconv.Itoa(os.Getpid())+"-cd")
+	other := filepath.Join(root, "system.slice")
+	for _, d := range []string{mine, other} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := Open(Options{Root: root, Version: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	absent(t, dead)
+	for _, d := range []string{mine, other} {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s: %v, want it kept", d, err)
+		}
+	}
+}
+
+func TestHybridHostsUseTheHierarchyWithTheControllers(t *testing.T) {
+	v1 := map[string]string{"cpu": "/sys/fs/cgroup/cpu", "cpuset": "/c", "memory": "/m", "pids": "/p"}
+	for _, c := range []struct {
+		avail string
+		v1    map[string]string
+		want  bool
+	}{
+		{"hugetlb", v1, false}, // this build machine: v1 controllers, v2 with hugetlb only
+		{"cpuset cpu io memory pids", nil, true},
+		{"cpuset cpu io memory pids", v1, true},
+		{"", nil, true}, // nothing anywhere: v2 kills and measures all the same
+		{"memory", v1, false},
+	} {
+		if got := prefersV2(c.avail, c.v1); got != c.want {
+			t.Errorf("prefersV2(%q, %d v1 controllers) = %v, want %v", c.avail, len(c.v1), got, c.want)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -140,6 +141,32 @@ func rmdir(d string) error {
 			return fmt.Errorf("cgroup: removing %s: %w", d, err)
 		}
 	}
+}
+
+// removeTree kills what runs in the group d and in the groups under it,
+// and removes them all (an agent's group, with attempts' groups that a
+// crash left behind).
+func removeTree(d string) error {
+	children, err := readDirs(d)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, c := range children {
+		errs = append(errs, removeTree(filepath.Join(d, c)))
+	}
+	deadline := time.Now().Add(killWait)
+	for {
+		pids, err := readProcs(d)
+		if err != nil || len(pids) == 0 || time.Now().After(deadline) {
+			break
+		}
+		for _, p := range pids {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return errors.Join(append(errs, rmdir(d))...)
 }
 
 // readProcs reads the PIDs in dir/cgroup.procs.

@@ -3,6 +3,10 @@ package cgroup
 import (
 	"fmt"
 	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"syscall"
 )
 
 // Manager makes the groups of one agent's attempts, under a group of its
@@ -21,6 +25,8 @@ type hierarchy interface {
 	// are not enforced.
 	missing() []string
 	newGroup(name string, l Limits) (*Group, error)
+	// ownDirs are the agent's own groups, where its group is made.
+	ownDirs() []string
 	tearDown() error
 }
 
@@ -46,6 +52,7 @@ func Open(opts Options) (*Manager, error) {
 	if _, err := readFull("/dev/urandom", rnd[:]); err != nil {
 		return nil, err
 	}
+	sweep(h.ownDirs())
 	name := fmt.Sprintf("allot-%d-%x", os.Getpid(), rnd)
 	if err := h.setUp(name); err != nil {
 		return nil, err
@@ -80,3 +87,27 @@ func (m *Manager) New(name string, l Limits) (*Group, error) {
 // Close removes the agent's group. Groups of attempts still there are
 // killed and removed first: they belong to no running attempt.
 func (m *Manager) Close() error { return m.h.tearDown() }
+
+// staleName matches the groups agents make (Open): allot-PID-HEX.
+var staleName = regexp.MustCompile(`^allot-([0-9]+)-[0-9a-f]+$`)
+
+// sweep removes the groups that agents which died without removing them
+// (SIGKILL, a crash) left in dirs: their processes are killed, since no
+// agent watches them any more. A group whose agent (by its PID) still
+// runs is left alone.
+func sweep(dirs []string) {
+	for _, d := range dirs {
+		names, _ := readDirs(d)
+		for _, n := range names {
+			m := staleName.FindStringSubmatch(n)
+			if m == nil {
+				continue
+			}
+			pid, err := strconv.Atoi(m[1])
+			if err != nil || pid == os.Getpid() || syscall.Kill(pid, 0) != syscall.ESRCH {
+				continue
+			}
+			_ = removeTree(filepath.Join(d, n))
+		}
+	}
+}

@@ -144,3 +144,47 @@ func TestStartPutsTheProcessInTheGroupFromTheFirstInstruction(t *testing.T) {
 		t.Errorf("the test's thread is still in the group:\n%s", self)
 	}
 }
+
+func TestTheKernelTakesTheLimits(t *testing.T) {
+	m := openReal(t, 0)
+	cpus, err := ParseCPUList(mustRead(t, "/sys/devices/system/cpu/online"))
+	if err != nil || len(cpus) == 0 {
+		t.Fatalf("online CPUs: %v %v", cpus, err)
+	}
+	g, err := m.New("limits", Limits{MilliCPU: 500, CPUs: cpus[:1], Memory: 64 << 20, Pids: 32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Remove()
+	var want map[string]string
+	var dir func(file string) string
+	switch impl := g.impl.(type) {
+	case *group1:
+		want = map[string]string{"cpu.cfs_quota_us": "50000", "memory.limit_in_bytes": "67108864", "pids.max": "32",
+			"cpuset.cpus": strconv.Itoa(cpus[0])}
+		dir = func(file string) string { return impl.dir[strings.SplitN(file, ".", 2)[0]] }
+	case *group2:
+		want = map[string]string{"cpu.max": "50000 100000", "memory.max": "67108864", "pids.max": "32",
+			"cpuset.cpus": strconv.Itoa(cpus[0])}
+		dir = func(string) string { return impl.dir }
+	}
+	for file, v := range want {
+		d := dir(file)
+		if d == "" || !exists(d, file) {
+			t.Logf("%s: no such controller here", file)
+			continue
+		}
+		if got, err := read(d, file); err != nil || got != v {
+			t.Errorf("%s = %q (%v), want %q", file, got, err, v)
+		}
+	}
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

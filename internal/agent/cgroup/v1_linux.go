@@ -102,6 +102,8 @@ func (h *v1) describe() string {
 	return fmt.Sprintf("cgroup v1 (%s), attempts under %s", strings.Join(parts, ","), d)
 }
 
+func (h *v1) ownDirs() []string { return h.unique(h.own) }
+
 func (h *v1) missing() []string {
 	var out []string
 	for _, c := range []string{"cpu", "cpuacct", "cpuset", "memory", "pids", "freezer"} {
@@ -115,7 +117,7 @@ func (h *v1) missing() []string {
 func (h *v1) tearDown() error {
 	var errs []error
 	for _, d := range h.unique(h.base) {
-		errs = append(errs, removeChildren(d), rmdir(d))
+		errs = append(errs, removeTree(d))
 	}
 	return errors.Join(errs...)
 }
@@ -187,26 +189,6 @@ func (h *v1) newGroup(name string, l Limits) (_ *Group, err error) {
 		}
 	}
 	return &Group{impl: g}, nil
-}
-
-// removeChildren kills and removes the groups left under d (attempts of a
-// run that did not clean up).
-func removeChildren(d string) error {
-	ents, err := readDirs(d)
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, c := range ents {
-		cd := filepath.Join(d, c)
-		if pids, err := readProcs(cd); err == nil {
-			for _, p := range pids {
-				_ = unix.Kill(p, unix.SIGKILL)
-			}
-		}
-		errs = append(errs, rmdir(cd))
-	}
-	return errors.Join(errs...)
 }
 
 // group1 is an attempt's group on v1: a directory per hierarchy it joined.

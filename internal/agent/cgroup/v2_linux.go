@@ -93,6 +93,8 @@ func (h *v2) describe() string {
 	return s
 }
 
+func (h *v2) ownDirs() []string { return []string{h.own} }
+
 func (h *v2) missing() []string {
 	var out []string
 	for _, c := range v2Controllers {
@@ -104,7 +106,7 @@ func (h *v2) missing() []string {
 }
 
 func (h *v2) tearDown() error {
-	return errors.Join(removeChildren(h.base), rmdir(h.base))
+	return removeTree(h.base)
 }
 
 func (h *v2) has(c string) bool { return slices.Contains(h.enabled, c) }
