@@ -101,24 +101,24 @@ func TestV1WritesLimitsIntoEachHierarchy(t *testing.T) {
 	}
 }
 
-func TestV1LeavesCPUSetAndDevicesAloneWhenNotAsked(t *testing.T) {
+func TestV1JoinsOnlyTheHierarchiesItNeeds(t *testing.T) {
 	root := fakeV1Tree(t)
 	m, err := Open(Options{Root: root, Version: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	g, err := m.New("a", Limits{})
+	g, err := m.New("a", Limits{Pids: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer g.Remove()
 	absent(t, filepath.Join(root, "cpuset", m.name, "a"))
 	absent(t, filepath.Join(root, "devices", m.name, "a"))
-	absent(t, filepath.Join(root, "cpu", m.name, "a", "cpu.cfs_quota_us"))
+	absent(t, filepath.Join(root, "cpu", m.name, "a"))
 	absent(t, filepath.Join(root, "memory", m.name, "a", "memory.limit_in_bytes"))
 	if got := g.impl.dirs(); !slices.Equal(got, []string{
-		filepath.Join(root, "cpu", m.name, "a"), filepath.Join(root, "cpuacct", m.name, "a"),
+		filepath.Join(root, "cpuacct", m.name, "a"),
 		filepath.Join(root, "memory", m.name, "a"), filepath.Join(root, "pids", m.name, "a"),
 		filepath.Join(root, "freezer", m.name, "a")}) {
 		t.Errorf("dirs = %v", got)

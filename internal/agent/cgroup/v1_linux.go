@@ -125,9 +125,13 @@ func (h *v1) tearDown() error {
 func (h *v1) newGroup(name string, l Limits) (_ *Group, err error) {
 	g := &group1{h: h, dir: map[string]string{}}
 	for _, c := range h.controllers() {
+		// Joining a hierarchy costs a migration or two per start (the
+		// kernel serializes them): the attempt stays in the agent's
+		// groups where it has no limit to hold it to.
 		switch {
-		case c == "cpuset" && len(l.CPUs) == 0, c == "devices" && l.Devices == nil:
-			continue // the attempt stays in the agent's, unrestricted
+		case c == "cpuset" && len(l.CPUs) == 0, c == "devices" && l.Devices == nil,
+			c == "cpu" && l.MilliCPU == 0, c == "pids" && l.Pids == 0:
+			continue
 		}
 		g.dir[c] = filepath.Join(h.base[c], name)
 	}
