@@ -256,6 +256,9 @@ func TestOpenRemovesTheGroupsOfAgentsThatDied(t *testing.T) {
 	fakeFile(t, root, "cgroup.controllers", "")
 	dead := filepath.Join(root, "allot-999999999-ab") // above any PID the kernel hands out
 	fakeFile(t, filepath.Join(dead, "job.task.1"), "cgroup.procs", "")
+	fakeFile(t, filepath.Join(dead, "job.task.1"), "cgroup.freeze", "1")
+	deadLeaf := filepath.Join(root, "allot-999999999-ab-agent")
+	fakeFile(t, deadLeaf, "cgroup.procs", "")
 	mine := filepath.Join(root, "allot-"+strconv.Itoa(os.Getpid())+"-cd")
 	other := filepath.Join(root, "system.slice")
 	for _, d := range []string{mine, other} {
@@ -269,6 +272,7 @@ func TestOpenRemovesTheGroupsOfAgentsThatDied(t *testing.T) {
 	}
 	defer m.Close()
 	absent(t, dead)
+	absent(t, deadLeaf)
 	for _, d := range []string{mine, other} {
 		if _, err := os.Stat(d); err != nil {
 			t.Errorf("%s: %v, want it kept", d, err)

@@ -155,6 +155,14 @@ func removeTree(d string) error {
 	for _, c := range children {
 		errs = append(errs, removeTree(filepath.Join(d, c)))
 	}
+	// A group frozen by a kill its agent did not finish: SIGKILL lands
+	// only once it is thawed.
+	if exists(d, "freezer.state") {
+		_ = write(d, "freezer.state", "THAWED")
+	}
+	if exists(d, "cgroup.freeze") {
+		_ = write(d, "cgroup.freeze", "0")
+	}
 	deadline := time.Now().Add(killWait)
 	for {
 		pids, err := readProcs(d)

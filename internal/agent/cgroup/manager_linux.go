@@ -88,8 +88,9 @@ func (m *Manager) New(name string, l Limits) (*Group, error) {
 // killed and removed first: they belong to no running attempt.
 func (m *Manager) Close() error { return m.h.tearDown() }
 
-// staleName matches the groups agents make (Open): allot-PID-HEX.
-var staleName = regexp.MustCompile(`^allot-([0-9]+)-[0-9a-f]+$`)
+// staleName matches the groups agents make (Open): allot-PID-HEX, and
+// the leaf a v2 agent moves itself into, allot-PID-HEX-agent.
+var staleName = regexp.MustCompile(`^allot-([0-9]+)-[0-9a-f]+(-agent)?$`)
 
 // sweep removes the groups that agents which died without removing them
 // (SIGKILL, a crash) left in dirs: their processes are killed, since no
