@@ -91,15 +91,11 @@ func (h *v1) setUp(name string) (err error) {
 }
 
 func (h *v1) describe() string {
-	var parts []string
-	for _, c := range h.controllers() {
-		parts = append(parts, c)
-	}
 	d := h.base["memory"]
 	if d == "" {
 		d = h.unique(h.base)[0]
 	}
-	return fmt.Sprintf("cgroup v1 (%s), attempts under %s", strings.Join(parts, ","), d)
+	return fmt.Sprintf("cgroup v1 (%s), attempts under %s", strings.Join(h.controllers(), ","), d)
 }
 
 func (h *v1) ownDirs() []string { return h.unique(h.own) }
