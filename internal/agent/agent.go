@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -169,6 +170,10 @@ type Agent struct {
 	busy     int                      // attempts with a slot
 	closing  bool                     // shutting down: start nothing
 	wg       sync.WaitGroup           // attempts being run
+
+	// noUsage is set once the server refused the reports' usage fields:
+	// it predates them, and gets reports without them.
+	noUsage atomic.Bool
 
 	// regMu makes registering again single-flight; gen counts successful
 	// registrations, so a caller whose request failed under generation g
@@ -817,6 +822,9 @@ func (a *Agent) shutdown() {
 // that forgot the worker gets a registration first (the batch is retried
 // after it); a batch refused for its content is dropped.
 func (a *Agent) sendReports(ctx context.Context, b []api.Report) error {
+	if a.noUsage.Load() {
+		b = withoutUsage(b)
+	}
 	gen := a.generation()
 	rctx, cancel := a.onServer(ctx, requestTimeout)
 	err := a.c.Report(rctx, a.reg.Name, api.Reports{Reports: b})
@@ -829,6 +837,12 @@ func (a *Agent) sendReports(ctx context.Context, b []api.Report) error {
 	case client.IsNotFound(err):
 		a.reregister(ctx, gen)
 		return err
+	case refusesUsage(err) && !a.noUsage.Load():
+		// A server older than the usage fields: the batch goes again
+		// without them, and so do the next.
+		a.log.Warn("the server does not know the attempts' CPU time and peak memory; reporting without them", "err", err)
+		a.noUsage.Store(true)
+		return err
 	case client.IsInvalid(err), client.IsTooLarge(err), client.IsForbidden(err):
 		// Forbidden: a report the server will never take (a secret it
 		// does not know); sent alone, the others of the batch go through.
@@ -836,6 +850,31 @@ func (a *Agent) sendReports(ctx context.Context, b []api.Report) error {
 	default:
 		return err
 	}
+}
+
+// refusesUsage reports whether reports were refused for their usage
+// fields (a server that predates them names one as unknown).
+func refusesUsage(err error) bool {
+	var ce *client.Error
+	if !errors.As(err, &ce) || ce.Status != 400 {
+		return false
+	}
+	for _, f := range []string{"cpuSeconds", "peakMemory"} {
+		if ce.Field == f || strings.HasSuffix(ce.Field, "."+f) {
+			return true
+		}
+	}
+	return false
+}
+
+// withoutUsage is b without the usage fields.
+func withoutUsage(b []api.Report) []api.Report {
+	out := make([]api.Report, len(b))
+	for i, r := range b {
+		r.CPUSeconds, r.PeakMemory = 0, 0
+		out[i] = r
+	}
+	return out
 }
 
 // attemptAttrs are the log attributes naming an attempt.

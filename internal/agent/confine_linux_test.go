@@ -189,3 +189,19 @@ func TestWithNoteKeepsTheTail(t *testing.T) {
 		}
 	}
 }
+
+func TestAServerThatDoesNotKnowUsageStillGetsTheReports(t *testing.T) {
+	fs, url := newFakeServer(t)
+	fs.refuseUsage = true
+	r := start(t, testConfig(url))
+	defer r.stop()
+	fs.give(api.Lease{Assignments: []api.Assignment{assign("j", "a", 1, "head -c 1000000 /dev/zero | tail | wc -c", nil)}})
+	waitFor(t, "the report", func() bool { _, _, d := fs.snapshot(); return len(d) == 1 })
+	_, calls, d := fs.snapshot()
+	if d[0].ExitCode != 0 || d[0].CPUSeconds != 0 || d[0].PeakMemory != 0 {
+		t.Errorf("delivered %+v, want the report without usage", d[0])
+	}
+	if calls[0][0].PeakMemory == 0 {
+		t.Errorf("the first try carried no usage: %+v", calls[0][0])
+	}
+}

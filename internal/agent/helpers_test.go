@@ -75,6 +75,9 @@ type fakeServer struct {
 	// unknownFields are registration fields the server refuses as unknown
 	// (400, naming the field), as a server that predates them does.
 	unknownFields []string
+	// refuseUsage refuses reports with usage fields, as a server that
+	// predates them does.
+	refuseUsage bool
 	leases        []api.Lease
 	leaseWake     chan struct{}
 	reportStatus  func(batch []api.Report) int // nil: 204
@@ -244,6 +247,17 @@ func (fs *fakeServer) reports(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	fs.reportCalls = append(fs.reportCalls, rs.Reports)
+	if fs.refuseUsage {
+		for i, rep := range rs.Reports {
+			if rep.CPUSeconds != 0 || rep.PeakMemory != 0 {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(400)
+				_ = json.NewEncoder(w).Encode(api.ErrorBody{Error: api.Error{Code: api.CodeInvalid,
+					Field: fmt.Sprintf("reports[%d].cpuSeconds", i), Message: `unknown field "cpuSeconds"`}})
+				return
+			}
+		}
+	}
 	for _, rep := range rs.Reports {
 		if want, ok := fs.secrets[rep.Attempt]; ok && rep.Secret != want {
 			fs.forged = append(fs.forged, rep)
