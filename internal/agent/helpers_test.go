@@ -77,15 +77,15 @@ type fakeServer struct {
 	unknownFields []string
 	// refuseUsage refuses reports with usage fields, as a server that
 	// predates them does.
-	refuseUsage bool
-	leases        []api.Lease
-	leaseWake     chan struct{}
-	reportStatus  func(batch []api.Report) int // nil: 204
-	reportCalls   [][]api.Report               // every batch received, delivered or not
-	delivered     []api.Report
-	heartbeats    int
-	hbCache       [][]api.CacheHint // the cache hints of every heartbeat with a body
-	leaseHolds    [][]api.Attempt   // the Running list of every lease request
+	refuseUsage  bool
+	leases       []api.Lease
+	leaseWake    chan struct{}
+	reportStatus func(batch []api.Report) int // nil: 204
+	reportCalls  [][]api.Report               // every batch received, delivered or not
+	delivered    []api.Report
+	heartbeats   int
+	hbCache      [][]api.CacheHint // the cache hints of every heartbeat with a body
+	leaseHolds   [][]api.Attempt   // the Running list of every lease request
 	// secrets are those of the attempts given out; like the real server,
 	// it refuses (403) a batch with a report that lacks its attempt's.
 	secrets map[api.Attempt]string
