@@ -188,3 +188,27 @@ func mustRead(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+func TestV1StartsByMovingTheThreadWherePtraceIsRefused(t *testing.T) {
+	m := openReal(t, 1)
+	m.h.(*v1).noTrace.Store(true)
+	g, err := m.New("thread", Limits{Pids: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Remove()
+	cmd := exec.Command("/bin/cat", "/proc/self/cgroup")
+	var out strings.Builder
+	cmd.Stdout = &out
+	startIn(t, g, cmd)
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "/thread") {
+		t.Errorf("the process's groups:\n%s\nwant the attempt's group", out.String())
+	}
+	self, _ := os.ReadFile("/proc/thread-self/cgroup")
+	if strings.Contains(string(self), "/thread") {
+		t.Errorf("the test's thread is still in the group:\n%s", self)
+	}
+}

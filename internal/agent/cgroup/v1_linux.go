@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -20,6 +22,9 @@ type v1 struct {
 	own  map[string]string // controller → the agent's own group's directory
 	base map[string]string // controller → the agent's group for its attempts
 	mems string            // the memory nodes of the agent's cpuset
+	// noTrace says tasks cannot be started stopped (ptrace is not
+	// allowed): the forking thread moves instead.
+	noTrace atomic.Bool
 }
 
 func (h *v1) controllers() []string {
@@ -79,6 +84,11 @@ func (h *v1) setUp(name string) (err error) {
 		if err := write(h.base["cpuset"], "cpuset.mems", h.mems); err != nil {
 			return err
 		}
+	}
+	// Yama's ptrace_scope 3 forbids ptrace altogether, PTRACE_TRACEME
+	// included.
+	if s, err := read("/proc/sys/kernel/yama", "ptrace_scope"); err == nil && s == "3" {
+		h.noTrace.Store(true)
 	}
 	// A controller that takes no write is found now, not at the first
 	// attempt: the agent then runs unconfined and says so.
@@ -199,10 +209,62 @@ type group1 struct {
 
 func (g *group1) dirs() []string { return g.h.unique(g.dir) }
 
-// start moves the calling thread into the group, forks, and moves the
-// thread back: on v1 a thread may sit in another group than its process,
-// and a child is born in its parent thread's groups.
-func (g *group1) start(_ *exec.Cmd, start func() error) (startErr, leaveErr error) {
+// start starts the task stopped at its exec (PTRACE_TRACEME), moves it
+// into the group's hierarchies, and lets it go: on v1 a process cannot be
+// born in a group other than its parent thread's, and moving the process
+// once costs half of moving the forking thread in and back (the kernel
+// serializes every move). Where ptrace is not allowed, the thread moves.
+func (g *group1) start(cmd *exec.Cmd, start func() error) (startErr, leaveErr error) {
+	if g.h.noTrace.Load() {
+		return g.startByThread(start)
+	}
+	err := g.startTraced(cmd, start)
+	if errors.Is(err, syscall.EPERM) {
+		// PTRACE_TRACEME refused (a seccomp or LSM policy): the next
+		// attempts start by moving the thread.
+		g.h.noTrace.Store(true)
+	}
+	return err, nil
+}
+
+// startTraced starts cmd stopped after its exec, moves it in, and
+// detaches; the calling thread, which forked it, is its tracer.
+func (g *group1) startTraced(cmd *exec.Cmd, start func() error) error {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Ptrace = true
+	if err := start(); err != nil {
+		return err
+	}
+	pid := cmd.Process.Pid
+	// The exec stops it with SIGTRAP; peek at that without reaping, so
+	// that a child killed meanwhile is still the caller's to wait for.
+	var info unix.Siginfo
+	if err := unix.Waitid(unix.P_PID, pid, &info, unix.WSTOPPED|unix.WEXITED|unix.WNOWAIT|unix.WALL, nil); err != nil {
+		return fmt.Errorf("cgroup: waiting for the task to stop at its exec: %w", err)
+	}
+	var errs []error
+	for _, d := range g.dirs() {
+		if err := write(d, "cgroup.procs", strconv.Itoa(pid)); err != nil {
+			errs = append(errs, err)
+			break
+		}
+	}
+	if err := unix.PtraceDetach(pid); err != nil && err != unix.ESRCH {
+		errs = append(errs, fmt.Errorf("cgroup: letting the task go: %w", err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		_ = cmd.Process.Kill()
+		return err
+	}
+	return nil
+}
+
+// startByThread moves the calling thread into the group, forks, and moves
+// the thread back: on v1 a thread may sit in another group than its
+// process, and a child is born in its parent thread's groups.
+func (g *group1) startByThread(start func() error) (startErr, leaveErr error) {
 	tid := strconv.Itoa(unix.Gettid())
 	joined := map[string]string{}
 	leave := func() error {
