@@ -43,8 +43,9 @@ type forkRequest struct {
 }
 
 // startTask starts cmd from a forking thread, inside the cgroup g when it
-// is not nil: on cgroup v1 the forking thread enters the group for the
-// fork, which is why it must be one of these locked threads.
+// is not nil: on cgroup v1 the forking thread traces the task to its exec
+// (or enters the group for the fork), which is why it must be one of
+// these locked threads.
 func startTask(cmd *exec.Cmd, g *cgroup.Group) error {
 	forkerOnce.Do(func() {
 		forks = make(chan forkRequest)

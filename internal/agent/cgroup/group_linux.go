@@ -38,10 +38,12 @@ type group interface {
 
 // Start starts cmd inside the group, calling start (cmd.Start, or a
 // wrapper of it) on the calling thread, which must be locked to its
-// goroutine (runtime.LockOSThread): on v1 that thread enters the group for
-// the fork, so the child is born inside it. A non-nil leaveErr says the
-// thread could not leave the group again: the caller must end the thread
-// (return from the goroutine without unlocking it).
+// goroutine (runtime.LockOSThread): on v1 that thread traces the child
+// to its exec, moves it in and lets it go (or, where ptrace is refused,
+// enters the group for the fork), so that no instruction of the task
+// runs outside the group. A non-nil leaveErr says the thread could not
+// leave the group again: the caller must end the thread (return from
+// the goroutine without unlocking it).
 func (g *Group) Start(cmd *exec.Cmd, start func() error) (startErr, leaveErr error) {
 	return g.impl.start(cmd, start)
 }
