@@ -61,6 +61,9 @@ tasks:
 		if !strings.Contains(out, "out of memory") {
 			t.Errorf("allot %s does not say out of memory:\n%s", strings.Join(args, " "), out)
 		}
+		if args[0] == "get" && (!strings.Contains(out, "PEAK MEM") || !strings.Contains(out, "Mi")) {
+			t.Errorf("allot get does not show the peak memory:\n%s", out)
+		}
 	}
 }
 
