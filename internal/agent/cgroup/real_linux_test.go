@@ -121,27 +121,32 @@ func TestKillTakesDetachedDaemons(t *testing.T) {
 }
 
 func TestStartPutsTheProcessInTheGroupFromTheFirstInstruction(t *testing.T) {
-	m := openReal(t, 0)
-	g, err := m.New("first", Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Remove()
-	cmd := exec.Command("/bin/cat", "/proc/self/cgroup")
-	var out strings.Builder
-	cmd.Stdout = &out
-	startIn(t, g, cmd)
-	if err := cmd.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(out.String(), "/first") {
-		t.Errorf("the process's groups:\n%s\nwant the attempt's group", out.String())
-	}
-	// The starting thread went back home: a process it starts next is
-	// outside the group.
-	self, _ := os.ReadFile("/proc/thread-self/cgroup")
-	if strings.Contains(string(self), "/first") {
-		t.Errorf("the test's thread is still in the group:\n%s", self)
+	for _, v := range []int{1, 2} {
+		t.Run(map[int]string{1: "v1", 2: "v2"}[v], func(t *testing.T) {
+			m := openReal(t, v)
+			g, err := m.New("first", Limits{Pids: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Remove()
+			// cat reads its own groups: it runs nothing before.
+			cmd := exec.Command("/bin/cat", "/proc/self/cgroup")
+			var out strings.Builder
+			cmd.Stdout = &out
+			startIn(t, g, cmd)
+			if err := cmd.Wait(); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(out.String(), "/first") {
+				t.Errorf("the process's groups:\n%s\nwant the attempt's group", out.String())
+			}
+			// The starting thread stayed home: a process it starts next
+			// is outside the group.
+			self, _ := os.ReadFile("/proc/thread-self/cgroup")
+			if strings.Contains(string(self), "/first") {
+				t.Errorf("the test's thread is in the group:\n%s", self)
+			}
+		})
 	}
 }
 
