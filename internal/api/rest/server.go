@@ -151,6 +151,8 @@ func (s *Server) routes() {
 	s.handle("GET /v1/jobs/{id}", s.getJob)
 	s.handle("POST /v1/jobs/{id}/cancel", s.cancel)
 	s.handle("POST /v1/jobs/{id}/priority", s.setPriority)
+	s.handle("POST /v1/jobs/{id}/hold", s.hold)
+	s.handle("POST /v1/jobs/{id}/release", s.release)
 	s.handle("GET /v1/jobs/{id}/logs", s.logs)
 	s.handle("GET /v1/jobs/{id}/explain", s.explain)
 	s.handle("GET /v1/events", s.events)
@@ -769,4 +771,22 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(v)
+}
+
+// hold and release take the same authorisation as cancel: a submitter acts
+// on the jobs it may see (its own), an admin on all.
+func (s *Server) hold(w http.ResponseWriter, r *http.Request) {
+	if !s.allow(w, r, auth.CancelJobs) || !s.visible(w, r, r.PathValue("id")) {
+		return
+	}
+	job, err := s.ctrl.Hold(r.Context(), r.PathValue("id"), principal(r).SubmitterName())
+	s.reply(w, job, err)
+}
+
+func (s *Server) release(w http.ResponseWriter, r *http.Request) {
+	if !s.allow(w, r, auth.CancelJobs) || !s.visible(w, r, r.PathValue("id")) {
+		return
+	}
+	job, err := s.ctrl.Release(r.Context(), r.PathValue("id"))
+	s.reply(w, job, err)
 }
