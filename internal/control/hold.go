@@ -131,3 +131,20 @@ func (c *Controller) recoverHolds(ctx context.Context, q *quarantine) error {
 
 // heldCopy is the held jobs for explain's what-if copy.
 func (c *Controller) heldCopy() map[string]string { return maps.Clone(c.held) }
+
+// withHold names who holds an unfinished job read from the store (a
+// standby's job reads), as the leader's view does.
+func withHold(ctx context.Context, st store.Store, j api.Job) api.Job {
+	if store.JobEnded(j.State) {
+		return j
+	}
+	raw, err := st.KV(ctx, store.HeldJobsKey)
+	if err != nil {
+		return j // none held, or unreadable: the job is shown as stored
+	}
+	var held map[string]string
+	if json.Unmarshal(raw, &held) == nil {
+		j.HeldBy = held[j.ID]
+	}
+	return j
+}

@@ -67,7 +67,7 @@ func (r *StoreReader) Job(ctx context.Context, id string) (api.Job, error) {
 	if err != nil {
 		return api.Job{}, err
 	}
-	return withDeadLetter(ctx, r.st, storedView(j, tasks), j), nil
+	return withHold(ctx, r.st, withDeadLetter(ctx, r.st, storedView(j, tasks), j)), nil
 }
 
 // Jobs lists jobs, as Controller.Jobs.
