@@ -180,7 +180,8 @@ func (s *Server) routes() {
 		writeError(w, http.StatusNotFound, api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)})
 	})
 	// The dashboard (internal/web) answers every other path; it checks the same tokens itself (see authenticate).
-	s.mux.Handle(dashboardPattern, web.New(s.ctrl, web.Options{Auth: s.opt.Auth, Logger: s.opt.Logger}))
+	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) })
+	s.mux.Handle(dashboardPattern, web.New(s.ctrl, web.Options{Auth: s.opt.Auth, Logger: s.opt.Logger, API: api}))
 }
 
 // handle registers an API route and records its pattern (see routes).
