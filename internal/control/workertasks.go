@@ -37,3 +37,23 @@ func (c *Controller) RunningTasks(ctx context.Context) (map[string][]WorkerTask,
 	}
 	return v.(map[string][]WorkerTask), nil
 }
+
+// TaskCounts counts the tasks of the live jobs ids by state, as GET
+// /v1/jobs/{id} does; an ended or unknown job is left out. The jobs list
+// reads the store, which keeps no counts: the dashboard asks for those of
+// the jobs it shows, in one loop round.
+func (c *Controller) TaskCounts(ctx context.Context, ids []string) (map[string]map[string]int, error) {
+	v, err := c.read(ctx, func(*txn) (any, error) {
+		out := make(map[string]map[string]int, len(ids))
+		for _, id := range ids {
+			if lj, ok := c.jobs[id]; ok {
+				out[id] = c.view(lj, false).Counts
+			}
+		}
+		return out, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(map[string]map[string]int), nil
+}

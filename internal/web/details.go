@@ -123,16 +123,19 @@ func workerRowOf(w api.Worker, tasks []control.WorkerTask) workerRow {
 	}
 	cores := func(m int64) string { return strconv.FormatFloat(float64(m)/1000, 'f', -1, 64) }
 	mem := func(mb int64) string {
-		if mb >= 1024 {
+		switch {
+		case mb == 0:
+			return "0"
+		case mb >= 1024:
 			return strconv.FormatFloat(math.Round(float64(mb)/102.4)/10, 'f', -1, 64) + "Gi"
 		}
 		return fmt.Sprintf("%dMi", mb)
 	}
 	count := func(n int64) string { return fmt.Sprint(n) }
 	add("CPU", row.Allocated.MilliCPU, capa.MilliCPU, cores)
-	add("memory", row.Allocated.MemoryMB, capa.MemoryMB, mem)
+	add("mem", row.Allocated.MemoryMB, capa.MemoryMB, mem)
 	add("GPUs", row.Allocated.GPUs, capa.GPUs, count)
-	add("GPU memory", row.Allocated.GPUMemoryMB, capa.GPUMemoryMB, mem)
+	add("GPU mem", row.Allocated.GPUMemoryMB, capa.GPUMemoryMB, mem)
 	return row
 }
 

@@ -130,12 +130,19 @@ func expectations(t *testing.T, f *fixture) map[string][]string {
 		t.Errorf("reasons for %d jobs, %d jobs have waiting tasks", len(reasons), len(pendingJobs))
 	}
 	for _, lj := range live.Jobs {
-		ended := lj.Counts["succeeded"] + lj.Counts["failed"] + lj.Counts["cancelled"]
+		j, err := f.ctrl.Job(ctx, lj.ID) // the list has no counts; the job has
+		if err != nil {
+			t.Fatal(err)
+		}
+		ended := j.Counts["succeeded"] + j.Counts["failed"] + j.Counts["cancelled"]
 		total := 0
-		for _, n := range lj.Counts {
+		for _, n := range j.Counts {
 			total += n
 		}
-		jobs = append(jobs, fmt.Sprintf("%d/%d ended", ended, total))
+		if total == 0 {
+			t.Fatalf("job %s counts no task", j.ID)
+		}
+		jobs = append(jobs, fmt.Sprintf("%s %s %d %d/%d ended", j.Submitter, j.State, j.Priority, ended, total))
 	}
 	want["/jobs"] = jobs
 

@@ -39,6 +39,9 @@ func (failingControl) Logs(context.Context, string) (api.Logs, error) { return a
 func (failingControl) RunningTasks(context.Context) (map[string][]control.WorkerTask, error) {
 	return nil, errInternal
 }
+func (failingControl) TaskCounts(context.Context, []string) (map[string]map[string]int, error) {
+	return nil, errInternal
+}
 
 // A page that fails for an internal reason answers 500 without the
 // internal error's text, which the log keeps.

@@ -348,13 +348,20 @@ func (d *Dashboard) jobs(r *http.Request, p auth.Principal) (string, string, str
 		}
 	}
 	pending := map[string][]engine.Pending{}
+	counts := map[string]map[string]int{}
 	if len(waiting) > 0 {
 		if pending, err = d.ctrl.PendingOf(r.Context(), waiting); err != nil {
 			return "", "", "", nil, err
 		}
+		if counts, err = d.ctrl.TaskCounts(r.Context(), waiting); err != nil {
+			return "", "", "", nil, err
+		}
 	}
 	for _, j := range list.Jobs {
-		row := jobRow{Job: j, Progress: progressOf(j.Counts)}
+		row := jobRow{Job: j}
+		if c, ok := counts[j.ID]; ok {
+			row.Progress = progressOf(c)
+		}
 		for _, pe := range pending[j.ID] {
 			row.Reasons = append(row.Reasons, pendingReason{Tasks: pe.Tasks, Code: pe.Reason.Code, Reason: pe.Reason.Message})
 		}

@@ -80,8 +80,10 @@ type Controller interface {
 	// Explain and Logs are the job page's explanation and output tails.
 	Explain(ctx context.Context, id string) (api.Explanation, error)
 	Logs(ctx context.Context, id string) (api.Logs, error)
-	// RunningTasks gives the tasks each worker runs (the workers page).
+	// RunningTasks gives the tasks each worker runs (the workers page);
+	// TaskCounts the task counts of live jobs (the jobs page).
 	RunningTasks(ctx context.Context) (map[string][]control.WorkerTask, error)
+	TaskCounts(ctx context.Context, ids []string) (map[string]map[string]int, error)
 	// PendingOf gives why the waiting tasks of the jobs ids wait (the jobs
 	// page asks for its own jobs only).
 	PendingOf(ctx context.Context, ids []string) (map[string][]engine.Pending, error)
