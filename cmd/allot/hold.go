@@ -9,6 +9,7 @@ import (
 
 	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/client"
+	"github.com/allot-sched/allot/internal/model"
 )
 
 // newHoldCmd is Slurm's scontrol hold: the job keeps its place in its queue
@@ -76,31 +77,95 @@ func eachJob(f *clientFlags, done string, call func(cmd *cobra.Command, c *clien
 }
 
 // newUpdateCmd changes what a waiting job asks for, as Slurm's scontrol
-// update: today its priority (and urgency), through the priority route.
+// update job: its priority (and urgency) and, while none of its tasks has
+// started, the resources each task asks for.
 func newUpdateCmd(f *clientFlags) *cobra.Command {
 	var priority int
 	var urgent bool
+	var cpu, memory, gpuMemory string
+	var gpus int
 	cmd := &cobra.Command{
-		Use:   "update JOB --priority N [--urgent]",
-		Short: "Change a job's priority (and urgency) while it waits; its place in the queue follows",
+		Use:   "update JOB [--priority N [--urgent]] [--cpu Q] [--memory Q] [--gpus N] [--gpu-memory Q]",
+		Short: "Change a waiting job's priority, or what each of its tasks asks for while none has started",
+		Long: `Change a waiting job's priority (and urgency), or what each of its tasks asks for.
+
+--priority takes effect at the next cycle (the same as "allot priority"). --cpu,
+--memory, --gpus and --gpu-memory replace the value of every task of the job, and
+leave the others as submitted; they are refused once a task of the job has
+started. The job keeps its place in its queue.`,
 		Example: `  allot update nightly --priority 7
-  allot update hotfix --priority 9 --urgent`,
+  allot update train --gpus 1 --gpu-memory 24Gi
+  allot update hotfix --priority 9 --urgent --cpu 500m`,
 		Args: cobra.ExactArgs(1),
 		RunE: f.run(func(cmd *cobra.Command, args []string, c *client.Client) error {
-			if !cmd.Flags().Changed("priority") {
-				return fmt.Errorf("nothing to change: give --priority N (and --urgent for urgent priority)")
+			fl := cmd.Flags()
+			var ch api.ResourcesChange
+			if fl.Changed("cpu") {
+				var q model.CPU
+				if err := q.UnmarshalText([]byte(cpu)); err != nil {
+					return fmt.Errorf("--cpu: %v", err)
+				}
+				ch.CPU = &q
 			}
-			job, err := c.SetPriority(cmd.Context(), args[0], priority, urgent)
-			if err != nil {
-				return err
+			for _, m := range []struct {
+				flag, value string
+				into        **model.Memory
+			}{{"memory", memory, &ch.Memory}, {"gpu-memory", gpuMemory, &ch.GPUMemory}} {
+				if fl.Changed(m.flag) {
+					var q model.Memory
+					if err := q.UnmarshalText([]byte(m.value)); err != nil {
+						return fmt.Errorf("--%s: %v", m.flag, err)
+					}
+					*m.into = &q
+				}
+			}
+			if fl.Changed("gpus") {
+				ch.GPUs = &gpus
+			}
+			if !fl.Changed("priority") && ch.Empty() {
+				return fmt.Errorf("nothing to change: give --priority N, or --cpu, --memory, --gpus or --gpu-memory")
+			}
+			if fl.Changed("urgent") && !fl.Changed("priority") {
+				return fmt.Errorf("--urgent goes with --priority N")
+			}
+			var job api.Job
+			var err error
+			if !ch.Empty() {
+				if job, err = c.SetResources(cmd.Context(), args[0], ch); err != nil {
+					return err
+				}
+			}
+			if fl.Changed("priority") {
+				if job, err = c.SetPriority(cmd.Context(), args[0], priority, urgent); err != nil {
+					return err
+				}
 			}
 			return f.print(cmd.OutOrStdout(), job, func(w io.Writer) error {
-				_, err := fmt.Fprintf(w, "job %s now has priority %d (urgent: %v)\n", job.ID, job.Priority, job.Urgent)
+				_, err := fmt.Fprintf(w, "job %s now has priority %d (urgent: %v)%s\n", job.ID, job.Priority, job.Urgent, resourcesLine(job))
 				return err
 			})
 		}),
 	}
 	cmd.Flags().IntVar(&priority, "priority", 0, "the job's new priority")
 	cmd.Flags().BoolVar(&urgent, "urgent", false, "urgent priority (the priority policy may preempt for it)")
+	cmd.Flags().StringVar(&cpu, "cpu", "", "cores each task asks for (2, 500m)")
+	cmd.Flags().StringVar(&memory, "memory", "", "memory each task asks for (4Gi, 512Mi)")
+	cmd.Flags().IntVar(&gpus, "gpus", 0, "GPUs each task asks for")
+	cmd.Flags().StringVar(&gpuMemory, "gpu-memory", "", "memory of each GPU a task asks for (24Gi)")
 	return cmd
+}
+
+// resourcesLine says what the job's task entries ask for, when they all
+// ask for the same: ", each task asks for 2 CPU, 4Gi".
+func resourcesLine(j api.Job) string {
+	if j.Spec == nil || len(j.Spec.Tasks) == 0 {
+		return ""
+	}
+	r := j.Spec.Tasks[0].Resources
+	for _, t := range j.Spec.Tasks[1:] {
+		if t.Resources != r {
+			return ""
+		}
+	}
+	return fmt.Sprintf("; each task asks for %s", r.Model())
 }

@@ -51,6 +51,12 @@ func TestHoldReleaseAndUpdateFromTheCommandLine(t *testing.T) {
 	if _, err := cli(alice, "update", "nightly"); err == nil || !strings.Contains(err.Error(), "--priority") {
 		t.Fatalf("allot update without a change: %v, want an error naming --priority", err)
 	}
+	if out, err := cli(alice, "update", "nightly", "--cpu", "500m", "--memory", "2Gi"); err != nil || !strings.Contains(out, "each task asks for 0.5 CPU, 2048 MB") {
+		t.Fatalf("allot update --cpu --memory: %v\n%s", err, out)
+	}
+	if _, err := cli(alice, "update", "nightly", "--cpu", "lots"); err == nil || !strings.Contains(err.Error(), "--cpu") {
+		t.Fatalf("allot update --cpu lots: %v, want an error naming --cpu", err)
+	}
 	out, err := cli(alice, "release", "nightly", "nope")
 	if err == nil || !strings.Contains(out, "released nightly") || !strings.Contains(err.Error(), "nope") {
 		t.Fatalf("allot release of a job and a missing one: %v\n%s", err, out)

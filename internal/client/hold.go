@@ -22,3 +22,11 @@ func (c *Client) Release(ctx context.Context, job string) (api.Job, error) {
 	err := c.doJSON(ctx, http.MethodPost, "/v1/jobs/"+url.PathEscape(job)+"/release", nil, &j)
 	return j, err
 }
+
+// SetResources changes what every task of a pending job asks for; the
+// fields ch leaves out keep each task's own.
+func (c *Client) SetResources(ctx context.Context, job string, ch api.ResourcesChange) (api.Job, error) {
+	var j api.Job
+	err := c.doJSON(ctx, http.MethodPost, "/v1/jobs/"+url.PathEscape(job)+"/resources", ch, &j)
+	return j, err
+}

@@ -70,3 +70,35 @@ func TestHoldOfAnEndedOrUnknownJobIsRefused(t *testing.T) {
 		t.Fatalf("after a restart: %v", err)
 	}
 }
+
+func TestSetResourcesChangesAPendingJobAndSurvivesARestart(t *testing.T) {
+	p := newPlane(t)
+	p.submit(spec.Job{ID: "big", Tasks: []spec.Task{{Name: "a", Run: "true", Count: 2, Resources: spec.Resources{CPU: 8000, Memory: 1024}}}})
+	p.register("w1", 2) // 4 CPU, 8 GiB: too small for 8 CPUs
+	if r := p.task("big", "a-0").Reason; r == nil || r.Code != model.ReasonUnschedulable {
+		t.Fatalf("a task no worker fits waits with %+v", r)
+	}
+	two := model.CPU(2000)
+	if _, err := p.c.SetResources(p.ctx(), "big", api.ResourcesChange{CPU: &two}); err != nil {
+		t.Fatal(err)
+	}
+	p.restart()
+	j := p.job("big")
+	if j.Spec == nil || j.Spec.Tasks[0].Resources.CPU != 2000 || j.Spec.Tasks[0].Resources.Memory != 1024 {
+		t.Fatalf("after a restart the spec asks for %+v, want 2 CPUs and the memory it had", j.Spec.Tasks[0].Resources)
+	}
+	p.register("w1", 2)
+	l := p.leaseUntil("w1", "both tasks", func(l api.Lease) bool { return len(l.Assignments) == 2 })
+	if len(l.Assignments) != 2 {
+		t.Fatalf("w1 got %d tasks", len(l.Assignments))
+	}
+	if _, err := p.c.SetResources(p.ctx(), "big", api.ResourcesChange{CPU: &two}); !errors.Is(err, ErrConflict) {
+		t.Fatalf("resources of a started job: %v, want conflict", err)
+	}
+	if _, err := p.c.SetResources(p.ctx(), "big", api.ResourcesChange{}); err == nil {
+		t.Fatal("an empty change was accepted")
+	}
+	if len(p.events(EventResourcesChanged)) != 1 {
+		t.Fatalf("events: %d resources_changed", len(p.events(EventResourcesChanged)))
+	}
+}

@@ -32,13 +32,16 @@ type ReleaseJob struct {
 func (HoldJob) event()    {}
 func (ReleaseJob) event() {}
 
-// applyHold applies the events of this file; handled is false for others.
+// applyHold applies the events of this file and SetJobResources
+// (resources.go); handled is false for others.
 func (e *Engine) applyHold(ev Event) (handled bool, err error) {
 	switch ev := ev.(type) {
 	case HoldJob:
 		return true, e.hold(ev.Job, ev.By)
 	case ReleaseJob:
 		return true, e.unhold(ev.Job)
+	case SetJobResources:
+		return true, e.setJobResources(ev)
 	}
 	return false, nil
 }

@@ -147,3 +147,33 @@ func TestExplainSaysWhoHoldsTheJob(t *testing.T) {
 		t.Fatalf("estimate of a held job: %+v", est)
 	}
 }
+
+func TestSetJobResourcesPlacesTheWaitingJobByItsNewRequest(t *testing.T) {
+	e := engineWith(t, Config{}, newWorker("small").cpu(2000).add(),
+		newJob("big").task("a").res(cpus(4)).task("b").res(cpus(4)).submit(),
+		newJob("after").task("a").res(cpus(4)).submit())
+	d := e.Cycle(t0)
+	if len(d.Starts) != 0 || onlyPending(t, d, "big").Reason.Code != model.ReasonUnschedulable {
+		t.Fatalf("a 4-CPU job on a 2-CPU fleet: starts %v, pending %+v", startsOf(d), d.Pending)
+	}
+	mustApply(t, e, SetJobResources{Job: "big", Resources: []model.Resources{cpus(2), cpus(1)}})
+	if got := startsOf(e.Cycle(t0.Add(time.Minute))); !same(got, []string{"big/a@small"}) {
+		t.Fatalf("after the job asks for 2 CPUs, started %v", got)
+	}
+	cases := []struct {
+		name string
+		ev   SetJobResources
+		want error
+	}{
+		{"a job with a running task", SetJobResources{Job: "big", Resources: []model.Resources{cpus(1), cpus(1)}}, ErrInvalid},
+		{"a request per task", SetJobResources{Job: "after", Resources: []model.Resources{cpus(1), cpus(1)}}, ErrInvalid},
+		{"an unknown job", SetJobResources{Job: "nope", Resources: []model.Resources{cpus(1)}}, ErrUnknownJob},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := e.Apply(tc.ev); !errors.Is(err, tc.want) {
+				t.Fatalf("err = %v, want %v", err, tc.want)
+			}
+		})
+	}
+}

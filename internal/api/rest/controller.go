@@ -29,6 +29,7 @@ type Jobs interface {
 	Cancel(ctx context.Context, id string) (api.Job, error)
 	Hold(ctx context.Context, id, by string) (api.Job, error)
 	Release(ctx context.Context, id string) (api.Job, error)
+	SetResources(ctx context.Context, id string, ch api.ResourcesChange) (api.Job, error)
 	SetPriority(ctx context.Context, id string, priority int, urgent bool) (api.Job, error)
 	Explain(ctx context.Context, id string) (api.Explanation, error)
 	DeadLetters(ctx context.Context) (api.DeadLetterList, error)

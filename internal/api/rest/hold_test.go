@@ -51,3 +51,24 @@ func TestHoldAndReleaseAsCancel(t *testing.T) {
 		t.Fatalf("release of a missing job: %d %s", status, raw)
 	}
 }
+
+func TestSetResourcesAsCancel(t *testing.T) {
+	s := newAuthServer(t, "batch")
+	alice := s.token(t, api.CreateToken{Name: "alice", Role: "submitter", Queues: []string{"*"}, Shares: []string{"research"}})
+	s.must(t, 201, s.admin, "POST", "/v1/jobs", "id: theirs\nshare: ops\ntasks: [{name: x, run: 'true'}]\n", nil)
+	s.must(t, 201, alice.Secret, "POST", "/v1/jobs", "id: mine\nshare: research\ntasks: [{name: x, count: 2, run: 'true', resources: {cpu: 4, memory: 1Gi}}]\n", nil)
+	var j api.Job
+	s.must(t, 200, alice.Secret, "POST", "/v1/jobs/mine/resources", `{"cpu":"500m","gpus":0}`, &j)
+	if r := j.Spec.Tasks[0].Resources; r.CPU != 500 || r.Memory != 1024 {
+		t.Fatalf("after the change the job asks for %+v, want 500m CPU and its 1Gi", r)
+	}
+	if status, eb, raw, _ := s.as(t, alice.Secret, "POST", "/v1/jobs/theirs/resources", `{"cpu":"1"}`); status != 404 || eb.Error.Code != api.CodeNotFound {
+		t.Errorf("alice changing another team's job: %d %s, want 404", status, raw)
+	}
+	if status, eb, raw, _ := s.as(t, alice.Secret, "POST", "/v1/jobs/mine/resources", `{"cpu":"lots"}`); status != 400 || eb.Error.Field != "cpu" {
+		t.Errorf("cpu lots: %d %s, want 400 naming cpu", status, raw)
+	}
+	if status, _, raw, _ := s.as(t, alice.Secret, "POST", "/v1/jobs/mine/resources", `{}`); status != 400 {
+		t.Errorf("an empty change: %d %s, want 400", status, raw)
+	}
+}

@@ -153,6 +153,7 @@ func (s *Server) routes() {
 	s.handle("POST /v1/jobs/{id}/priority", s.setPriority)
 	s.handle("POST /v1/jobs/{id}/hold", s.hold)
 	s.handle("POST /v1/jobs/{id}/release", s.release)
+	s.handle("POST /v1/jobs/{id}/resources", s.setResources)
 	s.handle("GET /v1/jobs/{id}/logs", s.logs)
 	s.handle("GET /v1/jobs/{id}/explain", s.explain)
 	s.handle("GET /v1/events", s.events)
@@ -236,6 +237,7 @@ const (
 
 var routeBodyLimits = map[string]int64{
 	"POST /v1/jobs/{id}/priority":       smallBodyBytes,
+	"POST /v1/jobs/{id}/resources":      smallBodyBytes,
 	"POST /v1/workers/{name}/state":     smallBodyBytes,
 	"POST /v1/workers/{name}/elastic":   smallBodyBytes,
 	"POST /v1/workers/{name}/lease":     mediumBodyBytes,
@@ -789,5 +791,19 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	job, err := s.ctrl.Release(r.Context(), r.PathValue("id"))
+	s.reply(w, job, err)
+}
+
+// setResources changes what a pending job's tasks ask for, with cancel's
+// authorisation.
+func (s *Server) setResources(w http.ResponseWriter, r *http.Request) {
+	if !s.allow(w, r, auth.CancelJobs) || !s.visible(w, r, r.PathValue("id")) {
+		return
+	}
+	var req api.ResourcesChange
+	if !s.decodeJSON(w, r, &req) {
+		return
+	}
+	job, err := s.ctrl.SetResources(r.Context(), r.PathValue("id"), req)
 	s.reply(w, job, err)
 }
