@@ -135,16 +135,32 @@ func (c *Controller) heldCopy() map[string]string { return maps.Clone(c.held) }
 // withHold names who holds an unfinished job read from the store (a
 // standby's job reads), as the leader's view does.
 func withHold(ctx context.Context, st store.Store, j api.Job) api.Job {
-	if store.JobEnded(j.State) {
-		return j
+	one := []api.Job{j}
+	withHolds(ctx, st, one)
+	return one[0]
+}
+
+// withHolds names who holds each unfinished job of a list read from the
+// store: one read of the held jobs for the whole list.
+func withHolds(ctx context.Context, st store.Store, jobs []api.Job) {
+	live := false
+	for _, j := range jobs {
+		live = live || !store.JobEnded(j.State)
+	}
+	if !live {
+		return
 	}
 	raw, err := st.KV(ctx, store.HeldJobsKey)
 	if err != nil {
-		return j // none held, or unreadable: the job is shown as stored
+		return // none held, or unreadable: the jobs are shown as stored
 	}
 	var held map[string]string
-	if json.Unmarshal(raw, &held) == nil {
-		j.HeldBy = held[j.ID]
+	if json.Unmarshal(raw, &held) != nil {
+		return
 	}
-	return j
+	for i := range jobs {
+		if !store.JobEnded(jobs[i].State) {
+			jobs[i].HeldBy = held[jobs[i].ID]
+		}
+	}
 }

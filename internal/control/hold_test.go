@@ -8,6 +8,7 @@ import (
 	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/model"
 	"github.com/allot-sched/allot/internal/spec"
+	"github.com/allot-sched/allot/internal/store"
 )
 
 func TestHeldJobStartsNothingSurvivesARestartAndStartsOnRelease(t *testing.T) {
@@ -100,5 +101,25 @@ func TestSetResourcesChangesAPendingJobAndSurvivesARestart(t *testing.T) {
 	}
 	if len(p.events(EventResourcesChanged)) != 1 {
 		t.Fatalf("events: %d resources_changed", len(p.events(EventResourcesChanged)))
+	}
+}
+
+func TestJobListNamesTheHolder(t *testing.T) {
+	p := newPlane(t)
+	p.submit(spec.Job{ID: "held", Tasks: []spec.Task{{Name: "a", Run: "true"}}})
+	p.submit(spec.Job{ID: "free", Tasks: []spec.Task{{Name: "a", Run: "true"}}})
+	if _, err := p.c.Hold(p.ctx(), "held", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	list, err := p.c.Jobs(p.ctx(), store.JobFilter{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, j := range list.Jobs {
+		got[j.ID] = j.HeldBy
+	}
+	if got["held"] != "alice" || got["free"] != "" || len(got) != 2 {
+		t.Fatalf("the list says held by %v, want held by alice and free by nobody", got)
 	}
 }

@@ -83,6 +83,7 @@ func (r *StoreReader) Jobs(ctx context.Context, f store.JobFilter) (api.JobList,
 	for _, j := range jobs {
 		out.Jobs = append(out.Jobs, jobHeader(j))
 	}
+	withHolds(ctx, r.st, out.Jobs)
 	if len(jobs) == f.Limit {
 		out.Next = jobs[len(jobs)-1].Seq
 	}

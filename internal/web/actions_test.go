@@ -93,6 +93,9 @@ func TestActionsGoThroughTheAPIWithTheVisitorsToken(t *testing.T) {
 	if _, _, page := as.do("GET", "/jobs/mine", nil); !strings.Contains(pageText(page), "Held by alice") || !strings.Contains(page, `id="release"`) {
 		t.Errorf("the held job's page shows no holder or no release button")
 	}
+	if _, _, page := as.do("GET", "/jobs", nil); !strings.Contains(page, `title="held by alice">held</span>`) {
+		t.Errorf("the job list does not mark the held job")
+	}
 	if status, _, _ := as.do("POST", "/jobs/mine/release", url.Values{"csrf": {token}}); status != 303 || job("mine").HeldBy != "" {
 		t.Fatalf("release: %d, held by %q", status, job("mine").HeldBy)
 	}
