@@ -161,6 +161,23 @@ func expectations(t *testing.T, f *fixture) map[string][]string {
 	}
 	want["/jobs/pipeline"] = dag
 
+	// An endpoint job's page names its endpoint, variant and load, and
+	// explains why it waits.
+	var detect api.Job
+	f.must(200, "GET", "/v1/jobs/detect-4", "", &detect)
+	if detect.Admission == nil || detect.Admission.Variant == "" {
+		t.Fatalf("detect-4 has no admission: %+v", detect.Admission)
+	}
+	var x api.Explanation
+	f.must(200, "GET", "/v1/jobs/detect-4/explain", "", &x)
+	if len(x.Pending) == 0 {
+		t.Fatal("detect-4 has nothing to explain")
+	}
+	want["/jobs/detect-4"] = []string{
+		fmt.Sprintf("Endpoint detector · variant %s · load %d (%s) · admission %s", detect.Admission.Variant, detect.Admission.Load, detect.Admission.LoadSource, detect.Admission.State),
+		"Why it waits", x.Pending[0].Reason.Code + " " + x.Pending[0].Reason.Message, "Hold", "Set priority", "Cancel job",
+	}
+
 	if len(snap.Endpoints) == 0 {
 		t.Fatal("the scenario left no endpoint stats")
 	}
