@@ -112,12 +112,6 @@ func TestBrowserActions(t *testing.T) {
 			}
 			eventually(t, "node-2 is "+state, func() bool { return worker("node-2") == state })
 		}
-		if err := chromedp.Do(ctx, chromedp.Navigate(f.srv.URL+"/workers"), chromedp.WaitVisible(`//h1[text()="Workers"]`)); err != nil {
-			t.Fatal(err)
-		}
-		if err := shoot(ctx, filepath.Join(shots, "workers-actions.png")); err != nil {
-			t.Fatal(err)
-		}
 	})
 	t.Run("overview shows fair-share usage and entitlement", func(t *testing.T) {
 		if err := chromedp.Do(ctx, chromedp.Navigate(f.srv.URL+"/"), chromedp.WaitVisible("#shares-fair")); err != nil {
