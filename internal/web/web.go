@@ -17,6 +17,9 @@
 // takes a token once and keeps it in an HttpOnly, SameSite=Strict cookie
 // that only the dashboard's own GET pages read; the API under /v1 never
 // accepts it, so a page elsewhere cannot make the browser act on the API.
+// The pages' actions (hold, release, priority, cancel, worker states) are
+// forms the dashboard checks (same origin, the visitor's form token) and
+// turns into API calls made with the visitor's token (actions.go).
 package web
 
 import (
