@@ -11,7 +11,7 @@ import (
 )
 
 // CookieName is the cookie that carries a logged-in browser's token. Only
-// the dashboard's GET pages read it; the API under /v1 ignores it, so a
+// the dashboard reads it (its pages and its checked forms, actions.go); the API under /v1 ignores it, so a
 // request a foreign page makes the browser send cannot act on the API.
 const CookieName = "allot_token"
 
