@@ -15,8 +15,9 @@
 // Authentication is the API's: the same tokens, checked by the same
 // auth.Authenticator. A browser cannot send a bearer header, so /login
 // takes a token once and keeps it in an HttpOnly, SameSite=Strict cookie
-// that only the dashboard reads (its pages and its action forms); the API under /v1 never
-// accepts it, so a page elsewhere cannot make the browser act on the API.
+// that only the dashboard reads (its pages and its action forms); the API
+// under /v1 never accepts it, so a page elsewhere cannot make the browser
+// act on the API.
 // The pages' actions (hold, release, priority, cancel, worker states) are
 // forms the dashboard checks (same origin, the visitor's form token) and
 // turns into API calls made with the visitor's token (actions.go).
