@@ -32,7 +32,7 @@ import (
 
 // jobActions are the job actions a form may post, with the API route each
 // stands for under /v1/jobs/{id}/.
-var jobActions = map[string]bool{"cancel": true, "hold": true, "release": true, "priority": true}
+var jobActions = map[string]bool{"cancel": true, "hold": true, "release": true, "priority": true, "resources": true}
 
 // workerStatesSettable are the states the workers page may set.
 var workerStatesSettable = map[string]bool{"ready": true, "draining": true, "disabled": true}
@@ -94,6 +94,25 @@ func (d *Dashboard) jobAction(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		body = api.PriorityChange{Priority: n, Urgent: r.PostFormValue("urgent") != ""}
+	}
+	if action == "resources" {
+		// The fields left empty keep each task's own value; the API
+		// checks the others as at submission and names a bad one.
+		ch := map[string]any{}
+		for _, f := range []string{"cpu", "memory", "gpuMemory"} {
+			if v := strings.TrimSpace(r.PostFormValue(f)); v != "" {
+				ch[f] = v
+			}
+		}
+		if v := strings.TrimSpace(r.PostFormValue("gpus")); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				d.errorPage(w, r, http.StatusBadRequest, fmt.Sprintf("gpus: %q is not a whole number.", v))
+				return
+			}
+			ch["gpus"] = n
+		}
+		body = ch
 	}
 	d.forward(w, r, "/v1/jobs/"+url.PathEscape(id)+"/"+action, body, "/jobs/"+url.PathEscape(id))
 }

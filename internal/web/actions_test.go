@@ -108,6 +108,24 @@ func TestActionsGoThroughTheAPIWithTheVisitorsToken(t *testing.T) {
 		t.Errorf("priority lots: %d, want 400", status)
 	}
 
+	// Resources, while no task of the job has started.
+	status, body = f.callAs(alice.Secret, "POST", "/v1/jobs", "id: big\nqueue: batch\nshare: research\ntasks: [{name: x, count: 2, run: 'true', resources: {cpu: 64}}]\n")
+	if status != 201 {
+		t.Fatalf("submit big: %d %s", status, body)
+	}
+	if _, _, page := as.do("GET", "/jobs/big", nil); !strings.Contains(page, `id="set-resources"`) {
+		t.Error("a pending job's page offers no resources form")
+	}
+	if status, _, body := as.do("POST", "/jobs/big/resources", url.Values{"csrf": {token}, "cpu": {"2"}, "memory": {""}, "gpus": {"0"}}); status != 303 {
+		t.Fatalf("resources: %d %s", status, body)
+	}
+	if r := job("big").Spec.Tasks[0].Resources; r.CPU != 2000 || r.GPUs != 0 {
+		t.Errorf("after the resources form the job asks for %+v, want 2 CPUs", r)
+	}
+	if status, _, body := as.do("POST", "/jobs/big/resources", url.Values{"csrf": {token}, "cpu": {"lots"}}); status != 400 || !strings.Contains(body, "cpu") {
+		t.Errorf("cpu lots: %d, want the API's 400 naming cpu", status)
+	}
+
 	// Another team's job: the API answers it as missing, and nothing changes.
 	if status, _, _ := as.do("POST", "/jobs/theirs/hold", url.Values{"csrf": {token}}); status != 404 || job("theirs").HeldBy != "" {
 		t.Errorf("alice holding another team's job: %d, held by %q; want 404 and no hold", status, job("theirs").HeldBy)

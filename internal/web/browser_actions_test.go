@@ -52,6 +52,7 @@ func TestBrowserActions(t *testing.T) {
 	var alice api.NewToken
 	f.must(201, "POST", "/v1/tokens", `{"name":"alice","role":"submitter","queues":["*"],"shares":["research"]}`, &alice)
 	f.must(201, "POST", "/v1/jobs", "id: report\nqueue: batch\nshare: research\ntasks: [{name: r, run: 'true'}]\n", nil)
+	f.must(201, "POST", "/v1/jobs", "id: huge\nqueue: batch\ntasks: [{name: h, run: 'true', resources: {cpu: 64, memory: 1Gi}}]\n", nil)
 	f.advance(10 * time.Second)
 	job := func(id string) api.Job {
 		var j api.Job
@@ -102,6 +103,18 @@ func TestBrowserActions(t *testing.T) {
 			t.Fatalf("setting the priority: %v", err)
 		}
 		eventually(t, "the priority is 3", func() bool { return job("waits").Priority == 3 })
+	})
+	t.Run("resources", func(t *testing.T) {
+		err := chromedp.Do(ctx, chromedp.Navigate(f.srv.URL+"/jobs/huge"), chromedp.WaitVisible("#res-cpu"),
+			chromedp.SetValue("#res-cpu", "500m"), chromedp.SetValue("#res-memory", "2Gi"), chromedp.Click("#set-resources"),
+			chromedp.WaitVisible(`//h1[text()="Job huge"]`))
+		if err != nil {
+			t.Fatalf("setting the resources: %v", err)
+		}
+		eventually(t, "the job asks for 500m CPU and 2Gi", func() bool {
+			r := job("huge").Spec.Tasks[0].Resources
+			return r.CPU == 500 && r.Memory == 2048
+		})
 	})
 	t.Run("drain, disable and ready", func(t *testing.T) {
 		for _, state := range []string{"draining", "disabled", "ready"} {
