@@ -127,6 +127,7 @@ func addClientCommands(root *cobra.Command) {
 	f := &clientFlags{}
 	cmds := []*cobra.Command{newSubmitCmd(f), newGetCmd(f), newListCmd(f), newCancelCmd(f), newPriorityCmd(f), newLogsCmd(f),
 		newEventsCmd(f), newWorkersCmd(f), newQueuesCmd(f), newTokensCmd(f)}
+	cmds = append(cmds, newHoldCmd(f), newReleaseCmd(f), newUpdateCmd(f))
 	for _, c := range cmds {
 		f.register(c)
 		root.AddCommand(c)
@@ -299,6 +300,9 @@ func jobTable(w io.Writer, j api.Job) error {
 		fmt.Fprintf(w, "  submitter %s", j.Submitter)
 	}
 	fmt.Fprintf(w, "  submitted %s\n", j.Submitted.Format(time.RFC3339))
+	if j.HeldBy != "" {
+		fmt.Fprintf(w, "held by %s: starts nothing until released (allot release %s)\n", j.HeldBy, j.ID)
+	}
 	if a := j.Admission; a != nil {
 		fmt.Fprintf(w, "endpoint %s", a.Endpoint)
 		if a.Variant != "" {

@@ -89,6 +89,9 @@ type Job struct {
 	// Admission is set for a job with an endpoint or a dead-lettered job
 	// (docs/endpoints.md).
 	Admission *Admission `json:"admission,omitempty"`
+	// HeldBy names who holds the job (allot hold): it starts no task until
+	// released. Empty when it is not held.
+	HeldBy string `json:"heldBy,omitempty"`
 }
 
 // Task is a task as the API shows it.

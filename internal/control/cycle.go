@@ -112,6 +112,7 @@ func (c *Controller) record(t *txn, d *engine.Decisions) (again bool) {
 		}
 		lj.rec.State, lj.rec.Ended = string(je.State), t.now
 		t.touchJob(&lj.rec)
+		c.endHold(t, je.Job)
 		t.event(EventJobEnded, je.Job, "", "", model.Reason{Code: string(je.State)}, nil)
 		t.finished = append(t.finished, je.Job)
 	}

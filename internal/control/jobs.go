@@ -402,6 +402,7 @@ func (c *Controller) view(lj *liveJob, withTasks bool) api.Job {
 	spec := lj.spec
 	out.Spec = (*model.JobSpec)(&spec)
 	out.Admission = c.admissionView(lj.rec.ID)
+	out.HeldBy = c.held[lj.rec.ID]
 	for _, mt := range lj.model.Tasks {
 		rec := lj.tasks[mt.Name]
 		state := rec.State
