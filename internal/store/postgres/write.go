@@ -251,6 +251,13 @@ func commitParts(b store.Batch) ([]part, error) {
 		parts = append(parts, part{"events", insertEventsSQL, args})
 		parts = append(parts, part{"events' notification", notifyEventsSQL, nil})
 	}
+	for i, a := range b.Attempts {
+		p, err := attemptPart(i, a)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, p)
+	}
 	if len(b.KV) > 0 {
 		keys := make([]string, 0, len(b.KV))
 		for k := range b.KV {

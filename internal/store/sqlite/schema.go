@@ -128,6 +128,41 @@ var migrations = []migration{
 			`ALTER TABLE tasks ADD COLUMN secret_hash BLOB`,
 		},
 	},
+	{
+		name: "attempt accounting and output",
+		stmts: []string{
+			// One row per ended attempt (store.Attempt): what allot usage
+			// sums over a period.
+			`CREATE TABLE attempts (
+				job         TEXT    NOT NULL CHECK (job <> ''),
+				task        TEXT    NOT NULL CHECK (task <> ''),
+				attempt     INTEGER NOT NULL,
+				worker      TEXT    NOT NULL,
+				queue       TEXT    NOT NULL,
+				share       TEXT    NOT NULL,
+				submitter   TEXT    NOT NULL,
+				started     INTEGER,
+				ended       INTEGER,
+				exit_code   INTEGER,
+				gpus        INTEGER NOT NULL,
+				cpu_seconds REAL    NOT NULL,
+				peak_memory INTEGER NOT NULL,
+				PRIMARY KEY (job, task, attempt)
+			) STRICT`,
+			`CREATE INDEX attempts_ended ON attempts (ended)`,
+			// An attempt's output as the worker streams it, in chunks
+			// (store.OutputChunk); the oldest go when the attempt is over
+			// its limit.
+			`CREATE TABLE output_chunks (
+				job     TEXT    NOT NULL,
+				task    TEXT    NOT NULL,
+				attempt INTEGER NOT NULL,
+				off     INTEGER NOT NULL,
+				data    BLOB    NOT NULL,
+				PRIMARY KEY (job, task, attempt, off)
+			) STRICT`,
+		},
+	},
 }
 
 // unfinishedWhere selects jobs that have not ended (store.JobEnded). It is

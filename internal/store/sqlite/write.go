@@ -193,6 +193,9 @@ func (s *Store) Commit(ctx context.Context, b store.Batch) error {
 		if err := execRows(ctx, tx, s.stmts.insertEvent, b.Events, eventRow, eventName); err != nil {
 			return err
 		}
+		if err := writeAttempts(ctx, tx, b.Attempts); err != nil {
+			return err
+		}
 		return s.writeKV(ctx, tx, b.KV)
 	})
 	if err != nil {
