@@ -110,6 +110,10 @@ type Config struct {
 	// OutputTailBytes is how much of the end of a task's output (stdout and
 	// stderr together) travels with its report.
 	OutputTailBytes int
+	// StreamEvery is how often a running task's new output is sent to
+	// the server (allot logs -f); 0 means DefaultStreamEvery, a negative
+	// value sends none (only the report's tail).
+	StreamEvery time.Duration
 	// Grace is the time between SIGTERM and SIGKILL on a timeout, at
 	// shutdown, and on a stop order that gives none.
 	Grace time.Duration
@@ -271,6 +275,13 @@ func New(cfg Config) (*Agent, error) {
 		leftovers: make(chan leftover, 4*cfg.Slots+16),
 	}
 	a.report = newReporter(a.sendReports, a.backoff(), log)
+	if cfg.StreamEvery >= 0 {
+		every := cfg.StreamEvery
+		if every == 0 {
+			every = DefaultStreamEvery
+		}
+		a.run.stream = func(as api.Assignment) *outStream { return newOutStream(as, every, a.sendOutput) }
+	}
 	return a, nil
 }
 
@@ -792,6 +803,13 @@ func (a *Agent) sendReports(ctx context.Context, b []api.Report) error {
 	default:
 		return err
 	}
+}
+
+// sendOutput delivers chunks of running attempts' output (stream.go).
+func (a *Agent) sendOutput(ctx context.Context, chunks []api.OutputChunk) error {
+	rctx, cancel := a.onServer(ctx, requestTimeout)
+	defer cancel()
+	return a.c.Output(rctx, a.reg.Name, api.OutputChunks{Chunks: chunks})
 }
 
 // attemptAttrs are the log attributes naming an attempt.

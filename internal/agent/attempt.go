@@ -126,6 +126,9 @@ type runner struct {
 	users *userPolicy
 	// started, when set, is told of every process started (Config.Started).
 	started func(api.Attempt)
+	// stream, when set, makes the stream that sends an attempt's output
+	// to the server while it runs (stream.go).
+	stream func(api.Assignment) *outStream
 }
 
 // leftover is what remains of an attempt once its report is made: its
@@ -225,10 +228,17 @@ func (r runner) run(at *attempt) (api.Report, leftover) {
 		left.pid, left.start = cmd.Process.Pid, start
 	}
 
+	var sink io.Writer = out
+	var stream *outStream
+	if r.stream != nil {
+		stream = r.stream(as)
+		sink = io.MultiWriter(out, stream)
+		go stream.run()
+	}
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
-		_, _ = io.Copy(out, pr)
+		_, _ = io.Copy(sink, pr)
 	}()
 	var timer *time.Timer
 	if d := time.Duration(as.Timeout); d > 0 {
@@ -247,8 +257,12 @@ func (r runner) run(at *attempt) (api.Report, leftover) {
 		<-copied
 	}
 	pr.Close()
+	if stream != nil {
+		stream.finish()
+	}
 
 	rep.ExitCode = exitCode(cmd.ProcessState)
+	rep.CPUSeconds, rep.PeakMemory = resourceUsage(cmd.ProcessState)
 	rep.Stopped = stopped
 	rep.Output = out.String()
 	var problems []string

@@ -18,3 +18,12 @@ func terminateGroup(p *os.Process) error { return p.Kill() }
 func killGroup(p *os.Process) error      { return p.Kill() }
 
 func exitCode(ps *os.ProcessState) int { return ps.ExitCode() }
+
+// resourceUsage is the ended process's CPU time; peak memory is not
+// measured here.
+func resourceUsage(ps *os.ProcessState) (cpuSeconds float64, peakMemory int64) {
+	if ps == nil {
+		return 0, 0
+	}
+	return (ps.UserTime() + ps.SystemTime()).Seconds(), 0
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"runtime"
 	"syscall"
 )
 
@@ -43,4 +44,22 @@ func exitCode(ps *os.ProcessState) int {
 		return 128 + int(ws.Signal())
 	}
 	return ps.ExitCode()
+}
+
+// resourceUsage is what the ended process used, from its rusage: user
+// plus system CPU time (its own and its waited-for children's) in seconds,
+// and its peak resident set in bytes (ru_maxrss is in KiB on Linux and the
+// BSDs, in bytes on macOS).
+func resourceUsage(ps *os.ProcessState) (cpuSeconds float64, peakMemory int64) {
+	if ps == nil {
+		return 0, 0
+	}
+	cpuSeconds = (ps.UserTime() + ps.SystemTime()).Seconds()
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok && ru != nil {
+		peakMemory = int64(ru.Maxrss)
+		if runtime.GOOS != "darwin" && runtime.GOOS != "ios" {
+			peakMemory *= 1024
+		}
+	}
+	return cpuSeconds, peakMemory
 }

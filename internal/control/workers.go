@@ -394,6 +394,7 @@ func (c *Controller) report(t *txn, worker string, r api.Report) {
 	}
 	exit := r.ExitCode
 	rec.ExitCode, rec.Output = &exit, r.Output
+	t.measure(rec, r)
 	if len(r.Result) > 0 {
 		rec.Result = r.Result
 	}
