@@ -1,0 +1,117 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/allot-sched/allot/internal/api"
+)
+
+// chunkSink records the chunks a stream sends; fail makes the next sends
+// fail as an unreachable server would.
+type chunkSink struct {
+	mu     sync.Mutex
+	chunks []api.OutputChunk
+	fail   int
+}
+
+func (s *chunkSink) send(_ context.Context, cs []api.OutputChunk) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail > 0 {
+		s.fail--
+		return errors.New("connection refused")
+	}
+	s.chunks = append(s.chunks, cs...)
+	return nil
+}
+
+// received is the output as the server would assemble it, with the
+// offset each chunk carried checked against what came before.
+func (s *chunkSink) received(t *testing.T) string {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var b strings.Builder
+	for _, c := range s.chunks {
+		if c.Offset != int64(b.Len()) {
+			t.Fatalf("chunk at offset %d after %d bytes", c.Offset, b.Len())
+		}
+		b.WriteString(c.Data)
+	}
+	return b.String()
+}
+
+// What a task writes reaches the server in order, once, with its secret;
+// a send that failed is sent again; finish sends the rest.
+func TestOutputStreamSendsEverythingInOrderAcrossFailures(t *testing.T) {
+	sink := &chunkSink{fail: 2}
+	as := api.Assignment{Attempt: api.Attempt{Job: "j", Task: "t", Attempt: 1}, Secret: "s3cret"}
+	st := newOutStream(as, 5*time.Millisecond, sink.send)
+	go st.run()
+	var want strings.Builder
+	for i := range 50 {
+		line := strings.Repeat("é", i%7) + "line\n"
+		want.WriteString(line)
+		// Split a two-byte character across writes now and then.
+		b := []byte(line)
+		cut := len(b) / 2
+		_, _ = st.Write(b[:cut])
+		_, _ = st.Write(b[cut:])
+		time.Sleep(time.Millisecond)
+	}
+	st.finish()
+	if got := sink.received(t); got != want.String() {
+		t.Errorf("received %d bytes, want %d:\n%q", len(got), want.Len(), got)
+	}
+	for _, c := range sink.chunks {
+		if c.Secret != "s3cret" || c.Attempt != as.Attempt {
+			t.Fatalf("chunk %+v", c)
+		}
+		if strings.ContainsRune(c.Data, '\uFFFD') {
+			t.Fatalf("a chunk cut a character in half: %q", c.Data)
+		}
+	}
+}
+
+// While the server does not take output, the stream keeps its last
+// streamBufferBytes, and the offset of what it sends says what was
+// dropped.
+func TestOutputStreamKeepsTheTailWhileTheServerIsAway(t *testing.T) {
+	sink := &chunkSink{}
+	st := newOutStream(api.Assignment{}, time.Hour, sink.send)
+	big := strings.Repeat("x", streamBufferBytes)
+	_, _ = st.Write([]byte("lost "))
+	_, _ = st.Write([]byte(big))
+	_, _ = st.Write([]byte(" end"))
+	go st.run()
+	st.finish()
+	var total int
+	for i, c := range sink.chunks {
+		if i == 0 && c.Offset != 9 {
+			t.Errorf("first chunk at offset %d, want 9 (5 + 4 bytes dropped)", c.Offset)
+		}
+		total += len(c.Data)
+	}
+	last := sink.chunks[len(sink.chunks)-1]
+	if total != streamBufferBytes || !strings.HasSuffix(last.Data, "x end") {
+		t.Errorf("sent %d bytes ending %q", total, last.Data[max(0, len(last.Data)-8):])
+	}
+}
+
+func TestWholeRunesStopsBeforeACutCharacter(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int
+	}{
+		{"abc", 3}, {"é", 2}, {"a\xc3", 1}, {"a\xe2\x82", 1}, {"a\xe2\x82\xac", 4}, {"\xff\xfe", 2}, {"", 0},
+	} {
+		if got := wholeRunes([]byte(tc.in)); got != tc.want {
+			t.Errorf("wholeRunes(%q) = %d, want %d", tc.in, got, tc.want)
+		}
+	}
+}
