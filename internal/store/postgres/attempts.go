@@ -12,27 +12,53 @@ import (
 
 const attemptCols = `job, task, attempt, worker, queue, share, submitter, started, ended, exit_code, gpus, cpu_seconds, peak_memory`
 
-const upsertAttemptSQL = `INSERT INTO attempts (` + attemptCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+// upsertAttemptsSQL writes a batch's attempt records in one statement;
+// foldAttempts made their keys unique.
+const upsertAttemptsSQL = `INSERT INTO attempts (` + attemptCols + `)
+	SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[],
+		$8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::double precision[], $13::bigint[])
 	ON CONFLICT (job, task, attempt) DO UPDATE SET worker = excluded.worker, queue = excluded.queue,
 	share = excluded.share, submitter = excluded.submitter, started = excluded.started, ended = excluded.ended,
 	exit_code = excluded.exit_code, gpus = excluded.gpus, cpu_seconds = excluded.cpu_seconds,
 	peak_memory = excluded.peak_memory`
 
-// attemptPart is the statement of a commit that upserts accounting record
-// i of a batch. Attempts are few per round (one per ended attempt), so
-// each is its own statement in the pipeline.
-func attemptPart(i int, a store.Attempt) (part, error) {
-	what := fmt.Sprintf("attempts[%d] (%s/%s/%d)", i, a.Job, a.Task, a.Attempt)
-	if err := store.CheckAttempt(a); err != nil {
-		return part{}, fmt.Errorf("%s: %w", what, err)
+// attemptsPart is the statement of a commit that upserts a batch's attempt
+// records, checked (store.CheckAttempt) and folded so that a record named
+// twice is written once, the later winning.
+func attemptsPart(as []store.Attempt) (part, error) {
+	type key struct {
+		job, task string
+		n         int
 	}
-	var exit *int64
-	if a.ExitCode != nil {
-		e := int64(*a.ExitCode)
-		exit = &e
+	at := make(map[key]int, len(as))
+	var rows []store.Attempt
+	for i, a := range as {
+		if err := store.CheckAttempt(a); err != nil {
+			return part{}, fmt.Errorf("attempts[%d] (%s/%s/%d): %w", i, a.Job, a.Task, a.Attempt, err)
+		}
+		k := key{a.Job, a.Task, a.Attempt}
+		if j, seen := at[k]; seen {
+			rows[j] = a
+			continue
+		}
+		at[k] = len(rows)
+		rows = append(rows, a)
 	}
-	return part{what, upsertAttemptSQL, []any{a.Job, a.Task, int64(a.Attempt), a.Worker, a.Queue, a.Share, a.Submitter,
-		timeValue(a.Started), timeValue(a.Ended), exit, int64(a.GPUs), a.CPUSeconds, a.PeakMemory}}, nil
+	n := len(rows)
+	job, task, worker, queue, share, submitter := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	attempt, gpus, mem := make([]int64, n), make([]int64, n), make([]int64, n)
+	started, ended, exit := make([]*int64, n), make([]*int64, n), make([]*int64, n)
+	cpu := make([]float64, n)
+	for i, a := range rows {
+		job[i], task[i], worker[i], queue[i], share[i], submitter[i] = a.Job, a.Task, a.Worker, a.Queue, a.Share, a.Submitter
+		attempt[i], gpus[i], mem[i], cpu[i] = int64(a.Attempt), int64(a.GPUs), a.PeakMemory, a.CPUSeconds
+		started[i], ended[i] = timeValue(a.Started), timeValue(a.Ended)
+		if a.ExitCode != nil {
+			e := int64(*a.ExitCode)
+			exit[i] = &e
+		}
+	}
+	return part{"attempts", upsertAttemptsSQL, []any{job, task, attempt, worker, queue, share, submitter, started, ended, exit, gpus, cpu, mem}}, nil
 }
 
 // Attempts implements store.Store.

@@ -251,8 +251,8 @@ func commitParts(b store.Batch) ([]part, error) {
 		parts = append(parts, part{"events", insertEventsSQL, args})
 		parts = append(parts, part{"events' notification", notifyEventsSQL, nil})
 	}
-	for i, a := range b.Attempts {
-		p, err := attemptPart(i, a)
+	if len(b.Attempts) > 0 {
+		p, err := attemptsPart(b.Attempts)
 		if err != nil {
 			return nil, err
 		}

@@ -4,34 +4,30 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 
 	"github.com/allot-sched/allot/internal/store"
 )
 
-const attemptCols = `job, task, attempt, worker, queue, share, submitter, started, ended, exit_code, gpus, cpu_seconds, peak_memory`
+var attemptColumns = strings.Split(`job, task, attempt, worker, queue, share, submitter, started, ended, exit_code, gpus, cpu_seconds, peak_memory`, ", ")
 
-const upsertAttemptSQL = `INSERT INTO attempts (` + attemptCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-	ON CONFLICT (job, task, attempt) DO UPDATE SET worker = excluded.worker, queue = excluded.queue,
-	share = excluded.share, submitter = excluded.submitter, started = excluded.started, ended = excluded.ended,
-	exit_code = excluded.exit_code, gpus = excluded.gpus, cpu_seconds = excluded.cpu_seconds,
-	peak_memory = excluded.peak_memory`
+var attemptCols = strings.Join(attemptColumns, ", ")
 
-// writeAttempts upserts the accounting records of a batch in tx.
-func writeAttempts(ctx context.Context, tx *sql.Tx, attempts []store.Attempt) error {
-	for i, a := range attempts {
-		if err := store.CheckAttempt(a); err != nil {
-			return fmt.Errorf("attempts[%d] (%s/%s/%d): %w", i, a.Job, a.Task, a.Attempt, err)
-		}
-		var exit any
-		if a.ExitCode != nil {
-			exit = int64(*a.ExitCode)
-		}
-		if _, err := tx.ExecContext(ctx, upsertAttemptSQL, a.Job, a.Task, int64(a.Attempt), a.Worker, a.Queue, a.Share,
-			a.Submitter, timeValue(a.Started), timeValue(a.Ended), exit, int64(a.GPUs), a.CPUSeconds, a.PeakMemory); err != nil {
-			return fmt.Errorf("attempts[%d] (%s/%s/%d): %w", i, a.Job, a.Task, a.Attempt, constraint(err))
-		}
+// attemptRow validates a (store.CheckAttempt) and returns its column values.
+func attemptRow(a store.Attempt) ([]any, error) {
+	if err := store.CheckAttempt(a); err != nil {
+		return nil, err
 	}
-	return nil
+	var exit any
+	if a.ExitCode != nil {
+		exit = int64(*a.ExitCode)
+	}
+	return []any{a.Job, a.Task, int64(a.Attempt), a.Worker, a.Queue, a.Share, a.Submitter, timeValue(a.Started),
+		timeValue(a.Ended), exit, int64(a.GPUs), a.CPUSeconds, a.PeakMemory}, nil
+}
+
+func attemptName(i int, a store.Attempt) string {
+	return fmt.Sprintf("attempts[%d] (%s/%s/%d)", i, a.Job, a.Task, a.Attempt)
 }
 
 // Attempts implements store.Store.

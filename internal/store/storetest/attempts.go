@@ -91,6 +91,23 @@ func testAttemptsRoundTripAndFilter(t *testing.T, o opener) {
 	if !errors.Is(err, store.ErrInvalid) {
 		t.Errorf("an attempt numbered 0: %v, want ErrInvalid", err)
 	}
+
+	// A large batch, with a record named twice: the later wins.
+	var many []store.Attempt
+	for i := range 75 {
+		many = append(many, store.Attempt{Job: "big", Task: fmt.Sprintf("t%02d", i), Attempt: 1, Queue: "q",
+			Started: at(10), Ended: at(11), CPUSeconds: float64(i)})
+	}
+	again := many[3]
+	again.CPUSeconds = 99
+	mustCommit(t, s, store.Batch{Attempts: append(many, again)})
+	got, err := s.Attempts(t.Context(), store.AttemptFilter{Job: "big"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 75 || got[3].Task != "t03" || got[3].CPUSeconds != 99 || got[74].CPUSeconds != 74 {
+		t.Errorf("a batch of 76 records (one twice): %d read back, t03 %+v", len(got), got[3])
+	}
 }
 
 // testOutputAppendKeepsTheTail: chunks append in order, a chunk sent again
