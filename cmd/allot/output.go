@@ -165,7 +165,6 @@ type tab struct {
 	tw        *tabwriter.Writer
 	wide      bool
 	noHeaders bool
-	rows      int
 }
 
 // newTab starts a table on w for the flags' output form.
