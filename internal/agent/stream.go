@@ -1,10 +1,10 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/client"
@@ -22,8 +22,9 @@ const (
 	// server has not taken (it is down): beyond it the oldest is dropped,
 	// and the server counts the gap as dropped output.
 	streamBufferBytes = 8 << 20
-	// streamChunkBytes bounds one chunk (and so one request's body).
-	streamChunkBytes = 1 << 20
+	// streamChunkBytes bounds one chunk, and so one request's body (a
+	// third more in base64), well under the server's body limit.
+	streamChunkBytes = 256 << 10
 	// streamFinishWait bounds how long an ended attempt's report waits
 	// for the rest of its output to reach the server.
 	streamFinishWait = 5 * time.Second
@@ -86,13 +87,13 @@ func (s *outStream) run() {
 		case <-s.end:
 			deadline := time.Now().Add(streamFinishWait)
 			for s.pending() && time.Now().Before(deadline) {
-				if !s.flush(true) {
+				if !s.flush() {
 					time.Sleep(200 * time.Millisecond)
 				}
 			}
 			return
 		}
-		for s.pending() && s.flush(false) {
+		for s.pending() && s.flush() {
 		}
 	}
 }
@@ -111,19 +112,15 @@ func (s *outStream) pending() bool {
 }
 
 // flush sends one chunk of the buffer and reports whether the server took
-// it. Unless last, a chunk ends at a whole UTF-8 character: the chunk
-// travels as a JSON string, which would replace half a character.
-func (s *outStream) flush(last bool) bool {
+// it.
+func (s *outStream) flush() bool {
 	s.mu.Lock()
 	n := min(len(s.buf), streamChunkBytes)
-	if !last || n < len(s.buf) {
-		n = wholeRunes(s.buf[:n])
-	}
 	if n == 0 {
 		s.mu.Unlock()
 		return false
 	}
-	ch := api.OutputChunk{Attempt: s.as.Attempt, Secret: s.as.Secret, Offset: s.off, Data: string(s.buf[:n])}
+	ch := api.OutputChunk{Attempt: s.as.Attempt, Secret: s.as.Secret, Offset: s.off, Data: bytes.Clone(s.buf[:n])}
 	s.mu.Unlock()
 
 	err := s.send(context.Background(), []api.OutputChunk{ch})
@@ -138,24 +135,10 @@ func (s *outStream) flush(last bool) bool {
 			s.off += sent
 		}
 		return true
-	case client.IsNotFound(err), client.IsForbidden(err), client.IsInvalid(err):
+	case client.IsNotFound(err), client.IsForbidden(err), client.IsInvalid(err), client.IsTooLarge(err):
 		// A server without the route, or one that will never take this
 		// attempt's output: the report's tail is what it gets.
 		s.dead, s.buf = true, nil
 	}
 	return false
-}
-
-// wholeRunes is the length of the longest prefix of b that does not end
-// inside a UTF-8 character (bytes that are not UTF-8 count as whole).
-func wholeRunes(b []byte) int {
-	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
-		if utf8.RuneStart(b[i]) {
-			if r, size := utf8.DecodeRune(b[i:]); r == utf8.RuneError && size == 1 && !utf8.FullRune(b[i:]) {
-				return i
-			}
-			return len(b)
-		}
-	}
-	return len(b)
 }

@@ -12,13 +12,15 @@ type OutputChunks struct {
 }
 
 // OutputChunk is a piece of an attempt's output: Offset is how many bytes
-// of that output came before Data. Secret is the attempt's secret
-// (Assignment.Secret), without which the chunk is refused.
+// of that output came before Data. Data is bytes (base64 in JSON): output
+// need not be UTF-8, and a chunk may end inside a character. Secret is
+// the attempt's secret (Assignment.Secret), without which the chunk is
+// refused.
 type OutputChunk struct {
 	Attempt
 	Secret string `json:"secret,omitempty"`
 	Offset int64  `json:"offset"`
-	Data   string `json:"data"`
+	Data   []byte `json:"data"`
 }
 
 // AttemptUsage is one ended attempt of a task as the accounting records

@@ -54,7 +54,7 @@ func (c *Controller) AppendOutput(ctx context.Context, worker string, chunks []a
 			continue
 		}
 		err := c.st.AppendOutput(ctx, store.OutputChunk{Job: ch.Job, Task: ch.Task, Attempt: ch.Attempt.Attempt,
-			Offset: ch.Offset, Data: []byte(ch.Data)}, c.cfg.MaxOutputBytes)
+			Offset: ch.Offset, Data: ch.Data}, c.cfg.MaxOutputBytes)
 		if errors.Is(err, store.ErrInvalid) {
 			return fmt.Errorf("%w: chunks[%d]: %v", ErrInvalid, i, err)
 		}

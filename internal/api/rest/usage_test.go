@@ -87,7 +87,7 @@ func TestOutputChunksNeedTheAttemptsSecretAndAreServedFromAnOffset(t *testing.T)
 	s.must(t, 200, w.Secret, "POST", "/v1/workers/w1/lease", `{}`, &l)
 	a := l.Assignments[0]
 	send := func(secret string, off int64, data string) (int, []byte) {
-		body, _ := json.Marshal(api.OutputChunks{Chunks: []api.OutputChunk{{Attempt: a.Attempt, Secret: secret, Offset: off, Data: data}}})
+		body, _ := json.Marshal(api.OutputChunks{Chunks: []api.OutputChunk{{Attempt: a.Attempt, Secret: secret, Offset: off, Data: []byte(data)}}})
 		status, _, raw, _ := s.as(t, w.Secret, "POST", "/v1/workers/w1/output", string(body))
 		return status, raw
 	}
