@@ -350,3 +350,37 @@ func complete(url string, args ...string) (string, error) {
 	err := root.Execute()
 	return out.String(), err
 }
+
+// Each attempt's output is kept: after a retry, --attempt 1 shows the
+// failed attempt's, and the default the current one's.
+func TestLogsKeepEachAttempt(t *testing.T) {
+	f := startFleet(t, nil)
+	marker := filepath.Join(f.dir, "tried")
+	doc, _ := json.Marshal(map[string]any{"id": "retry", "queue": "batch", "tasks": []any{map[string]any{"name": "t", "maxAttempts": 2,
+		"run": fmt.Sprintf(`if [ ! -e %s ]; then touch %s; echo attempt one failed; exit 3; fi; echo attempt two`, marker, marker)}}})
+	if _, err := f.c.SubmitJob(context.Background(), doc, "application/json"); err != nil {
+		t.Fatal(err)
+	}
+	if j := f.waitEnded(t, "retry"); j.State != "succeeded" || j.Tasks[0].Attempt != 2 {
+		t.Fatalf("job %s, task %+v", j.State, j.Tasks[0])
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"logs", "retry"}, "==> t (attempt 2) <==\nattempt two\n"},
+		{[]string{"logs", "retry", "t", "--attempt", "1"}, "==> t (attempt 1) <==\nattempt one failed\n"},
+		{[]string{"logs", "retry", "--task", "t", "--attempt", "1", "--no-headers"}, "attempt one failed\n"},
+	} {
+		if out, err := runCLI(t, f.url, tc.args...); err != nil || out != tc.want {
+			t.Errorf("allot %s: %v\n%q, want %q", strings.Join(tc.args, " "), err, out, tc.want)
+		}
+	}
+	if _, err := runCLI(t, f.url, "logs", "retry", "--attempt", "3"); err == nil || !strings.Contains(err.Error(), "not 3") {
+		t.Errorf("attempt 3: %v", err)
+	}
+	out, err := runCLI(t, f.url, "get", "retry", "-o", "wide")
+	if err != nil || strings.Count(out, "\nt ") != 3 { // the task's row and its two attempts
+		t.Errorf("get -o wide: %v\n%s", err, out)
+	}
+}
