@@ -147,7 +147,9 @@ type Agent struct {
 	reg    api.Register // what the worker registers, without Running
 	run    runner
 	report *reporter
-	stats  agentStats
+	// streams sends running attempts' output (stream.go); nil sends none.
+	streams *streamer
+	stats   agentStats
 	// leftovers are what attempts left (directories, records), cleaned by
 	// one goroutine after their reports are queued (tidy).
 	leftovers chan leftover
@@ -280,7 +282,8 @@ func New(cfg Config) (*Agent, error) {
 		if every == 0 {
 			every = DefaultStreamEvery
 		}
-		a.run.stream = func(as api.Assignment) *outStream { return newOutStream(as, every, a.sendOutput) }
+		a.streams = newStreamer(every, a.sendOutput)
+		a.run.stream = a.streams.open
 	}
 	return a, nil
 }
@@ -322,6 +325,11 @@ func (a *Agent) Run(ctx context.Context) error {
 		defer close(repDone)
 		a.report.run(repCtx)
 	}()
+	if a.streams != nil {
+		// Until the attempts have ended (repStop): they send their last
+		// output as they end.
+		go a.streams.run(repCtx)
+	}
 	tidied := make(chan struct{})
 	go func() {
 		defer close(tidied)

@@ -233,7 +233,6 @@ func (r runner) run(at *attempt) (api.Report, leftover) {
 	if r.stream != nil {
 		stream = r.stream(as)
 		sink = io.MultiWriter(out, stream)
-		go stream.run()
 	}
 	copied := make(chan struct{})
 	go func() {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/allot-sched/allot/internal/api"
+	"github.com/allot-sched/allot/internal/client"
 )
 
 // chunkSink records the chunks a stream sends; fail makes the next sends
@@ -52,8 +53,9 @@ func (s *chunkSink) received(t *testing.T) string {
 func TestOutputStreamSendsEverythingInOrderAcrossFailures(t *testing.T) {
 	sink := &chunkSink{fail: 2}
 	as := api.Assignment{Attempt: api.Attempt{Job: "j", Task: "t", Attempt: 1}, Secret: "s3cret"}
-	st := newOutStream(as, 5*time.Millisecond, sink.send)
-	go st.run()
+	s := newStreamer(5*time.Millisecond, sink.send)
+	go s.run(t.Context())
+	st := s.open(as)
 	var want strings.Builder
 	for i := range 50 {
 		line := strings.Repeat("é", i%7) + "line\xff\n"
@@ -81,12 +83,13 @@ func TestOutputStreamSendsEverythingInOrderAcrossFailures(t *testing.T) {
 // dropped.
 func TestOutputStreamKeepsTheTailWhileTheServerIsAway(t *testing.T) {
 	sink := &chunkSink{}
-	st := newOutStream(api.Assignment{}, time.Hour, sink.send)
+	s := newStreamer(time.Hour, sink.send)
+	st := s.open(api.Assignment{})
 	big := strings.Repeat("x", streamBufferBytes)
 	_, _ = st.Write([]byte("lost "))
 	_, _ = st.Write([]byte(big))
 	_, _ = st.Write([]byte(" end"))
-	go st.run()
+	go s.run(t.Context())
 	st.finish()
 	var total int
 	for i, c := range sink.chunks {
@@ -98,5 +101,49 @@ func TestOutputStreamKeepsTheTailWhileTheServerIsAway(t *testing.T) {
 	last := sink.chunks[len(sink.chunks)-1]
 	if total != streamBufferBytes || !strings.HasSuffix(string(last.Data), "x end") {
 		t.Errorf("sent %d bytes ending %q", total, last.Data[max(0, len(last.Data)-8):])
+	}
+}
+
+// One request carries the new output of every running attempt; an
+// attempt whose chunks the server refuses stops streaming, the others go
+// on.
+func TestOutputStreamsOfAllAttemptsShareARequest(t *testing.T) {
+	var mu sync.Mutex
+	var requests [][]api.OutputChunk
+	send := func(_ context.Context, cs []api.OutputChunk) error {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range cs {
+			if c.Task == "bad" {
+				e := &client.Error{Status: 403}
+				e.Code, e.Message = api.CodeForbidden, "no secret"
+				return e
+			}
+		}
+		requests = append(requests, cs)
+		return nil
+	}
+	s := newStreamer(time.Hour, send) // no tick: finish wakes it
+	var sts []*outStream
+	for _, task := range []string{"a", "b", "bad", "c"} {
+		st := s.open(api.Assignment{Attempt: api.Attempt{Job: "j", Task: task, Attempt: 1}})
+		_, _ = st.Write([]byte("out of " + task + "\n"))
+		sts = append(sts, st)
+	}
+	go s.run(t.Context())
+	sts[0].finish() // sends all four; "bad" is refused, then the others one by one
+	for _, st := range sts[1:] {
+		st.finish()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	got := map[string]string{}
+	for _, r := range requests {
+		for _, c := range r {
+			got[c.Task] += string(c.Data)
+		}
+	}
+	if len(got) != 3 || got["a"] != "out of a\n" || got["c"] != "out of c\n" || got["bad"] != "" {
+		t.Errorf("received %v in %d requests", got, len(requests))
 	}
 }
