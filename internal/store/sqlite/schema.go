@@ -152,6 +152,8 @@ var migrations = []migration{
 				PRIMARY KEY (job, task, attempt)
 			) STRICT, WITHOUT ROWID`,
 			`CREATE INDEX attempts_ended ON attempts (ended)`,
+			// allot list --mine: a submitter's jobs, in order either way.
+			`CREATE INDEX jobs_submitter ON jobs (submitter, seq)`,
 			// An attempt's output as the worker streams it, in chunks
 			// (store.OutputChunk); the oldest go when the attempt is over
 			// its limit.
