@@ -13,6 +13,7 @@ require (
 	golang.org/x/sys v0.49.0
 	k8s.io/api v0.34.2
 	k8s.io/apimachinery v0.34.2
+	k8s.io/client-go v0.34.2
 	modernc.org/sqlite v1.61.1
 	pgregory.net/rapid v1.3.0
 	sigs.k8s.io/json v0.0.0-20241014173422-cfa47c3a1cc8

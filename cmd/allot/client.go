@@ -27,6 +27,10 @@ type clientFlags struct {
 	token  tokenFlag
 	ca     string
 	output string
+	// noHeaders leaves tables' header lines out; format is output parsed
+	// (output.go).
+	noHeaders bool
+	format    format
 }
 
 func (f *clientFlags) register(cmd *cobra.Command) {
@@ -40,16 +44,21 @@ func (f *clientFlags) register(cmd *cobra.Command) {
 	// default: a default is printed by --help, and this one is a secret.
 	cmd.PersistentFlags().Var(&f.token, "token", "bearer token (env ALLOT_TOKEN)")
 	cmd.PersistentFlags().StringVar(&f.ca, "ca", os.Getenv("ALLOT_CA"), "PEM file of the CA that signed an https server's certificate (env ALLOT_CA)")
-	cmd.PersistentFlags().StringVarP(&f.output, "output", "o", "table", "output format: table, json or yaml")
+	cmd.PersistentFlags().StringVarP(&f.output, "output", "o", "table",
+		"output format: table, wide, json, yaml, jsonpath=EXPR, jsonpath-file=FILE, go-template=TEMPLATE or go-template-file=FILE")
+	cmd.PersistentFlags().BoolVar(&f.noHeaders, "no-headers", false, "leave the header line out of tables")
+	completeFlags(cmd, f)
 }
 
-// checkOutput refuses an -o the commands cannot print.
+// checkOutput refuses an -o the commands cannot print, and parses the
+// others (output.go).
 func (f *clientFlags) checkOutput() error {
-	switch f.output {
-	case "table", "json", "yaml":
-		return nil
+	fm, err := parseFormat(f.output)
+	if err != nil {
+		return err
 	}
-	return fmt.Errorf("-o: unknown output %q (known: table, json, yaml)", f.output)
+	f.format = fm
+	return nil
 }
 
 func (f *clientFlags) client() (*client.Client, error) {
@@ -67,29 +76,10 @@ func (f *clientFlags) client() (*client.Client, error) {
 	return client.New(f.server, opts...)
 }
 
-// print writes v as JSON or YAML, or calls table for the table form.
+// print writes v in the -o form (output.go), or calls table for the table
+// forms.
 func (f *clientFlags) print(w io.Writer, v any, table func(io.Writer) error) error {
-	switch f.output {
-	case "json":
-		return writeJSON(w, v)
-	case "yaml":
-		// Through JSON, so YAML keys are the API's field names.
-		b, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		var generic any
-		if err := yaml.Unmarshal(b, &generic); err != nil {
-			return err
-		}
-		out, err := yaml.Marshal(generic)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(out)
-		return err
-	}
-	return table(w)
+	return f.format.write(w, v, table)
 }
 
 // run is the RunE of a client command: it builds the client, then runs fn.
@@ -126,7 +116,7 @@ func line[T any](text func(T) string) func(io.Writer, T) error {
 func addClientCommands(root *cobra.Command) {
 	f := &clientFlags{}
 	cmds := []*cobra.Command{newSubmitCmd(f), newGetCmd(f), newListCmd(f), newCancelCmd(f), newPriorityCmd(f), newLogsCmd(f),
-		newEventsCmd(f), newWorkersCmd(f), newQueuesCmd(f), newTokensCmd(f)}
+		newEventsCmd(f), newWorkersCmd(f), newQueuesCmd(f), newTokensCmd(f), newUsageCmd(f)}
 	cmds = append(cmds, newHoldCmd(f), newReleaseCmd(f), newUpdateCmd(f))
 	for _, c := range cmds {
 		f.register(c)
@@ -287,11 +277,17 @@ func newGetCmd(f *clientFlags) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: show(f, func(cmd *cobra.Command, args []string, c *client.Client) (api.Job, error) {
 			return c.Job(cmd.Context(), args[0])
-		}, jobTable),
+		}, func(w io.Writer, j api.Job) error { return jobTableOf(w, j, f) }),
 	}
 }
 
-func jobTable(w io.Writer, j api.Job) error {
+// jobTable prints a job as allot get does, with the default table.
+func jobTable(w io.Writer, j api.Job) error { return jobTableOf(w, j, &clientFlags{}) }
+
+// jobTableOf prints a job: its header, and its tasks with how long each
+// ran and what it used (-o wide: start and end times, and every attempt).
+func jobTableOf(w io.Writer, j api.Job, f *clientFlags) error {
+	now := time.Now()
 	fmt.Fprintf(w, "job %s  queue %s  state %s", j.ID, j.Queue, j.State)
 	if j.Share != "" {
 		fmt.Fprintf(w, "  share %s", j.Share)
@@ -299,7 +295,7 @@ func jobTable(w io.Writer, j api.Job) error {
 	if j.Submitter != "" {
 		fmt.Fprintf(w, "  submitter %s", j.Submitter)
 	}
-	fmt.Fprintf(w, "  submitted %s\n", j.Submitted.Format(time.RFC3339))
+	fmt.Fprintf(w, "  submitted %s  duration %s\n", j.Submitted.Format(time.RFC3339), span(&j.Submitted, j.Ended, now))
 	if j.HeldBy != "" {
 		fmt.Fprintf(w, "held by %s: starts nothing until released (allot release %s)\n", j.HeldBy, j.ID)
 	}
@@ -321,27 +317,7 @@ func jobTable(w io.Writer, j api.Job) error {
 		return nil
 	}
 	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TASK\tSTATE\tATTEMPT\tWORKER\tEXIT\tCPU\tPEAK MEM\tREASON")
-	for _, t := range j.Tasks {
-		exit := ""
-		if t.ExitCode != nil {
-			exit = fmt.Sprint(*t.ExitCode)
-		}
-		reason := ""
-		if t.Reason != nil {
-			reason = t.Reason.Code + ": " + t.Reason.Message
-		}
-		cpu, peak := "", ""
-		if t.CPUSeconds > 0 {
-			cpu = fmt.Sprintf("%.2fs", t.CPUSeconds)
-		}
-		if t.PeakMemory > 0 {
-			peak = fmt.Sprintf("%.1fMi", float64(t.PeakMemory)/(1<<20))
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", t.Name, t.State, t.Attempt, t.Worker, exit, cpu, peak, reason)
-	}
-	return tw.Flush()
+	return taskTable(w, j, f, now)
 }
 
 func newListCmd(f *clientFlags) *cobra.Command {
@@ -356,7 +332,9 @@ func newListCmd(f *clientFlags) *cobra.Command {
 When there are more, a line on standard error says how many and how to see them:
 a larger --limit, --all for every job, or --after with the last page's cursor.`,
 		Example: `  allot list --state running,pending
+  allot list --mine -o wide
   allot list --queue batch --share analytics
+  allot list --no-headers -o jsonpath='{range .jobs[*]}{.id}{"\n"}{end}'
   allot list --all --sort submitted`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -371,15 +349,7 @@ a larger --limit, --all for every job, or --after with the last page's cursor.`,
 			if err != nil {
 				return err
 			}
-			if err := f.print(cmd.OutOrStdout(), list, func(w io.Writer) error {
-				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-				fmt.Fprintln(tw, "JOB\tQUEUE\tSHARE\tPRIORITY\tSTATE\tSUBMITTER\tSUBMITTED")
-				for _, j := range list.Jobs {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", j.ID, j.Queue, j.Share, j.Priority, j.State, j.Submitter,
-						j.Submitted.Format(time.RFC3339))
-				}
-				return tw.Flush()
-			}); err != nil {
+			if err := f.print(cmd.OutOrStdout(), list, func(w io.Writer) error { return jobListTable(w, list, f, time.Now()) }); err != nil {
 				return err
 			}
 			if list.Next != 0 {
@@ -391,6 +361,7 @@ a larger --limit, --all for every job, or --after with the last page's cursor.`,
 	cmd.Flags().StringVar(&filter.State, "state", "", "only jobs in these states (comma-separated: pending, running, succeeded, failed, cancelled, dead_lettered)")
 	cmd.Flags().StringVar(&filter.Queue, "queue", "", "only jobs of this queue")
 	cmd.Flags().StringVar(&filter.Share, "share", "", "only jobs of this share")
+	cmd.Flags().BoolVar(&filter.Mine, "mine", false, "only the jobs this token submitted (squeue -u)")
 	cmd.Flags().StringVar(&filter.Sort, "sort", "-submitted", "order: -submitted (newest first) or submitted (oldest first)")
 	cmd.Flags().IntVar(&filter.Limit, "limit", 100, "at most this many jobs (at most 1000; --all for every job)")
 	cmd.Flags().BoolVar(&all, "all", false, "every job that matches, however many (ignores --limit)")
@@ -490,45 +461,6 @@ func newPriorityCmd(f *clientFlags) *cobra.Command {
 	return cmd
 }
 
-func newLogsCmd(f *clientFlags) *cobra.Command {
-	return &cobra.Command{
-		Use:   "logs JOB [TASK]",
-		Short: "Print the output tail of a job's tasks (of their last attempt)",
-		Args:  cobra.RangeArgs(1, 2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.client()
-			if err != nil {
-				return err
-			}
-			logs, err := c.Logs(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			if len(args) == 2 {
-				var keep []api.TaskLog
-				for _, t := range logs.Tasks {
-					if t.Task == args[1] {
-						keep = append(keep, t)
-					}
-				}
-				if len(keep) == 0 {
-					return fmt.Errorf("job %s has no output for task %q", args[0], args[1])
-				}
-				logs.Tasks = keep
-			}
-			return f.print(cmd.OutOrStdout(), logs, func(w io.Writer) error {
-				for _, t := range logs.Tasks {
-					fmt.Fprintf(w, "==> %s (attempt %d) <==\n%s", t.Task, t.Attempt, t.Output)
-					if t.Output != "" && !strings.HasSuffix(t.Output, "\n") {
-						fmt.Fprintln(w)
-					}
-				}
-				return nil
-			})
-		},
-	}
-}
-
 func newEventsCmd(f *clientFlags) *cobra.Command {
 	var follow bool
 	var job string
@@ -548,6 +480,9 @@ func newEventsCmd(f *clientFlags) *cobra.Command {
 					b, _ := json.Marshal(e)
 					_, err := fmt.Fprintln(w, string(b))
 					return err
+				}
+				if !f.format.isTable() {
+					return f.print(w, e, nil) // yaml, jsonpath, go-template: each event on its own
 				}
 				return eventLine(w, e)
 			}
@@ -601,30 +536,7 @@ func newWorkersCmd(f *clientFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return f.print(cmd.OutOrStdout(), ws, func(w io.Writer) error {
-				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-				fmt.Fprintln(tw, "WORKER\tSTATE\tRUNNING\tSLOTS\tCPU\tMEMORY\tGPUS\tCGROUPS\tLABELS\tLAST SEEN")
-				for _, wk := range ws {
-					confined := "yes"
-					if wk.Unconfined != "" {
-						confined = "no"
-					}
-					fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%g\t%dMi\t%d\t%s\t%s\t%s\n", wk.Name, workerStateText(wk), wk.Running, wk.Slots,
-						float64(wk.Resources.CPU)/1000, int64(wk.Resources.Memory), wk.Resources.GPUs, confined, labels(wk.Labels),
-						wk.LastSeen.Format(time.RFC3339))
-				}
-				if err := tw.Flush(); err != nil {
-					return err
-				}
-				// Why, for each worker that does not hold its tasks to
-				// their limits.
-				for _, wk := range ws {
-					if wk.Unconfined != "" {
-						fmt.Fprintf(w, "worker %s runs tasks unconfined: %s\n", wk.Name, wk.Unconfined)
-					}
-				}
-				return nil
-			})
+			return f.print(cmd.OutOrStdout(), ws, func(w io.Writer) error { return workerTable(w, ws, f) })
 		},
 	}
 	for _, s := range []struct{ verb, state, short string }{
@@ -673,7 +585,7 @@ func newQueuesCmd(f *clientFlags) *cobra.Command {
 				return err
 			}
 			return f.print(cmd.OutOrStdout(), qs, func(w io.Writer) error {
-				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+				tw := f.tabWriter(w)
 				fmt.Fprintln(tw, "QUEUE\tPRIORITY\tRUNNING\tWAITING\tPOLICY")
 				for _, q := range qs {
 					var pol bytes.Buffer

@@ -75,7 +75,7 @@ func TestTokenLimitsFromTheCommandLineBindSubmitAndPriority(t *testing.T) {
 		t.Errorf("allot get: %v\n%s\nwant the submitter", err, got)
 	}
 	jobs, err := cli(admin, "list")
-	if err != nil || !regexp.MustCompile(`(?m)^JOB\s+QUEUE\s+SHARE\s+PRIORITY\s+STATE\s+SUBMITTER\s+SUBMITTED$`).MatchString(jobs) ||
+	if err != nil || !regexp.MustCompile(`(?m)^JOB\s+QUEUE\s+SHARE\s+PRIORITY\s+STATE\s+SUBMITTER\s+SUBMITTED\s+DURATION$`).MatchString(jobs) ||
 		!regexp.MustCompile(`(?m)^nightly\s+batch\s+5\s+\S+\s+grid\s`).MatchString(jobs) {
 		t.Errorf("allot list: %v\n%s\nwant a SUBMITTER column with grid", err, jobs)
 	}

@@ -125,6 +125,9 @@ allot workers shows it.`,
 					return err
 				}
 			}
+			if cfg.StreamEvery == 0 {
+				cfg.StreamEvery = -1 // --output-every 0: no streaming
+			}
 			cfg.Logger = newLogger()
 			a, err := agent.New(cfg)
 			if err != nil {
@@ -163,6 +166,7 @@ allot workers shows it.`,
 	f.Int64Var(&pidsLimit, "pids-limit", cgroup.DefaultPids, "processes and threads each attempt may run at once (its cgroup's pids.max; 0 for no limit)")
 	f.DurationVar(&cfg.Grace, "grace", agent.DefaultGrace, "time between SIGTERM and SIGKILL on timeouts and shutdown")
 	f.IntVar(&cfg.OutputTailBytes, "output-tail", agent.DefaultOutputTailBytes, "bytes of each task's output kept and reported")
+	f.DurationVar(&cfg.StreamEvery, "output-every", agent.DefaultStreamEvery, "how often a running task's new output is sent to the server (allot logs -f); 0 sends none, only the reports' tails")
 	f.DurationVar(&cfg.HeartbeatEvery, "heartbeat", agent.DefaultHeartbeatEvery, "interval between heartbeats")
 	f.DurationVar(&cfg.ServerTimeout, "server-timeout", agent.DefaultServerTimeout, "with several --server URLs: a server silent this long (frozen, cut off) is left for the next; keep it below the servers' --leader-timeout")
 	// --cached came first: registration only, and models only.

@@ -126,6 +126,10 @@ type Config struct {
 	// PidsLimit bounds the processes and threads of each attempt at once
 	// (its cgroup's pids.max): 0 is cgroup.DefaultPids, negative none.
 	PidsLimit int64
+	// StreamEvery is how often a running task's new output is sent to
+	// the server (allot logs -f); 0 means DefaultStreamEvery, a negative
+	// value sends none (only the report's tail).
+	StreamEvery time.Duration
 	// Grace is the time between SIGTERM and SIGKILL on a timeout, at
 	// shutdown, and on a stop order that gives none.
 	Grace time.Duration
@@ -159,7 +163,9 @@ type Agent struct {
 	reg    api.Register // what the worker registers, without Running
 	run    runner
 	report *reporter
-	stats  agentStats
+	// streams sends running attempts' output (stream.go); nil sends none.
+	streams *streamer
+	stats   agentStats
 	// leftovers are what attempts left (directories, records), cleaned by
 	// one goroutine after their reports are queued (tidy).
 	leftovers chan leftover
@@ -305,6 +311,14 @@ func New(cfg Config) (*Agent, error) {
 		leftovers: make(chan leftover, 4*cfg.Slots+16),
 	}
 	a.report = newReporter(a.sendReports, a.backoff(), log)
+	if cfg.StreamEvery >= 0 {
+		every := cfg.StreamEvery
+		if every == 0 {
+			every = DefaultStreamEvery
+		}
+		a.streams = newStreamer(every, a.sendOutput)
+		a.run.stream = a.streams.open
+	}
 	return a, nil
 }
 
@@ -349,6 +363,11 @@ func (a *Agent) Run(ctx context.Context) error {
 		defer close(repDone)
 		a.report.run(repCtx)
 	}()
+	if a.streams != nil {
+		// Until the attempts have ended (repStop): they send their last
+		// output as they end.
+		go a.streams.run(repCtx)
+	}
 	tidied := make(chan struct{})
 	go func() {
 		defer close(tidied)
@@ -893,6 +912,13 @@ func withoutUsage(b []api.Report) []api.Report {
 		out[i] = r
 	}
 	return out
+}
+
+// sendOutput delivers chunks of running attempts' output (stream.go).
+func (a *Agent) sendOutput(ctx context.Context, chunks []api.OutputChunk) error {
+	rctx, cancel := a.onServer(ctx, requestTimeout)
+	defer cancel()
+	return a.c.Output(rctx, a.reg.Name, api.OutputChunks{Chunks: chunks})
 }
 
 // attemptAttrs are the log attributes naming an attempt.

@@ -138,6 +138,9 @@ type runner struct {
 	cg   *cgroup.Manager
 	cpus *cpuPool
 	pids int64
+	// stream, when set, makes the stream that sends an attempt's output
+	// to the server while it runs (stream.go).
+	stream func(api.Assignment) *outStream
 }
 
 // leftover is what remains of an attempt once its report is made: its
@@ -247,10 +250,16 @@ func (r runner) run(at *attempt) (api.Report, leftover) {
 		left.pid, left.start = cmd.Process.Pid, start
 	}
 
+	var sink io.Writer = out
+	var stream *outStream
+	if r.stream != nil {
+		stream = r.stream(as)
+		sink = io.MultiWriter(out, stream)
+	}
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
-		_, _ = io.Copy(out, pr)
+		_, _ = io.Copy(sink, pr)
 	}()
 	var timer *time.Timer
 	if d := time.Duration(as.Timeout); d > 0 {
@@ -271,6 +280,9 @@ func (r runner) run(at *attempt) (api.Report, leftover) {
 		<-copied
 	}
 	pr.Close()
+	if stream != nil {
+		stream.finish()
+	}
 
 	rep.ExitCode = exitCode(cmd.ProcessState)
 	rep.Stopped = stopped

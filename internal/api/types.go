@@ -109,11 +109,13 @@ type Task struct {
 	// Reason is why the task waits (while pending) or why it ended the way
 	// it did.
 	Reason *model.Reason `json:"reason,omitempty"`
-	// CPUSeconds and PeakMemory (bytes) are what the task's last ended
-	// attempt used, as its worker reported them (Report.CPUSeconds,
-	// Report.PeakMemory); absent while it runs or when not measured.
+	// CPUSeconds and PeakMemory (bytes) are what the worker measured of
+	// the current attempt once it ended (AttemptUsage).
 	CPUSeconds float64 `json:"cpuSeconds,omitempty"`
 	PeakMemory int64   `json:"peakMemory,omitempty"`
+	// Attempts lists the task's ended attempts, oldest first, with what
+	// each used (allot get).
+	Attempts []AttemptUsage `json:"attempts,omitempty"`
 }
 
 // JobList is the answer of GET /v1/jobs.
@@ -123,17 +125,38 @@ type JobList struct {
 	Next int64 `json:"next,omitempty"`
 }
 
-// Logs is the output tail of a job's tasks.
+// Logs is the output of a job's tasks: of each task's current attempt,
+// or of the one task and attempt asked for (LogQuery).
 type Logs struct {
 	Job   string    `json:"job"`
 	Tasks []TaskLog `json:"tasks"`
 }
 
-// TaskLog is one task's output tail.
+// TaskLog is one attempt's output, as much of it as is kept: the server
+// keeps up to a limit per attempt (server.maxOutput, 8 MiB by default) and
+// drops the oldest output beyond it.
 type TaskLog struct {
 	Task    string `json:"task"`
 	Attempt int    `json:"attempt"`
 	Output  string `json:"output"`
+	// Offset is where Output starts in the attempt's whole output, and
+	// Total where it ends: Offset bytes before it were not kept (over the
+	// limit) or were read already (LogQuery.Offset).
+	Offset int64 `json:"offset"`
+	Total  int64 `json:"total"`
+	// Dropped is how many bytes of the output are not kept at all.
+	Dropped int64 `json:"dropped,omitempty"`
+	// Running is set while the attempt runs: more output may come.
+	Running bool `json:"running,omitempty"`
+}
+
+// LogQuery selects the output GET /v1/jobs/{id}/logs returns: one task
+// (empty: every task), one attempt (0: the current one), from a byte
+// offset on (to follow a running attempt).
+type LogQuery struct {
+	Task    string
+	Attempt int
+	Offset  int64
 }
 
 // Worker is a worker as the API shows it.

@@ -443,6 +443,8 @@ type JobFilter struct {
 	// Sort is "submitted" (oldest first, the API's default) or
 	// "-submitted" (newest first); After then pages in that order.
 	Sort string
+	// Mine keeps the jobs the caller's token submitted.
+	Mine bool
 }
 
 func (f JobFilter) query() url.Values {
@@ -456,6 +458,9 @@ func (f JobFilter) query() url.Values {
 	set("queue", f.Queue)
 	set("share", f.Share)
 	set("sort", f.Sort)
+	if f.Mine {
+		q.Set("mine", "true")
+	}
 	if f.After > 0 {
 		q.Set("after", strconv.FormatInt(f.After, 10))
 	}
@@ -479,11 +484,42 @@ func (c *Client) Cancel(ctx context.Context, id string) (api.Job, error) {
 	return j, err
 }
 
-// Logs returns the output tails of a job's tasks.
+// Logs returns the output of a job's tasks' current attempts.
 func (c *Client) Logs(ctx context.Context, id string) (api.Logs, error) {
+	return c.LogsOf(ctx, id, api.LogQuery{})
+}
+
+// LogsOf returns the output q selects: one task, one attempt, from a byte
+// offset on.
+func (c *Client) LogsOf(ctx context.Context, id string, q api.LogQuery) (api.Logs, error) {
+	v := url.Values{}
+	if q.Task != "" {
+		v.Set("task", q.Task)
+	}
+	if q.Attempt > 0 {
+		v.Set("attempt", strconv.Itoa(q.Attempt))
+	}
+	if q.Offset > 0 {
+		v.Set("offset", strconv.FormatInt(q.Offset, 10))
+	}
 	var l api.Logs
-	err := c.doJSON(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(id)+"/logs", nil, &l)
+	err := c.do(ctx, request{method: http.MethodGet, path: "/v1/jobs/" + url.PathEscape(id) + "/logs", query: v}, &l)
 	return l, err
+}
+
+// Usage returns what each share and submitter used in [since, until);
+// zero times take the server's defaults (the last seven days).
+func (c *Client) Usage(ctx context.Context, since, until time.Time) (api.Usage, error) {
+	v := url.Values{}
+	if !since.IsZero() {
+		v.Set("since", since.UTC().Format(time.RFC3339Nano))
+	}
+	if !until.IsZero() {
+		v.Set("until", until.UTC().Format(time.RFC3339Nano))
+	}
+	var u api.Usage
+	err := c.do(ctx, request{method: http.MethodGet, path: "/v1/usage", query: v}, &u)
+	return u, err
 }
 
 func eventQuery(after int64, job string) url.Values {
@@ -549,6 +585,11 @@ func (c *Client) Lease(ctx context.Context, worker string, req api.LeaseRequest)
 // server acknowledges reports it already has, so resending is safe.
 func (c *Client) Report(ctx context.Context, worker string, r api.Reports) error {
 	return c.doJSON(ctx, http.MethodPost, "/v1/workers/"+url.PathEscape(worker)+"/reports", r, nil)
+}
+
+// Output sends pieces of the output of the worker's running attempts.
+func (c *Client) Output(ctx context.Context, worker string, o api.OutputChunks) error {
+	return c.doJSON(ctx, http.MethodPost, "/v1/workers/"+url.PathEscape(worker)+"/output", o, nil)
 }
 
 // Heartbeat tells the server the worker is alive. A not_found answer

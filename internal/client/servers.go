@@ -300,7 +300,7 @@ func resendable(method, path string) bool {
 			return true
 		}
 		if strings.HasPrefix(path, "/v1/workers/") {
-			for _, s := range []string{"/lease", "/reports", "/heartbeat", "/state", "/elastic"} {
+			for _, s := range []string{"/lease", "/reports", "/output", "/heartbeat", "/state", "/elastic"} {
 				if strings.HasSuffix(path, s) {
 					return true
 				}

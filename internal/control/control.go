@@ -43,6 +43,10 @@ type Config struct {
 	// InputAllow limits the inputs jobs may declare (server.inputs.allow);
 	// empty allows every input.
 	InputAllow []string
+	// MaxOutputBytes is how much of each attempt's output the server
+	// keeps (server.maxOutput); the oldest bytes beyond it are dropped.
+	// Zero means DefaultMaxOutputBytes.
+	MaxOutputBytes int64
 	// MaxBatch bounds how many requests one loop round takes.
 	MaxBatch int
 	// StoreRetryMax bounds the wait between two commits of a round the
@@ -68,6 +72,9 @@ func (c *Config) defaults() {
 	}
 	if c.MaxBatch <= 0 {
 		c.MaxBatch = 1024
+	}
+	if c.MaxOutputBytes <= 0 {
+		c.MaxOutputBytes = DefaultMaxOutputBytes
 	}
 	if c.StoreRetryMax <= 0 {
 		c.StoreRetryMax = DefaultStoreRetryMax

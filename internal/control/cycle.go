@@ -81,6 +81,9 @@ func (c *Controller) record(t *txn, d *engine.Decisions) (again bool) {
 		if rec == nil {
 			continue
 		}
+		if t.endedNow(rec) {
+			t.recordAttempt(rec) // the attempt that ended in this round, before the new one replaces it
+		}
 		c.unindexRunning(rec)
 		rec.State, rec.Worker, rec.Attempt, rec.Started = string(model.TaskRunning), s.Worker, s.Attempt, t.now
 		c.indexRunning(rec)

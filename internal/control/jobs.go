@@ -383,7 +383,7 @@ func (c *Controller) Job(ctx context.Context, id string) (api.Job, error) {
 		return api.Job{}, err
 	}
 	if v != nil {
-		return v.(api.Job), nil
+		return withAttempts(ctx, c.st, v.(api.Job))
 	}
 	j, tasks, err := c.st.Job(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
@@ -392,7 +392,7 @@ func (c *Controller) Job(ctx context.Context, id string) (api.Job, error) {
 	if err != nil {
 		return api.Job{}, err
 	}
-	return c.withDeadLetter(ctx, storedView(j, tasks), j), nil
+	return withAttempts(ctx, c.st, c.withDeadLetter(ctx, storedView(j, tasks), j))
 }
 
 // view renders a live job; with tasks, each pending task gets the engine's
@@ -475,9 +475,4 @@ func taskView(r store.Task) api.Task {
 // Jobs lists jobs from the store.
 func (c *Controller) Jobs(ctx context.Context, f store.JobFilter) (api.JobList, error) {
 	return (&StoreReader{st: c.st}).Jobs(ctx, f)
-}
-
-// Logs returns the output tails of a job's tasks.
-func (c *Controller) Logs(ctx context.Context, id string) (api.Logs, error) {
-	return (&StoreReader{st: c.st}).Logs(ctx, id)
 }

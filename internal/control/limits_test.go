@@ -35,7 +35,7 @@ func TestWhatWorkersReportIsBoundedBeforeItIsStored(t *testing.T) {
 	); err != nil {
 		t.Fatal(err)
 	}
-	logs, err := p.c.Logs(p.ctx(), "j")
+	logs, err := p.c.Logs(p.ctx(), "j", api.LogQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}

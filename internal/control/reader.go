@@ -21,6 +21,9 @@ import (
 // LISTEN/NOTIFY), and end at Close.
 type StoreReader struct {
 	st store.Store
+	// maxOutput is how much of an attempt's output a read returns (the
+	// leader's limit); 0 returns all that is stored.
+	maxOutput int64
 
 	mu        sync.Mutex
 	changed   chan struct{}
@@ -67,7 +70,7 @@ func (r *StoreReader) Job(ctx context.Context, id string) (api.Job, error) {
 	if err != nil {
 		return api.Job{}, err
 	}
-	return withHold(ctx, r.st, withDeadLetter(ctx, r.st, storedView(j, tasks), j)), nil
+	return withAttempts(ctx, r.st, withHold(ctx, r.st, withDeadLetter(ctx, r.st, storedView(j, tasks), j)))
 }
 
 // Jobs lists jobs, as Controller.Jobs.
@@ -86,24 +89,6 @@ func (r *StoreReader) Jobs(ctx context.Context, f store.JobFilter) (api.JobList,
 	withHolds(ctx, r.st, out.Jobs)
 	if len(jobs) == f.Limit {
 		out.Next = jobs[len(jobs)-1].Seq
-	}
-	return out, nil
-}
-
-// Logs returns the output tails of a job's tasks, as Controller.Logs.
-func (r *StoreReader) Logs(ctx context.Context, id string) (api.Logs, error) {
-	_, tasks, err := r.st.Job(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return api.Logs{}, fmt.Errorf("%w: job %q", ErrNotFound, id)
-	}
-	if err != nil {
-		return api.Logs{}, err
-	}
-	out := api.Logs{Job: id, Tasks: []api.TaskLog{}}
-	for _, t := range tasks {
-		if t.Attempt > 0 {
-			out.Tasks = append(out.Tasks, api.TaskLog{Task: t.Name, Attempt: t.Attempt, Output: t.Output})
-		}
 	}
 	return out, nil
 }

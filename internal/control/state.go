@@ -95,6 +95,9 @@ type txn struct {
 	stops    map[string][]api.StopOrder
 	finished []string
 	newBoxes map[string]*mailbox
+	// measured holds what reports of this round measured, until the
+	// attempts' accounting records are written (accounting.go).
+	measured map[*store.Task]measured
 }
 
 func (t *txn) touchJob(j *store.Job) {
@@ -128,6 +131,9 @@ func (t *txn) flush() {
 	}
 	for _, r := range t.tasks {
 		t.batch.Tasks = append(t.batch.Tasks, *r)
+		if t.endedNow(r) {
+			t.recordAttempt(r)
+		}
 		if r.State != string(model.TaskRunning) {
 			t.c.unindexRunning(r)
 		}

@@ -397,6 +397,7 @@ func (c *Controller) report(t *txn, worker string, r api.Report) {
 	// A usage that is not a quantity (a faulty worker) is not stored:
 	// the store refuses it, and the round with it.
 	rec.CPUSeconds, rec.PeakMemory = max(r.CPUSeconds, 0), max(r.PeakMemory, 0)
+	t.measure(rec, r)
 	if len(r.Result) > 0 {
 		rec.Result = r.Result
 	}

@@ -45,6 +45,10 @@ type ServerSettings struct {
 	HeartbeatTimeout Duration `yaml:"heartbeatTimeout,omitempty" json:"heartbeatTimeout,omitempty"`
 	// MaxBodyBytes bounds request bodies.
 	MaxBodyBytes Memory `yaml:"maxBody,omitempty" json:"maxBody,omitempty"`
+	// MaxOutput is how much of each attempt's output the server keeps
+	// (allot logs); the oldest output beyond it is dropped. 0 means the
+	// default (8Mi).
+	MaxOutput Memory `yaml:"maxOutput,omitempty" json:"maxOutput,omitempty"`
 	// TLS serves the API over HTTPS (flags --tls-cert and --tls-key).
 	TLS TLSSettings `yaml:"tls,omitempty" json:"tls,omitempty"`
 	// Inputs limits what the server checks when a job declares inputs.
@@ -103,6 +107,9 @@ func (s ServerSettings) Check() error {
 		if d.v < 0 {
 			c.add("server."+d.field, "must not be negative")
 		}
+	}
+	if s.MaxOutput < 0 {
+		c.add("server.maxOutput", "must not be negative")
 	}
 	s.Limits.check(&c)
 	if err := CheckStoreURL(s.Store); err != nil {

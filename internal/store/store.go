@@ -226,11 +226,15 @@ type Batch struct {
 	Workers []Worker
 	Events  []Event
 	KV      map[string][]byte
+	// Attempts are accounting records, upserted by job, task and attempt
+	// (CheckAttempt's rules; the job need not be stored).
+	Attempts []Attempt
 }
 
 // Empty reports whether b changes nothing.
 func (b *Batch) Empty() bool {
-	return len(b.Jobs) == 0 && len(b.Tasks) == 0 && len(b.Workers) == 0 && len(b.Events) == 0 && len(b.KV) == 0
+	return len(b.Jobs) == 0 && len(b.Tasks) == 0 && len(b.Workers) == 0 && len(b.Events) == 0 && len(b.KV) == 0 &&
+		len(b.Attempts) == 0
 }
 
 // JobFilter selects jobs; zero fields match everything.
@@ -243,6 +247,9 @@ type JobFilter struct {
 	// submitter's jobs with the queues and shares its token allows.
 	Queues []string
 	Shares []string
+	// Submitter, when set, keeps only the jobs that token name submitted
+	// (allot list --mine).
+	Submitter string
 	// AfterSeq pages through jobs in submission order: pass the Seq of the
 	// last job of the previous page.
 	AfterSeq int64
@@ -307,6 +314,19 @@ type Store interface {
 	// RevokeToken marks a token revoked at the given time and returns it.
 	// Revoking a revoked token keeps the first time. ErrNotFound.
 	RevokeToken(ctx context.Context, id string, at time.Time) (Token, error)
+	// Attempts lists attempt records (Batch.Attempts) by end time, then
+	// job, task and attempt.
+	Attempts(ctx context.Context, f AttemptFilter) ([]Attempt, error)
+	// AppendOutput adds a chunk to an attempt's output and drops the
+	// oldest whole chunks that lie entirely before the last limit bytes
+	// (limit <= 0 drops nothing). It is written directly, outside Commit,
+	// like tokens: output is not scheduling state. A chunk whose bytes are
+	// stored already changes nothing; ErrInvalid per CheckOutputChunk.
+	AppendOutput(ctx context.Context, c OutputChunk, limit int64) error
+	// Output returns what is kept of an attempt's output from byte from
+	// on, at most its last limit bytes (AssembleOutput). ErrNotFound when
+	// nothing of it is stored.
+	Output(ctx context.Context, job, task string, attempt int, limit, from int64) (Output, error)
 	// Close releases the store. Calls after Close return an error.
 	Close() error
 }

@@ -48,7 +48,7 @@ func (d *Dashboard) jobDetails(ctx context.Context, j api.Job) jobDetails {
 			out.Explain = &x
 		}
 	}
-	if l, err := d.ctrl.Logs(ctx, j.ID); err == nil {
+	if l, err := d.ctrl.Logs(ctx, j.ID, api.LogQuery{}); err == nil {
 		for _, tl := range l.Tasks {
 			if tl.Output == "" {
 				continue

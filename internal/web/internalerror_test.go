@@ -35,7 +35,9 @@ func (failingControl) PendingOf(context.Context, []string) (map[string][]engine.
 func (failingControl) Explain(context.Context, string) (api.Explanation, error) {
 	return api.Explanation{}, errInternal
 }
-func (failingControl) Logs(context.Context, string) (api.Logs, error) { return api.Logs{}, errInternal }
+func (failingControl) Logs(context.Context, string, api.LogQuery) (api.Logs, error) {
+	return api.Logs{}, errInternal
+}
 func (failingControl) RunningTasks(context.Context) (map[string][]control.WorkerTask, error) {
 	return nil, errInternal
 }

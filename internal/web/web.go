@@ -83,7 +83,7 @@ type Controller interface {
 	Job(ctx context.Context, id string) (api.Job, error)
 	// Explain and Logs are the job page's explanation and output tails.
 	Explain(ctx context.Context, id string) (api.Explanation, error)
-	Logs(ctx context.Context, id string) (api.Logs, error)
+	Logs(ctx context.Context, id string, q api.LogQuery) (api.Logs, error)
 	// RunningTasks gives the tasks each worker runs (the workers page);
 	// TaskCounts the task counts of live jobs (the jobs page).
 	RunningTasks(ctx context.Context) (map[string][]control.WorkerTask, error)

@@ -25,7 +25,7 @@ type Jobs interface {
 	SubmitCheckedBy(ctx context.Context, submitter string, specs []spec.Job) ([]control.Submission, error)
 	Job(ctx context.Context, id string) (api.Job, error)
 	Jobs(ctx context.Context, f store.JobFilter) (api.JobList, error)
-	Logs(ctx context.Context, id string) (api.Logs, error)
+	Logs(ctx context.Context, id string, q api.LogQuery) (api.Logs, error)
 	Cancel(ctx context.Context, id string) (api.Job, error)
 	Hold(ctx context.Context, id, by string) (api.Job, error)
 	Release(ctx context.Context, id string) (api.Job, error)
@@ -42,6 +42,7 @@ type WorkerProtocol interface {
 	Register(ctx context.Context, reg api.Register) (api.Worker, error)
 	Lease(ctx context.Context, worker string, wait time.Duration, holds *[]api.Attempt) (api.Lease, error)
 	Report(ctx context.Context, worker string, reports []api.Report) error
+	AppendOutput(ctx context.Context, worker string, chunks []api.OutputChunk) error
 	Leave(ctx context.Context, worker string) error
 	HeartbeatCache(ctx context.Context, worker string, hb api.Heartbeat) error
 }

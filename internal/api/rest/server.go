@@ -78,7 +78,7 @@ type EventWaker interface {
 type JobReader interface {
 	Job(ctx context.Context, id string) (api.Job, error)
 	Jobs(ctx context.Context, f store.JobFilter) (api.JobList, error)
-	Logs(ctx context.Context, id string) (api.Logs, error)
+	Logs(ctx context.Context, id string, q api.LogQuery) (api.Logs, error)
 	Store() store.Store
 }
 
@@ -157,10 +157,12 @@ func (s *Server) routes() {
 	s.handle("GET /v1/jobs/{id}/logs", s.logs)
 	s.handle("GET /v1/jobs/{id}/explain", s.explain)
 	s.handle("GET /v1/events", s.events)
+	s.handle("GET /v1/usage", s.usage)
 	s.handle("GET /v1/workers", s.workers)
 	s.handle("POST /v1/workers", s.register)
 	s.handle("POST /v1/workers/{name}/lease", s.lease)
 	s.handle("POST /v1/workers/{name}/reports", s.reports)
+	s.handle("POST /v1/workers/{name}/output", s.output)
 	s.handle("POST /v1/workers/{name}/heartbeat", s.heartbeat)
 	s.handle("POST /v1/workers/{name}/state", s.workerState)
 	s.handle("POST /v1/workers/{name}/elastic", s.elasticToggle)
@@ -400,6 +402,17 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.Queues, f.Shares = principal(r).JobScope()
+	f.Submitter = q.Get("submitter")
+	switch q.Get("mine") {
+	case "", "false":
+	case "true":
+		// With authentication off the name is empty, and every job
+		// (none has a submitter) is the caller's.
+		f.Submitter = principal(r).SubmitterName()
+	default:
+		s.fail(w, model.FieldErrors{{Path: "mine", Msg: fmt.Sprintf("%q is not true or false", q.Get("mine"))}})
+		return
+	}
 	if st := q.Get("state"); st != "" {
 		f.States = strings.Split(st, ",")
 		for _, one := range f.States {
@@ -506,7 +519,12 @@ func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
 	if !s.allow(w, r, auth.ReadJobs) || !s.visible(w, r, r.PathValue("id")) {
 		return
 	}
-	logs, err := s.jobReads().Logs(r.Context(), r.PathValue("id"))
+	lq, err := logQuery(r)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	logs, err := s.jobReads().Logs(r.Context(), r.PathValue("id"), lq)
 	s.reply(w, logs, err)
 }
 

@@ -100,6 +100,9 @@ func (s *Store) Jobs(ctx context.Context, f store.JobFilter) ([]store.Job, error
 	if f.Share != "" {
 		add("share = $%d", f.Share)
 	}
+	if f.Submitter != "" {
+		add("submitter = $%d", f.Submitter)
+	}
 	if len(f.Queues) > 0 {
 		add("queue = ANY($%d::text[])", f.Queues)
 	}

@@ -145,6 +145,43 @@ var migrations = []migration{
 			`ALTER TABLE tasks ADD COLUMN peak_memory bigint NOT NULL DEFAULT 0`,
 		},
 	},
+	{
+		name: "attempt accounting and output",
+		stmts: []string{
+			// One row per ended attempt (store.Attempt): what allot usage
+			// sums over a period.
+			`CREATE TABLE attempts (
+				job         text             NOT NULL CHECK (job <> ''),
+				task        text             NOT NULL CHECK (task <> ''),
+				attempt     bigint           NOT NULL,
+				worker      text             NOT NULL,
+				queue       text             NOT NULL,
+				share       text             NOT NULL,
+				submitter   text             NOT NULL,
+				started     bigint,
+				ended       bigint,
+				exit_code   bigint,
+				gpus        bigint           NOT NULL,
+				cpu_seconds double precision NOT NULL,
+				peak_memory bigint           NOT NULL,
+				PRIMARY KEY (job, task, attempt)
+			)`,
+			`CREATE INDEX attempts_ended ON attempts (ended)`,
+			// allot list --mine: a submitter's jobs, in order either way.
+			`CREATE INDEX jobs_submitter ON jobs (submitter, seq)`,
+			// An attempt's output as the worker streams it, in chunks
+			// (store.OutputChunk); the oldest go when the attempt is over
+			// its limit.
+			`CREATE TABLE output_chunks (
+				job     text   NOT NULL,
+				task    text   NOT NULL,
+				attempt bigint NOT NULL,
+				off     bigint NOT NULL,
+				data    bytea  NOT NULL,
+				PRIMARY KEY (job, task, attempt, off)
+			)`,
+		},
+	},
 }
 
 // fencedCode is the SQLSTATE allot_fence raises: a class of its own, so

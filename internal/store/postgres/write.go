@@ -253,6 +253,13 @@ func commitParts(b store.Batch) ([]part, error) {
 		parts = append(parts, part{"events", insertEventsSQL, args})
 		parts = append(parts, part{"events' notification", notifyEventsSQL, nil})
 	}
+	if len(b.Attempts) > 0 {
+		p, err := attemptsPart(b.Attempts)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, p)
+	}
 	if len(b.KV) > 0 {
 		keys := make([]string, 0, len(b.KV))
 		for k := range b.KV {

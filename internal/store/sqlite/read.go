@@ -85,6 +85,10 @@ func (s *Store) Jobs(ctx context.Context, f store.JobFilter) ([]store.Job, error
 		where = append(where, "share = ?")
 		args = append(args, f.Share)
 	}
+	if f.Submitter != "" {
+		where = append(where, "submitter = ?")
+		args = append(args, f.Submitter)
+	}
 	for _, in := range []struct {
 		col    string
 		values []string

@@ -138,6 +138,45 @@ var migrations = []migration{
 			`ALTER TABLE tasks ADD COLUMN peak_memory INTEGER NOT NULL DEFAULT 0`,
 		},
 	},
+	{
+		name: "attempt accounting and output",
+		stmts: []string{
+			// One row per ended attempt (store.Attempt): what allot usage
+			// sums over a period. WITHOUT ROWID: the key is the table, so
+			// a record costs two B-tree inserts (the table, the end-time
+			// index), not three.
+			`CREATE TABLE attempts (
+				job         TEXT    NOT NULL CHECK (job <> ''),
+				task        TEXT    NOT NULL CHECK (task <> ''),
+				attempt     INTEGER NOT NULL,
+				worker      TEXT    NOT NULL,
+				queue       TEXT    NOT NULL,
+				share       TEXT    NOT NULL,
+				submitter   TEXT    NOT NULL,
+				started     INTEGER,
+				ended       INTEGER,
+				exit_code   INTEGER,
+				gpus        INTEGER NOT NULL,
+				cpu_seconds REAL    NOT NULL,
+				peak_memory INTEGER NOT NULL,
+				PRIMARY KEY (job, task, attempt)
+			) STRICT, WITHOUT ROWID`,
+			`CREATE INDEX attempts_ended ON attempts (ended)`,
+			// allot list --mine: a submitter's jobs, in order either way.
+			`CREATE INDEX jobs_submitter ON jobs (submitter, seq)`,
+			// An attempt's output as the worker streams it, in chunks
+			// (store.OutputChunk); the oldest go when the attempt is over
+			// its limit.
+			`CREATE TABLE output_chunks (
+				job     TEXT    NOT NULL,
+				task    TEXT    NOT NULL,
+				attempt INTEGER NOT NULL,
+				off     INTEGER NOT NULL,
+				data    BLOB    NOT NULL,
+				PRIMARY KEY (job, task, attempt, off)
+			) STRICT`,
+		},
+	},
 }
 
 // unfinishedWhere selects jobs that have not ended (store.JobEnded). It is

@@ -321,6 +321,10 @@ func TestQueriesUseIndexes(t *testing.T) {
 		{`SELECT ` + eventCols + ` FROM events WHERE id > ? AND job = ? ORDER BY id LIMIT ?`, []any{0, "j", 10}, "events_job"},
 		{`SELECT ` + jobCols + ` FROM jobs WHERE seq < ? AND queue = ? ORDER BY seq DESC LIMIT ?`, []any{10, "q", 10}, "jobs_queue"},
 		{`SELECT ` + jobCols + ` FROM jobs WHERE seq < ? AND state IN (?) ORDER BY seq DESC LIMIT ?`, []any{10, "running", 10}, "jobs_state"},
+		{`SELECT ` + jobCols + ` FROM jobs WHERE seq < ? AND submitter = ? ORDER BY seq DESC LIMIT ?`, []any{10, "ann", 10}, "jobs_submitter"},
+		{`SELECT ` + attemptCols + ` FROM attempts WHERE 1 = 1 AND ended > ? AND started < ? ORDER BY ended, job, task, attempt`, []any{0, 10}, "attempts_ended"},
+		{`SELECT ` + attemptCols + ` FROM attempts WHERE 1 = 1 AND job = ? ORDER BY ended, job, task, attempt`, []any{"j"}, "PRIMARY KEY"},
+		{`SELECT off, data FROM output_chunks WHERE job = ? AND task = ? AND attempt = ? AND off + length(data) > ? ORDER BY off`, []any{"j", "t", 1, 0}, "sqlite_autoindex_output_chunks_1"},
 	} {
 		rows, err := s.readers.Query(`EXPLAIN QUERY PLAN `+tc.query, tc.args...)
 		if err != nil {

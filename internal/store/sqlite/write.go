@@ -25,6 +25,7 @@ type stmts struct {
 	insertTask, upsertTask rowStmt
 	upsertWorker           rowStmt
 	insertEvent            rowStmt
+	upsertAttempt          rowStmt
 	upsertKV, deleteKV     *sql.Stmt
 	all                    []*sql.Stmt
 }
@@ -114,6 +115,7 @@ func (s *stmts) prepare(ctx context.Context, db *sql.DB) error {
 	s.upsertTask = rows("tasks", taskColumns, upsertSuffix("tasks", []string{"job", "name"}, taskColumns, nil))
 	s.upsertWorker = rows("workers", workerColumns, upsertSuffix("workers", []string{"name"}, workerColumns, []string{"spec"}))
 	s.insertEvent = rows("events", eventColumns, "")
+	s.upsertAttempt = rows("attempts", attemptColumns, upsertSuffix("attempts", []string{"job", "task", "attempt"}, attemptColumns, nil))
 	s.upsertKV = prep(`INSERT INTO kv (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`)
 	s.deleteKV = prep(`DELETE FROM kv WHERE key = ?`)
 	if err != nil {
@@ -191,6 +193,9 @@ func (s *Store) Commit(ctx context.Context, b store.Batch) error {
 			return err
 		}
 		if err := execRows(ctx, tx, s.stmts.insertEvent, b.Events, eventRow, eventName); err != nil {
+			return err
+		}
+		if err := execRows(ctx, tx, s.stmts.upsertAttempt, b.Attempts, attemptRow, attemptName); err != nil {
 			return err
 		}
 		return s.writeKV(ctx, tx, b.KV)

@@ -60,6 +60,9 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"TokenInvalidWritesNothing", testTokenInvalid},
 		{"RevokeTokenKeepsTheFirstTime", testRevokeToken},
 		{"RowRulesAreTheSharedChecks", testRowRulesAreTheSharedChecks},
+		{"JobsFilterBySubmitter", testJobsFilterBySubmitter},
+		{"AttemptsRoundTripAndFilter", testAttemptsRoundTripAndFilter},
+		{"OutputAppendKeepsTheTail", testOutputAppendKeepsTheTail},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, o) })
 	}

@@ -1,0 +1,122 @@
+package rest
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/allot-sched/allot/internal/api"
+	"github.com/allot-sched/allot/internal/store"
+)
+
+// ?mine=true lists the jobs the caller's token submitted; ?submitter=
+// names a token.
+func TestListMineKeepsTheCallersJobs(t *testing.T) {
+	s := newAuthServer(t, "batch")
+	ann := s.token(t, api.CreateToken{Role: "submitter", Name: "ann", Queues: []string{"*"}, Shares: []string{"*"}})
+	bob := s.token(t, api.CreateToken{Role: "submitter", Name: "bob", Queues: []string{"*"}, Shares: []string{"*"}})
+	for _, sub := range []struct{ secret, id string }{{ann.Secret, "a1"}, {bob.Secret, "b1"}, {ann.Secret, "a2"}, {s.admin, "adm"}} {
+		s.must(t, 201, sub.secret, "POST", "/v1/jobs", fmt.Sprintf(`{"id":%q,"queue":"batch","tasks":[{"name":"t","run":"true"}]}`, sub.id), nil)
+	}
+	for _, tc := range []struct {
+		secret, query string
+		want          string
+	}{
+		{ann.Secret, "?mine=true", "a1 a2"},
+		{bob.Secret, "?mine=true", "b1"},
+		{ann.Secret, "", "a1 b1 a2 adm"},
+		{s.admin, "?submitter=ann", "a1 a2"},
+		{bob.Secret, "?mine=false", "a1 b1 a2 adm"},
+	} {
+		var list api.JobList
+		s.must(t, 200, tc.secret, "GET", "/v1/jobs"+tc.query, "", &list)
+		var ids []string
+		for _, j := range list.Jobs {
+			ids = append(ids, j.ID)
+		}
+		if got := strings.Join(ids, " "); got != tc.want {
+			t.Errorf("GET /v1/jobs%s: %s, want %s", tc.query, got, tc.want)
+		}
+	}
+	if status, eb, _, _ := s.as(t, ann.Secret, "GET", "/v1/jobs?mine=yes", ""); status != 400 || eb.Error.Field != "mine" {
+		t.Errorf("mine=yes: %d %+v", status, eb)
+	}
+}
+
+// GET /v1/usage answers the period asked for; a submitter sees only the
+// shares of its scope and its own row.
+func TestUsageRouteScopesWhatASubmitterSees(t *testing.T) {
+	s := newAuthServer(t, "batch")
+	day := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
+	err := s.st.Commit(t.Context(), store.Batch{Attempts: []store.Attempt{
+		{Job: "a", Task: "t", Attempt: 1, Share: "research", Submitter: "ann", Started: day, Ended: day.Add(time.Hour)},
+		{Job: "b", Task: "t", Attempt: 1, Share: "ops", Submitter: "bob", Started: day, Ended: day.Add(2 * time.Hour)},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ann := s.token(t, api.CreateToken{Role: "submitter", Name: "ann", Queues: []string{"*"}, Shares: []string{"research"}})
+	period := "?since=2026-03-02T00:00:00Z&until=2026-03-03T00:00:00Z"
+	var all, mine api.Usage
+	s.must(t, 200, s.admin, "GET", "/v1/usage"+period, "", &all)
+	s.must(t, 200, ann.Secret, "GET", "/v1/usage"+period, "", &mine)
+	if len(all.Shares) != 2 || all.Total.SlotHours != 3 || len(all.Submitters) != 2 {
+		t.Errorf("admin sees %+v", all)
+	}
+	if len(mine.Shares) != 1 || mine.Shares[0].Name != "research" || mine.Total.SlotHours != 1 ||
+		len(mine.Submitters) != 1 || mine.Submitters[0].Name != "ann" {
+		t.Errorf("ann sees %+v", mine)
+	}
+	for _, q := range []string{"?since=yesterday", "?since=2026-03-03T00:00:00Z&until=2026-03-02T00:00:00Z"} {
+		if status, eb, raw, _ := s.as(t, s.admin, "GET", "/v1/usage"+q, ""); status != 400 || eb.Error.Field == "" {
+			t.Errorf("%s: %d %s, want 400 naming the field", q, status, raw)
+		}
+	}
+}
+
+// Output chunks need the worker's token and the attempt's secret, and
+// reach GET /v1/jobs/{id}/logs, from an offset on.
+func TestOutputChunksNeedTheAttemptsSecretAndAreServedFromAnOffset(t *testing.T) {
+	s := newAuthServer(t, "batch")
+	w := s.token(t, api.CreateToken{Role: "worker", Workers: []string{"w1"}})
+	s.must(t, 200, w.Secret, "POST", "/v1/workers", `{"name":"w1","slots":1,"resources":{"cpu":"1","memory":"1Gi"}}`, nil)
+	s.must(t, 201, s.admin, "POST", "/v1/jobs", `{"id":"j","queue":"batch","tasks":[{"name":"t","run":"true"}]}`, nil)
+	var l api.Lease
+	s.must(t, 200, w.Secret, "POST", "/v1/workers/w1/lease", `{}`, &l)
+	a := l.Assignments[0]
+	send := func(secret string, off int64, data string) (int, []byte) {
+		body, _ := json.Marshal(api.OutputChunks{Chunks: []api.OutputChunk{{Attempt: a.Attempt, Secret: secret, Offset: off, Data: []byte(data)}}})
+		status, _, raw, _ := s.as(t, w.Secret, "POST", "/v1/workers/w1/output", string(body))
+		return status, raw
+	}
+	if status, raw := send("guessed", 0, "forged\n"); status != 403 {
+		t.Errorf("a chunk without the secret: %d %s", status, raw)
+	}
+	for _, c := range []struct {
+		off  int64
+		data string
+	}{{0, "one\n"}, {4, "two\n"}, {0, "one\n"}} {
+		if status, raw := send(a.Secret, c.off, c.data); status != 204 {
+			t.Fatalf("chunk at %d: %d %s", c.off, status, raw)
+		}
+	}
+	var logs api.Logs
+	s.must(t, 200, s.admin, "GET", "/v1/jobs/j/logs", "", &logs)
+	if len(logs.Tasks) != 1 || logs.Tasks[0].Output != "one\ntwo\n" || !logs.Tasks[0].Running || logs.Tasks[0].Total != 8 {
+		t.Errorf("logs %+v", logs)
+	}
+	s.must(t, 200, s.admin, "GET", "/v1/jobs/j/logs?task=t&attempt=1&offset=4", "", &logs)
+	if logs.Tasks[0].Output != "two\n" || logs.Tasks[0].Offset != 4 || logs.Tasks[0].Dropped != 0 {
+		t.Errorf("from offset 4: %+v", logs.Tasks[0])
+	}
+	for _, q := range []string{"?task=nope", "?attempt=2"} {
+		if status, _, raw, _ := s.as(t, s.admin, "GET", "/v1/jobs/j/logs"+q, ""); status != 404 {
+			t.Errorf("%s: %d %s, want 404", q, status, raw)
+		}
+	}
+	if status, eb, _, _ := s.as(t, s.admin, "GET", "/v1/jobs/j/logs?offset=-1", ""); status != 400 || eb.Error.Field != "offset" {
+		t.Errorf("offset=-1: %d %+v", status, eb)
+	}
+}
