@@ -507,7 +507,7 @@ func newLogsCmd(f *clientFlags) *cobra.Command {
 			}
 			return f.print(cmd.OutOrStdout(), logs, func(w io.Writer) error {
 				for _, t := range logs.Tasks {
-					fmt.Fprintf(w, "==> %s (attempt %d) <==\n%s", t.Task, t.Attempt, t.Output)
+					fmt.Fprintf(w, "%s\n%s", logHeader(t), t.Output)
 					if t.Output != "" && !strings.HasSuffix(t.Output, "\n") {
 						fmt.Fprintln(w)
 					}
@@ -516,6 +516,15 @@ func newLogsCmd(f *clientFlags) *cobra.Command {
 			})
 		},
 	}
+}
+
+// logHeader is the line above a task's output in `allot logs`: the task,
+// its attempt and, once the worker reported it, its exit code.
+func logHeader(t api.TaskLog) string {
+	if t.ExitCode != nil {
+		return fmt.Sprintf("==> %s (attempt %d, exit %d) <==", t.Task, t.Attempt, *t.ExitCode)
+	}
+	return fmt.Sprintf("==> %s (attempt %d) <==", t.Task, t.Attempt)
 }
 
 func newEventsCmd(f *clientFlags) *cobra.Command {

@@ -126,6 +126,9 @@ type TaskLog struct {
 	Task    string `json:"task"`
 	Attempt int    `json:"attempt"`
 	Output  string `json:"output"`
+	// ExitCode is how the attempt exited, however it ended (a cancelled
+	// or timed-out attempt too); nil until its worker reported it.
+	ExitCode *int `json:"exitCode,omitempty"`
 }
 
 // Worker is a worker as the API shows it.

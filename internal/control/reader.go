@@ -101,7 +101,7 @@ func (r *StoreReader) Logs(ctx context.Context, id string) (api.Logs, error) {
 	out := api.Logs{Job: id, Tasks: []api.TaskLog{}}
 	for _, t := range tasks {
 		if t.Attempt > 0 {
-			out.Tasks = append(out.Tasks, api.TaskLog{Task: t.Name, Attempt: t.Attempt, Output: t.Output})
+			out.Tasks = append(out.Tasks, api.TaskLog{Task: t.Name, Attempt: t.Attempt, Output: t.Output, ExitCode: t.ExitCode})
 		}
 	}
 	return out, nil
