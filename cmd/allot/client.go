@@ -64,7 +64,11 @@ func (f *clientFlags) client() (*client.Client, error) {
 		}
 		opts = append(opts, client.WithRootCAs(pool))
 	}
-	return client.New(f.server, opts...)
+	c, err := client.New(f.server, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("--server (or ALLOT_SERVER): %w", err)
+	}
+	return c, nil
 }
 
 // print writes v as JSON or YAML, or calls table for the table form.

@@ -304,6 +304,10 @@ func (c *Client) decode(resp *http.Response, r *request, out any) error {
 	defer resp.Body.Close()
 	if out != nil && resp.StatusCode != http.StatusNoContent {
 		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			var syntax *json.SyntaxError
+			if errors.As(err, &syntax) || errors.Is(err, io.EOF) {
+				return fmt.Errorf("%s %s: decoding the answer: %w: %w", r.method, r.path, ErrNotAPI, err)
+			}
 			return fmt.Errorf("%s %s: decoding the answer: %w", r.method, r.path, err)
 		}
 	}
