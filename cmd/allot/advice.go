@@ -35,10 +35,10 @@ func advise(cmd *cobra.Command, err error) error {
 	server := flagValue(cmd, "server")
 	var ue *url.Error
 	switch {
-	case errors.Is(err, syscall.ECONNREFUSED):
+	case errors.As(err, &ue) && errors.Is(err, syscall.ECONNREFUSED):
 		return fmt.Errorf("no Allot server answers at %s (connection refused): start one (allot dev, or allot server), "+
 			"or point --server or ALLOT_SERVER at the one you use", serverOf(err, server))
-	case isNoSuchHost(err):
+	case errors.As(err, &ue) && isNoSuchHost(err):
 		return fmt.Errorf("cannot find the host of %s (%w): check --server or ALLOT_SERVER", serverOf(err, server), err)
 	case client.IsForeign(err):
 		return fmt.Errorf("%s is not an Allot server (%s): check --server or ALLOT_SERVER, which should be the URL "+
