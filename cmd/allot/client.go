@@ -532,18 +532,37 @@ func logHeader(t api.TaskLog) string {
 }
 
 func newEventsCmd(f *clientFlags) *cobra.Command {
-	var follow bool
-	var job string
-	var after int64
+	var (
+		follow bool
+		q      client.EventQuery
+		since  string
+	)
 	cmd := &cobra.Command{
 		Use:   "events",
-		Short: "Print the event log; --follow streams new events as they happen",
-		Args:  cobra.NoArgs,
+		Short: "Print the end of the event log, newest last; --follow streams new events as they happen",
+		Long: `Print the last --limit events of the log (100 by default), oldest first and
+newest last, as tail prints the end of a file; --follow then streams new events
+as they happen. --job keeps one job's events, --since the events of a recent
+period (10m, 2h, 1d) or after a time (RFC 3339), and --after ID reads forward
+from an event (the first --limit events after it).`,
+		Example: `  allot events
+  allot events --job pipeline --since 1h
+  allot events --limit 20 --follow`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := f.client()
 			if err != nil {
 				return err
 			}
+			if q.Limit <= 0 || q.Limit > maxEventPage {
+				return fmt.Errorf("--limit %d: give a number from 1 to %d", q.Limit, maxEventPage)
+			}
+			if since != "" {
+				if q.Since, err = parseSince(since, time.Now()); err != nil {
+					return err
+				}
+			}
+			q.Tail = q.After == 0 // from an event on: forward; else the end
 			w := cmd.OutOrStdout()
 			show := func(e api.Event) error {
 				if f.output == "json" {
@@ -553,25 +572,45 @@ func newEventsCmd(f *clientFlags) *cobra.Command {
 				}
 				return eventLine(w, e)
 			}
-			if follow {
-				return c.FollowEvents(cmd.Context(), after, job, show)
-			}
-			evs, err := c.Events(cmd.Context(), after, job, 1000)
+			evs, err := c.EventLog(cmd.Context(), q)
 			if err != nil {
 				return err
 			}
+			last := q.After
 			for _, e := range evs {
 				if err := show(e); err != nil {
 					return err
 				}
+				last = e.ID
+			}
+			if follow {
+				return c.FollowEvents(cmd.Context(), last, q.Job, show)
 			}
 			return nil
 		},
 	}
-	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep streaming new events")
-	cmd.Flags().StringVar(&job, "job", "", "only events of this job")
-	cmd.Flags().Int64Var(&after, "after", 0, "only events after this id")
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "then keep streaming new events")
+	cmd.Flags().StringVar(&q.Job, "job", "", "only events of this job")
+	cmd.Flags().IntVar(&q.Limit, "limit", 100, fmt.Sprintf("at most this many events: the last ones (at most %d)", maxEventPage))
+	cmd.Flags().StringVar(&since, "since", "", "only events of the last DURATION (10m, 2h, 1d) or since a time (RFC 3339)")
+	cmd.Flags().Int64Var(&q.After, "after", 0, "only events after this id, reading forward from it")
 	return cmd
+}
+
+// maxEventPage is the largest page GET /v1/events answers.
+const maxEventPage = 1000
+
+// parseSince reads --since: a duration back from now (days allowed) or a
+// time in RFC 3339.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	var d daysDuration
+	if err := d.Set(s); err == nil {
+		return now.Add(-time.Duration(d)), nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	return time.Time{}, fmt.Errorf("--since %q: give a duration back from now (10m, 2h, 1d) or a time in RFC 3339 (2026-01-02T15:04:05Z)", s)
 }
 
 func eventLine(w io.Writer, e api.Event) error {

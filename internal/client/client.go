@@ -501,6 +501,32 @@ func eventQuery(after int64, job string) url.Values {
 	return q
 }
 
+// EventQuery selects events of the log: GET /v1/events's parameters.
+type EventQuery struct {
+	After int64     // only events after this ID
+	Job   string    // only events of this job
+	Limit int       // at most this many (0: the server's default)
+	Since time.Time // only events at or after this time
+	Tail  bool      // the last Limit that match rather than the first
+}
+
+// EventLog returns the events q selects, oldest first.
+func (c *Client) EventLog(ctx context.Context, q EventQuery) ([]api.Event, error) {
+	v := eventQuery(q.After, q.Job)
+	if q.Limit > 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	if !q.Since.IsZero() {
+		v.Set("since", q.Since.UTC().Format(time.RFC3339Nano))
+	}
+	if q.Tail {
+		v.Set("tail", "1")
+	}
+	var evs []api.Event
+	err := c.do(ctx, request{method: http.MethodGet, path: "/v1/events", query: v}, &evs)
+	return evs, err
+}
+
 // Events returns the events after the one with ID after, of one job when
 // job is not empty, at most limit of them (0: the server's default).
 func (c *Client) Events(ctx context.Context, after int64, job string, limit int) ([]api.Event, error) {
