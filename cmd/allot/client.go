@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -698,27 +697,7 @@ func newQueuesCmd(f *clientFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return f.print(cmd.OutOrStdout(), qs, func(w io.Writer) error {
-				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-				fmt.Fprintln(tw, "QUEUE\tPRIORITY\tRUNNING\tWAITING\tPOLICY")
-				for _, q := range qs {
-					var pol bytes.Buffer
-					if json.Compact(&pol, q.Policy) != nil {
-						pol.Write(q.Policy)
-					}
-					fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\n", q.Name, q.Priority, q.Running, q.Waiting, pol.String())
-				}
-				if err := tw.Flush(); err != nil {
-					return err
-				}
-				for _, q := range qs {
-					if q.Status != nil {
-						fmt.Fprintf(w, "\n%s:\n", q.Name)
-						printStatus(w, q.Status)
-					}
-				}
-				return nil
-			})
+			return f.print(cmd.OutOrStdout(), qs, func(w io.Writer) error { return queuesTable(w, qs) })
 		},
 	}
 	cmd.AddCommand(&cobra.Command{
@@ -751,37 +730,6 @@ func newQueuesCmd(f *clientFlags) *cobra.Command {
 		},
 	})
 	return cmd
-}
-
-// printStatus prints a policy's report (a list of records, one per group)
-// as a table with one column per field.
-func printStatus(w io.Writer, status any) {
-	raw, _ := json.Marshal(status)
-	var rows []map[string]any
-	if json.Unmarshal(raw, &rows) != nil || len(rows) == 0 {
-		fmt.Fprintf(w, "  %s\n", raw)
-		return
-	}
-	var cols []string
-	for k := range rows[0] {
-		cols = append(cols, k)
-	}
-	sort.Strings(cols)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  "+strings.ToUpper(strings.Join(cols, "\t")))
-	for _, r := range rows {
-		vals := make([]string, len(cols))
-		for i, c := range cols {
-			switch v := r[c].(type) {
-			case float64:
-				vals[i] = strconv.FormatFloat(v, 'g', 4, 64)
-			default:
-				vals[i] = fmt.Sprint(v)
-			}
-		}
-		fmt.Fprintln(tw, "  "+strings.Join(vals, "\t"))
-	}
-	_ = tw.Flush()
 }
 
 // tokenFlag is a --token flag: the flag when given (even empty, which
