@@ -59,8 +59,8 @@ policies, endpoints and workers come from -f when given; otherwise one queue wit
 			if file == "" && swfFile == "" && azure == "" {
 				return fmt.Errorf("give a scenario (-f) or a trace (--trace, --azure)")
 			}
-			if output != "text" && output != "json" {
-				return fmt.Errorf("-o: unknown output %q (known: text, json)", output)
+			if err := checkReportOutput(output); err != nil {
+				return err
 			}
 			in := sim.Input{Start: scenario.DefaultStart}
 			if file != "" {
@@ -145,8 +145,11 @@ policies, endpoints and workers come from -f when given; otherwise one queue wit
 					return err
 				}
 			}
-			if output == "json" {
+			switch output {
+			case "json":
 				return report.WriteJSON(cmd.OutOrStdout(), res)
+			case "yaml":
+				return asYAML(cmd.OutOrStdout(), func(w io.Writer) error { return report.WriteJSON(w, res) })
 			}
 			return report.WriteText(cmd.OutOrStdout(), res)
 		},
@@ -154,7 +157,7 @@ policies, endpoints and workers come from -f when given; otherwise one queue wit
 	f := cmd.Flags()
 	f.StringVarP(&file, "file", "f", "", "scenario file (YAML or JSON)")
 	f.StringVar(&swfFile, "trace", "", "Standard Workload Format trace to replay (.swf or .swf.gz)")
-	f.StringVarP(&output, "output", "o", "text", "output format: text or json")
+	f.StringVarP(&output, "output", "o", "text", "output format: text, json or yaml")
 	f.StringVar(&plot, "plot", "", "write slots per group over time to this SVG file")
 	f.StringVar(&density, "density", "", "write the task/worker density series (tasks submitted and started, active and enabled workers per bucket) to this JSON file")
 	f.StringVar(&densityPlot, "density-plot", "", "draw the task/worker density series to this SVG file")
