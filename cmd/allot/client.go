@@ -137,7 +137,7 @@ func addClientCommands(root *cobra.Command) {
 }
 
 func newSubmitCmd(f *clientFlags) *cobra.Command {
-	var wait bool
+	var wait, strict bool
 	cmd := &cobra.Command{
 		Use:   "submit FILE|DIR",
 		Short: "Submit a job from a YAML or JSON file (- reads standard input), or many at once",
@@ -163,7 +163,7 @@ printed, and the command fails if any was not created.`,
 				if err != nil {
 					return err
 				}
-				return bulkSubmit(cmd, f, c, docs, wait)
+				return bulkSubmit(cmd, f, c, docs, wait, strict)
 			}
 			var body []byte
 			if args[0] == "-" {
@@ -175,15 +175,18 @@ printed, and the command fails if any was not created.`,
 				return err
 			}
 			if docs, err := splitJobFile(args[0], body); err == nil && (len(docs) > 1 || isNDJSON(args[0])) {
-				return bulkSubmit(cmd, f, c, docs, wait)
+				return bulkSubmit(cmd, f, c, docs, wait, strict)
 			}
 			ct := "application/yaml"
 			if strings.EqualFold(filepath.Ext(args[0]), ".json") {
 				ct = "application/json"
 			}
-			job, err := c.SubmitJob(cmd.Context(), body, ct)
+			job, err := c.SubmitJobWith(cmd.Context(), body, ct, client.SubmitOptions{Strict: strict})
 			if err != nil {
 				return err
+			}
+			for _, w := range job.Warnings {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: job %s: %s (allot explain %s; --strict refuses such a job)\n", job.ID, w.Message, job.ID)
 			}
 			if job.State == api.AdmissionDeadLettered {
 				// Stored, but it takes no capacity until its inputs are
@@ -214,11 +217,15 @@ printed, and the command fails if any was not created.`,
 		},
 	}
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the job ends, showing progress; exit non-zero unless it succeeded")
+	cmd.Flags().BoolVar(&strict, "strict", false, "refuse a job that no registered worker can ever run (without it: accepted with a warning)")
 	return cmd
 }
 
 // bulkSubmit is `allot submit` of many jobs; --wait follows one job only.
-func bulkSubmit(cmd *cobra.Command, f *clientFlags, c *client.Client, docs []jobDocument, wait bool) error {
+func bulkSubmit(cmd *cobra.Command, f *clientFlags, c *client.Client, docs []jobDocument, wait, strict bool) error {
+	if strict {
+		return fmt.Errorf("--strict checks one job; %d jobs were given (submit them one by one, or without --strict and read the warnings of allot explain)", len(docs))
+	}
 	if wait {
 		return fmt.Errorf("--wait follows one job; %d jobs were given", len(docs))
 	}

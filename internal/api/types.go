@@ -89,6 +89,11 @@ type Job struct {
 	// Admission is set for a job with an endpoint or a dead-lettered job
 	// (docs/endpoints.md).
 	Admission *Admission `json:"admission,omitempty"`
+	// Warnings, in a submission's answer only, are what the job will
+	// likely meet though it was accepted: tasks no registered worker can
+	// ever run (code unrunnable), as Slurm's "Requested node
+	// configuration is not available".
+	Warnings []Warning `json:"warnings,omitempty"`
 }
 
 // Task is a task as the API shows it.
@@ -120,6 +125,19 @@ type Logs struct {
 	Job   string    `json:"job"`
 	Tasks []TaskLog `json:"tasks"`
 }
+
+// Warning is something an accepted request will likely meet.
+type Warning struct {
+	// Code is stable for scripts: unrunnable.
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	// Tasks names the tasks it is about (the first few, then "N more").
+	Tasks []string `json:"tasks,omitempty"`
+}
+
+// WarningUnrunnable is the code of a warning that no registered worker
+// can ever run some of a job's tasks.
+const WarningUnrunnable = "unrunnable"
 
 // TaskLog is one task's output tail.
 type TaskLog struct {

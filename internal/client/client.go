@@ -350,6 +350,18 @@ func callJSON[T any](ctx context.Context, c *Client, method, path string, in any
 // it (a failover): a duplicate answer to that second sending is the job
 // the first one stored, and is returned as success.
 func (c *Client) SubmitJob(ctx context.Context, body []byte, contentType string) (api.Job, error) {
+	return c.SubmitJobWith(ctx, body, contentType, SubmitOptions{})
+}
+
+// SubmitOptions are the options of a submission.
+type SubmitOptions struct {
+	// Strict asks the server to refuse a job that no registered worker
+	// can ever run, rather than accept it with a warning.
+	Strict bool
+}
+
+// SubmitJobWith is SubmitJob with options.
+func (c *Client) SubmitJobWith(ctx context.Context, body []byte, contentType string, opts SubmitOptions) (api.Job, error) {
 	if contentType == "" {
 		contentType = "application/yaml"
 		if t := bytes.TrimSpace(body); len(t) > 0 && t[0] == '{' {
@@ -358,6 +370,9 @@ func (c *Client) SubmitJob(ctx context.Context, body []byte, contentType string)
 	}
 	body, _, named := WithJobID(body, contentType)
 	r := request{method: http.MethodPost, path: "/v1/jobs", body: body, contentType: contentType, resendable: named}
+	if opts.Strict {
+		r.query = url.Values{"strict": {"1"}}
+	}
 	resp, err := c.send(ctx, &r)
 	if err != nil {
 		if d := duplicateOf(err); d != nil && r.resent {

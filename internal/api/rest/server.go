@@ -371,7 +371,9 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	if !s.allowSubmit(w, r, js) {
 		return
 	}
-	subs, err := s.ctrl.SubmitCheckedBy(r.Context(), principal(r).SubmitterName(), []spec.Job{js})
+	strict := r.URL.Query().Get("strict")
+	opts := control.SubmitOptions{Strict: strict == "1" || strict == "true"}
+	subs, err := s.ctrl.SubmitCheckedWith(r.Context(), principal(r).SubmitterName(), []spec.Job{js}, opts)
 	if err == nil {
 		err = subs[0].Err
 	}
