@@ -16,6 +16,7 @@ import (
 	"github.com/allot-sched/allot/internal/sim"
 	"github.com/allot-sched/allot/internal/sim/report"
 	"github.com/allot-sched/allot/internal/sim/trace"
+	"github.com/allot-sched/allot/internal/spec"
 )
 
 func newSimCmd() *cobra.Command {
@@ -101,7 +102,7 @@ policies, endpoints and workers come from -f when given; otherwise one queue wit
 						n = max(info.MaxProcs, info.MaxNodes, 1)
 					}
 					for i := range n {
-						in.Workers = append(in.Workers, model.Worker{Name: fmt.Sprintf("node-%04d", i), Slots: 1})
+						in.Workers = append(in.Workers, model.Worker{Name: fmt.Sprintf("node-%04d", i), Slots: 1, CostPerHour: spec.DefaultCostPerHour})
 					}
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "trace %s: %d jobs, %d tasks (%d records skipped), %d workers\n",
@@ -194,7 +195,7 @@ func addAzure(cmd *cobra.Command, in *sim.Input, haveScenario bool, path, endpoi
 			n = 64
 		}
 		for i := range n {
-			in.Workers = append(in.Workers, model.Worker{Name: fmt.Sprintf("node-%04d", i), Slots: 1})
+			in.Workers = append(in.Workers, model.Worker{Name: fmt.Sprintf("node-%04d", i), Slots: 1, CostPerHour: spec.DefaultCostPerHour})
 		}
 	}
 	opt.Queue = in.Config.Queues[0].Name
