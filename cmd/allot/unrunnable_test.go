@@ -70,3 +70,32 @@ func TestSubmitWarnsOfAJobNoWorkerCanEverRun(t *testing.T) {
 		t.Errorf("explain: %v\n%s", err, out)
 	}
 }
+
+func TestBulkSubmitLinesCarryTheWarnings(t *testing.T) {
+	cfg := spec.ServerConfig{}
+	cfg.Server.DataDir, cfg.Server.Listen = t.TempDir(), "127.0.0.1:0"
+	srv, err := startServer(t.Context(), cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Register(t.Context(), api.Register{Name: "cpu-1", Resources: spec.Resources{CPU: 4000, Memory: 8192}, Slots: 1}); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "two.yaml")
+	body := "id: a\ntasks: [{name: t, run: 'true'}]\n---\nid: b\ntasks: [{name: train, run: 'true', resources: {gpus: 1}}]\n"
+	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := runCLIErr(t, srv.URL, "submit", file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 || strings.Contains(lines[0], "warning") || !strings.Contains(lines[1], "created b; warning: no registered worker can ever run task(s) train") {
+		t.Errorf("bulk lines:\n%s", out)
+	}
+}
