@@ -65,34 +65,60 @@ func (e *Engine) NeverRunnableSpec(spec model.Job) []NeverRunnable {
 	return c.done()
 }
 
-// neverSets groups tasks by shape into the sets NeverRunnable returns.
+// neverSets groups tasks by shape into the sets NeverRunnable returns. It
+// runs on every submission, so it allocates nothing for a job every task
+// of which can run: a job's tasks mostly share one shape, checked once.
 type neverSets struct {
-	out  []NeverRunnable
-	seen map[*place.Shape]int // shape → index in out, -1 if runnable
+	out   []NeverRunnable
+	more  []int          // tasks past the named ones, per set
+	seen  []shapeVerdict // each shape met, and its set (-1: runnable)
+	buf   [4]shapeVerdict
+	last  *place.Shape
+	lastI int
+}
+
+type shapeVerdict struct {
+	s *place.Shape
+	i int
 }
 
 func (c *neverSets) add(e *Engine, s *place.Shape, task string) {
 	if c.seen == nil {
-		c.seen = map[*place.Shape]int{}
+		c.seen = c.buf[:0]
 	}
-	i, known := c.seen[s]
-	if !known {
-		i = -1
-		if r, never := e.fleet.NoneEver(s); never {
-			i = len(c.out)
-			c.out = append(c.out, NeverRunnable{Needs: s.Needs(), Reason: r})
+	i := c.lastI
+	if s != c.last {
+		i = -2
+		for _, v := range c.seen {
+			if v.s == s {
+				i = v.i
+				break
+			}
 		}
-		c.seen[s] = i
+		if i == -2 {
+			i = -1
+			if r, never := e.fleet.NoneEver(s); never {
+				i = len(c.out)
+				c.out = append(c.out, NeverRunnable{Needs: s.Needs(), Reason: r})
+				c.more = append(c.more, 0)
+			}
+			c.seen = append(c.seen, shapeVerdict{s, i})
+		}
+		c.last, c.lastI = s, i
 	}
-	if i >= 0 {
+	switch {
+	case i < 0:
+	case len(c.out[i].Tasks) < maxExamples:
 		c.out[i].Tasks = append(c.out[i].Tasks, task)
+	default:
+		c.more[i]++
 	}
 }
 
 func (c *neverSets) done() []NeverRunnable {
-	for i := range c.out {
-		if n := len(c.out[i].Tasks); n > maxExamples {
-			c.out[i].Tasks = append(c.out[i].Tasks[:maxExamples], fmt.Sprintf("%d more", n-maxExamples))
+	for i, n := range c.more {
+		if n > 0 {
+			c.out[i].Tasks = append(c.out[i].Tasks, fmt.Sprintf("%d more", n))
 		}
 	}
 	return c.out
