@@ -48,8 +48,8 @@ func advise(cmd *cobra.Command, err error) error {
 			return fmt.Errorf("the server refused the token (%w): check --token or ALLOT_TOKEN; it may be revoked or expired "+
 				"(allot tokens list shows which)", err)
 		}
-		return errors.New("the server needs a token: give one with --token or the environment variable ALLOT_TOKEN " +
-			"(the first admin's is in the server's DATA_DIR/admin.token; allot tokens create makes others)")
+		return errors.New("the server needs a token (unauthorized, HTTP 401): give one with --token or the environment variable " +
+			"ALLOT_TOKEN (the first admin's is in the server's DATA_DIR/admin.token; allot tokens create makes others)")
 	case errors.As(err, &ue) && strings.HasPrefix(ue.Err.Error(), "tls:") || strings.Contains(err.Error(), "http: server gave HTTP response to HTTPS client"):
 		return fmt.Errorf("%w: does the server at %s speak TLS? Use http:// for a server without --tls-cert, https:// (and --ca) for one with it",
 			err, server)

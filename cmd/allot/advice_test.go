@@ -70,7 +70,7 @@ func TestClientErrorsSayWhatToDo(t *testing.T) {
 	cfg.Server.DataDir, cfg.Server.Listen = t.TempDir(), "127.0.0.1:0"
 	srv, _ := serve(t, cfg, serverOptions{auth: true})
 	_, _, err = runCLIErr(t, srv.URL, "list")
-	wantAdvice(t, "no token", err, "needs a token", "--token", "ALLOT_TOKEN", "admin.token")
+	wantAdvice(t, "no token", err, "needs a token", "unauthorized", "--token", "ALLOT_TOKEN", "admin.token")
 	_, _, err = runCLIErr(t, srv.URL, "list", "--token", "wrong")
 	wantAdvice(t, "a wrong token", err, "refused the token", "--token", "ALLOT_TOKEN")
 }
