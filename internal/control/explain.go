@@ -112,6 +112,7 @@ func (c *Controller) replayState(now time.Time) *whatif.Copy {
 		r.Tasks[m.ID] = recs
 		r.Runtimes[m.ID] = lj.runtimes(c.recent[lj.rec.Queue])
 	}
+	r.Held = c.heldCopy()
 	for _, q := range c.engCfg.Queues {
 		if h, ok := c.eng.History(q.Name); ok {
 			r.History[q.Name] = h

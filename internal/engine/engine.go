@@ -87,6 +87,8 @@ type Engine struct {
 	affinity map[*job]*place.Affinity
 	// pend counts the waiting tasks as jobs change (pendcount.go).
 	pend pendingTally
+	// held lists the held jobs (hold.go).
+	held map[*job]struct{}
 }
 
 // New builds an engine from cfg.
@@ -220,6 +222,9 @@ func (e *Engine) Apply(ev Event) error {
 		return err
 	}
 	if handled, err := e.applyAdmission(ev); handled {
+		return err
+	}
+	if handled, err := e.applyHold(ev); handled {
 		return err
 	}
 	return fmt.Errorf("%w event %T", ErrInvalid, ev)
