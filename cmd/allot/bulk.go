@@ -145,7 +145,11 @@ func boolInt(b bool) int {
 func bulkLine(o bulkOutcome) string {
 	where := fmt.Sprintf("%s:%d", o.doc.file, o.doc.line)
 	if o.Status != api.BulkRefused {
-		return fmt.Sprintf("%s: %s %s", where, o.Status, o.ID)
+		line := fmt.Sprintf("%s: %s %s", where, o.Status, o.ID)
+		for _, w := range o.Warnings {
+			line += "; warning: " + w.Message
+		}
+		return line
 	}
 	e := o.Error
 	var msg string

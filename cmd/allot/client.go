@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -73,7 +71,11 @@ func (f *clientFlags) client() (*client.Client, error) {
 		}
 		opts = append(opts, client.WithRootCAs(pool))
 	}
-	return client.New(f.server, opts...)
+	c, err := client.New(f.server, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("--server (or ALLOT_SERVER): %w", err)
+	}
+	return c, nil
 }
 
 // print writes v in the -o form (output.go), or calls table for the table
@@ -125,7 +127,7 @@ func addClientCommands(root *cobra.Command) {
 }
 
 func newSubmitCmd(f *clientFlags) *cobra.Command {
-	var wait bool
+	var wait, strict bool
 	cmd := &cobra.Command{
 		Use:   "submit FILE|DIR",
 		Short: "Submit a job from a YAML or JSON file (- reads standard input), or many at once",
@@ -151,7 +153,7 @@ printed, and the command fails if any was not created.`,
 				if err != nil {
 					return err
 				}
-				return bulkSubmit(cmd, f, c, docs, wait)
+				return bulkSubmit(cmd, f, c, docs, wait, strict)
 			}
 			var body []byte
 			if args[0] == "-" {
@@ -163,15 +165,18 @@ printed, and the command fails if any was not created.`,
 				return err
 			}
 			if docs, err := splitJobFile(args[0], body); err == nil && (len(docs) > 1 || isNDJSON(args[0])) {
-				return bulkSubmit(cmd, f, c, docs, wait)
+				return bulkSubmit(cmd, f, c, docs, wait, strict)
 			}
 			ct := "application/yaml"
 			if strings.EqualFold(filepath.Ext(args[0]), ".json") {
 				ct = "application/json"
 			}
-			job, err := c.SubmitJob(cmd.Context(), body, ct)
+			job, err := c.SubmitJobWith(cmd.Context(), body, ct, client.SubmitOptions{Strict: strict})
 			if err != nil {
 				return err
+			}
+			for _, w := range job.Warnings {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: job %s: %s (allot explain %s; --strict refuses such a job)\n", job.ID, w.Message, job.ID)
 			}
 			if job.State == api.AdmissionDeadLettered {
 				// Stored, but it takes no capacity until its inputs are
@@ -202,11 +207,15 @@ printed, and the command fails if any was not created.`,
 		},
 	}
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the job ends, showing progress; exit non-zero unless it succeeded")
+	cmd.Flags().BoolVar(&strict, "strict", false, "refuse a job that no registered worker can ever run (without it: accepted with a warning)")
 	return cmd
 }
 
 // bulkSubmit is `allot submit` of many jobs; --wait follows one job only.
-func bulkSubmit(cmd *cobra.Command, f *clientFlags, c *client.Client, docs []jobDocument, wait bool) error {
+func bulkSubmit(cmd *cobra.Command, f *clientFlags, c *client.Client, docs []jobDocument, wait, strict bool) error {
+	if strict {
+		return fmt.Errorf("--strict checks one job; %d jobs were given (submit them one by one, or without --strict and read the warnings of allot explain)", len(docs))
+	}
 	if wait {
 		return fmt.Errorf("--wait follows one job; %d jobs were given", len(docs))
 	}
@@ -462,18 +471,37 @@ func newPriorityCmd(f *clientFlags) *cobra.Command {
 }
 
 func newEventsCmd(f *clientFlags) *cobra.Command {
-	var follow bool
-	var job string
-	var after int64
+	var (
+		follow bool
+		q      client.EventQuery
+		since  string
+	)
 	cmd := &cobra.Command{
 		Use:   "events",
-		Short: "Print the event log; --follow streams new events as they happen",
-		Args:  cobra.NoArgs,
+		Short: "Print the end of the event log, newest last; --follow streams new events as they happen",
+		Long: `Print the last --limit events of the log (100 by default), oldest first and
+newest last, as tail prints the end of a file; --follow then streams new events
+as they happen. --job keeps one job's events, --since the events of a recent
+period (10m, 2h, 1d) or after a time (RFC 3339), and --after ID reads forward
+from an event (the first --limit events after it).`,
+		Example: `  allot events
+  allot events --job pipeline --since 1h
+  allot events --limit 20 --follow`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := f.client()
 			if err != nil {
 				return err
 			}
+			if q.Limit <= 0 || q.Limit > maxEventPage {
+				return fmt.Errorf("--limit %d: give a number from 1 to %d", q.Limit, maxEventPage)
+			}
+			if since != "" {
+				if q.Since, err = parseSince(since, time.Now()); err != nil {
+					return err
+				}
+			}
+			q.Tail = q.After == 0 // from an event on: forward; else the end
 			w := cmd.OutOrStdout()
 			show := func(e api.Event) error {
 				if f.output == "json" {
@@ -486,25 +514,45 @@ func newEventsCmd(f *clientFlags) *cobra.Command {
 				}
 				return eventLine(w, e)
 			}
-			if follow {
-				return c.FollowEvents(cmd.Context(), after, job, show)
-			}
-			evs, err := c.Events(cmd.Context(), after, job, 1000)
+			evs, err := c.EventLog(cmd.Context(), q)
 			if err != nil {
 				return err
 			}
+			last := q.After
 			for _, e := range evs {
 				if err := show(e); err != nil {
 					return err
 				}
+				last = e.ID
+			}
+			if follow {
+				return c.FollowEvents(cmd.Context(), last, q.Job, show)
 			}
 			return nil
 		},
 	}
-	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep streaming new events")
-	cmd.Flags().StringVar(&job, "job", "", "only events of this job")
-	cmd.Flags().Int64Var(&after, "after", 0, "only events after this id")
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "then keep streaming new events")
+	cmd.Flags().StringVar(&q.Job, "job", "", "only events of this job")
+	cmd.Flags().IntVar(&q.Limit, "limit", 100, fmt.Sprintf("at most this many events: the last ones (at most %d)", maxEventPage))
+	cmd.Flags().StringVar(&since, "since", "", "only events of the last DURATION (10m, 2h, 1d) or since a time (RFC 3339)")
+	cmd.Flags().Int64Var(&q.After, "after", 0, "only events after this id, reading forward from it")
 	return cmd
+}
+
+// maxEventPage is the largest page GET /v1/events answers.
+const maxEventPage = 1000
+
+// parseSince reads --since: a duration back from now (days allowed) or a
+// time in RFC 3339.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	var d daysDuration
+	if err := d.Set(s); err == nil {
+		return now.Add(-time.Duration(d)), nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	return time.Time{}, fmt.Errorf("--since %q: give a duration back from now (10m, 2h, 1d) or a time in RFC 3339 (2026-01-02T15:04:05Z)", s)
 }
 
 func eventLine(w io.Writer, e api.Event) error {
@@ -584,27 +632,7 @@ func newQueuesCmd(f *clientFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return f.print(cmd.OutOrStdout(), qs, func(w io.Writer) error {
-				tw := f.tabWriter(w)
-				fmt.Fprintln(tw, "QUEUE\tPRIORITY\tRUNNING\tWAITING\tPOLICY")
-				for _, q := range qs {
-					var pol bytes.Buffer
-					if json.Compact(&pol, q.Policy) != nil {
-						pol.Write(q.Policy)
-					}
-					fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\n", q.Name, q.Priority, q.Running, q.Waiting, pol.String())
-				}
-				if err := tw.Flush(); err != nil {
-					return err
-				}
-				for _, q := range qs {
-					if q.Status != nil {
-						fmt.Fprintf(w, "\n%s:\n", q.Name)
-						printStatus(w, q.Status)
-					}
-				}
-				return nil
-			})
+			return f.print(cmd.OutOrStdout(), qs, func(w io.Writer) error { return queuesTable(w, qs) })
 		},
 	}
 	cmd.AddCommand(&cobra.Command{
@@ -637,37 +665,6 @@ func newQueuesCmd(f *clientFlags) *cobra.Command {
 		},
 	})
 	return cmd
-}
-
-// printStatus prints a policy's report (a list of records, one per group)
-// as a table with one column per field.
-func printStatus(w io.Writer, status any) {
-	raw, _ := json.Marshal(status)
-	var rows []map[string]any
-	if json.Unmarshal(raw, &rows) != nil || len(rows) == 0 {
-		fmt.Fprintf(w, "  %s\n", raw)
-		return
-	}
-	var cols []string
-	for k := range rows[0] {
-		cols = append(cols, k)
-	}
-	sort.Strings(cols)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  "+strings.ToUpper(strings.Join(cols, "\t")))
-	for _, r := range rows {
-		vals := make([]string, len(cols))
-		for i, c := range cols {
-			switch v := r[c].(type) {
-			case float64:
-				vals[i] = strconv.FormatFloat(v, 'g', 4, 64)
-			default:
-				vals[i] = fmt.Sprint(v)
-			}
-		}
-		fmt.Fprintln(tw, "  "+strings.Join(vals, "\t"))
-	}
-	_ = tw.Flush()
 }
 
 // tokenFlag is a --token flag: the flag when given (even empty, which

@@ -97,7 +97,11 @@ func writeExplanation(w io.Writer, x api.Explanation) error {
 		case c.Ready+c.Blocked == 0:
 			p.line("no task waits: nothing to estimate")
 		case e.Known:
-			p.line("estimated start: in %s (%s) — task %s on worker %s", e.Wait().Round(time.Second), e.Start.Format(time.RFC3339), e.Task, e.Worker)
+			sure := ""
+			if e.Confidence != "" {
+				sure = ", confidence " + e.Confidence
+			}
+			p.line("estimated start: in %s (%s) — task %s on worker %s%s", e.Wait().Round(time.Second), e.Start.Format(time.RFC3339), e.Task, e.Worker, sure)
 		default:
 			p.line("estimated start: unknown (see the estimate section)")
 		}

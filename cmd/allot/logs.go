@@ -76,6 +76,7 @@ worker sends it (about every second), and returns when the attempt ends.`,
 }
 
 // logHeader is the line before a task's output: the task, the attempt,
+// its exit code once the worker reported it (however the attempt ended),
 // and how much of the output was dropped over the server's limit.
 func logHeader(t api.TaskLog) string {
 	var extra []string
@@ -86,6 +87,9 @@ func logHeader(t api.TaskLog) string {
 		extra = append(extra, "running")
 	}
 	h := fmt.Sprintf("==> %s (attempt %d", t.Task, t.Attempt)
+	if t.ExitCode != nil {
+		h += fmt.Sprintf(", exit %d", *t.ExitCode)
+	}
 	if len(extra) > 0 {
 		h += "; " + strings.Join(extra, "; ")
 	}

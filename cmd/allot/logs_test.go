@@ -177,7 +177,7 @@ func TestLogsOverTheLimitKeepTheTail(t *testing.T) {
 		t.Fatal(err)
 	}
 	header, _, _ := strings.Cut(out, "\n")
-	if header != "==> t (attempt 1; first 1.9Mi of 2.9Mi dropped: over the server's output limit (server.maxOutput)) <==" {
+	if header != "==> t (attempt 1, exit 0; first 1.9Mi of 2.9Mi dropped: over the server's output limit (server.maxOutput)) <==" {
 		t.Errorf("header %q", header)
 	}
 }
@@ -368,8 +368,8 @@ func TestLogsKeepEachAttempt(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"logs", "retry"}, "==> t (attempt 2) <==\nattempt two\n"},
-		{[]string{"logs", "retry", "t", "--attempt", "1"}, "==> t (attempt 1) <==\nattempt one failed\n"},
+		{[]string{"logs", "retry"}, "==> t (attempt 2, exit 0) <==\nattempt two\n"},
+		{[]string{"logs", "retry", "t", "--attempt", "1"}, "==> t (attempt 1, exit 3) <==\nattempt one failed\n"},
 		{[]string{"logs", "retry", "--task", "t", "--attempt", "1", "--no-headers"}, "attempt one failed\n"},
 	} {
 		if out, err := runCLI(t, f.url, tc.args...); err != nil || out != tc.want {
@@ -382,5 +382,19 @@ func TestLogsKeepEachAttempt(t *testing.T) {
 	out, err := runCLI(t, f.url, "get", "retry", "-o", "wide")
 	if err != nil || strings.Count(out, "\nt ") != 3 { // the task's row and its two attempts
 		t.Errorf("get -o wide: %v\n%s", err, out)
+	}
+}
+func TestLogHeaderShowsTheExitCodeOnceReported(t *testing.T) {
+	exit := 143
+	for _, tc := range []struct {
+		log  api.TaskLog
+		want string
+	}{
+		{api.TaskLog{Task: "s", Attempt: 1}, "==> s (attempt 1) <=="},
+		{api.TaskLog{Task: "s", Attempt: 2, ExitCode: &exit}, "==> s (attempt 2, exit 143) <=="},
+	} {
+		if got := logHeader(tc.log); got != tc.want {
+			t.Errorf("logHeader(%+v) = %q, want %q", tc.log, got, tc.want)
+		}
 	}
 }

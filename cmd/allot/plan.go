@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/allot-sched/allot/internal/engine"
 	"github.com/allot-sched/allot/internal/scenario"
@@ -26,8 +28,8 @@ reason for every task still pending, and a summary per group.`,
   allot plan -f examples/fifo.yaml -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if output != "table" && output != "json" {
-				return fmt.Errorf("-o: unknown output %q (known: table, json)", output)
+			if err := checkReportOutput(output); err != nil {
+				return err
 			}
 			s, err := scenario.Load(file)
 			if err != nil {
@@ -38,16 +40,48 @@ reason for every task still pending, and a summary per group.`,
 				return err
 			}
 			d := e.Cycle(s.Start)
-			if output == "json" {
+			switch output {
+			case "json":
 				return writeJSON(cmd.OutOrStdout(), d)
+			case "yaml":
+				return asYAML(cmd.OutOrStdout(), func(w io.Writer) error { return writeJSON(w, d) })
 			}
 			return writePlanTable(cmd.OutOrStdout(), d)
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "scenario file (YAML or JSON)")
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, json or yaml")
 	_ = cmd.MarkFlagRequired("file")
 	return cmd
+}
+
+// checkReportOutput refuses an -o that plan and sim cannot print; "table"
+// and "text" are the same, the human form.
+func checkReportOutput(output string) error {
+	switch output {
+	case "table", "text", "json", "yaml":
+		return nil
+	}
+	return fmt.Errorf("-o: unknown output %q (known: table, json, yaml)", output)
+}
+
+// asYAML writes as YAML what writeJSON writes as JSON, so that the keys
+// and values of -o yaml are those of -o json.
+func asYAML(w io.Writer, writeJSON func(io.Writer) error) error {
+	var b bytes.Buffer
+	if err := writeJSON(&b); err != nil {
+		return err
+	}
+	var generic any
+	if err := yaml.Unmarshal(b.Bytes(), &generic); err != nil {
+		return err
+	}
+	out, err := yaml.Marshal(generic)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(out)
+	return err
 }
 
 func writeJSON(w io.Writer, v any) error {

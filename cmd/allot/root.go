@@ -24,5 +24,6 @@ which worker, and which running task must make room.
 	addClientCommands(root)
 	root.AddCommand(newExplainCmd())
 	addEndpointCommands(root)
+	adviseAll(root)
 	return root
 }

@@ -340,7 +340,11 @@ func startServerWith(ctx context.Context, cfg spec.ServerConfig, log *slog.Logge
 	tcp, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
 		closeStore()
-		return nil, err
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return nil, fmt.Errorf("cannot listen on %s: the address is in use (another allot server or allot dev?): "+
+				"stop it, or listen elsewhere with --listen (server.listen in the configuration)", cfg.Server.Listen)
+		}
+		return nil, fmt.Errorf("cannot listen on %s (--listen, server.listen in the configuration): %w", cfg.Server.Listen, err)
 	}
 	// The limits sit under TLS: they count and refuse TCP connections,
 	// and write their refusals through TLS themselves.

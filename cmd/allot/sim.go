@@ -16,6 +16,7 @@ import (
 	"github.com/allot-sched/allot/internal/sim"
 	"github.com/allot-sched/allot/internal/sim/report"
 	"github.com/allot-sched/allot/internal/sim/trace"
+	"github.com/allot-sched/allot/internal/spec"
 )
 
 func newSimCmd() *cobra.Command {
@@ -59,8 +60,8 @@ policies, endpoints and workers come from -f when given; otherwise one queue wit
 			if file == "" && swfFile == "" && azure == "" {
 				return fmt.Errorf("give a scenario (-f) or a trace (--trace, --azure)")
 			}
-			if output != "text" && output != "json" {
-				return fmt.Errorf("-o: unknown output %q (known: text, json)", output)
+			if err := checkReportOutput(output); err != nil {
+				return err
 			}
 			in := sim.Input{Start: scenario.DefaultStart}
 			if file != "" {
@@ -101,7 +102,7 @@ policies, endpoints and workers come from -f when given; otherwise one queue wit
 						n = max(info.MaxProcs, info.MaxNodes, 1)
 					}
 					for i := range n {
-						in.Workers = append(in.Workers, model.Worker{Name: fmt.Sprintf("node-%04d", i), Slots: 1})
+						in.Workers = append(in.Workers, model.Worker{Name: fmt.Sprintf("node-%04d", i), Slots: 1, CostPerHour: spec.DefaultCostPerHour})
 					}
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "trace %s: %d jobs, %d tasks (%d records skipped), %d workers\n",
@@ -145,8 +146,11 @@ policies, endpoints and workers come from -f when given; otherwise one queue wit
 					return err
 				}
 			}
-			if output == "json" {
+			switch output {
+			case "json":
 				return report.WriteJSON(cmd.OutOrStdout(), res)
+			case "yaml":
+				return asYAML(cmd.OutOrStdout(), func(w io.Writer) error { return report.WriteJSON(w, res) })
 			}
 			return report.WriteText(cmd.OutOrStdout(), res)
 		},
@@ -154,7 +158,7 @@ policies, endpoints and workers come from -f when given; otherwise one queue wit
 	f := cmd.Flags()
 	f.StringVarP(&file, "file", "f", "", "scenario file (YAML or JSON)")
 	f.StringVar(&swfFile, "trace", "", "Standard Workload Format trace to replay (.swf or .swf.gz)")
-	f.StringVarP(&output, "output", "o", "text", "output format: text or json")
+	f.StringVarP(&output, "output", "o", "text", "output format: text, json or yaml")
 	f.StringVar(&plot, "plot", "", "write slots per group over time to this SVG file")
 	f.StringVar(&density, "density", "", "write the task/worker density series (tasks submitted and started, active and enabled workers per bucket) to this JSON file")
 	f.StringVar(&densityPlot, "density-plot", "", "draw the task/worker density series to this SVG file")
@@ -191,7 +195,7 @@ func addAzure(cmd *cobra.Command, in *sim.Input, haveScenario bool, path, endpoi
 			n = 64
 		}
 		for i := range n {
-			in.Workers = append(in.Workers, model.Worker{Name: fmt.Sprintf("node-%04d", i), Slots: 1})
+			in.Workers = append(in.Workers, model.Worker{Name: fmt.Sprintf("node-%04d", i), Slots: 1, CostPerHour: spec.DefaultCostPerHour})
 		}
 	}
 	opt.Queue = in.Config.Queues[0].Name

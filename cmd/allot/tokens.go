@@ -55,7 +55,7 @@ when the token is created.`,
 func newTokensCreateCmd(f *clientFlags) *cobra.Command {
 	var (
 		req     api.CreateToken
-		expires time.Duration
+		expires daysDuration
 		quiet   bool
 	)
 	cmd := &cobra.Command{
@@ -80,9 +80,6 @@ prefixes ending in '*'; '*' alone allows any).`,
 			if req.Role == "" {
 				return fmt.Errorf("--role: required (admin, submitter or worker)")
 			}
-			if expires < 0 {
-				return fmt.Errorf("--expires %s: must not be negative", expires)
-			}
 			req.ExpiresIn = spec.Duration(expires)
 			c, err := f.client()
 			if err != nil {
@@ -90,7 +87,7 @@ prefixes ending in '*'; '*' alone allows any).`,
 			}
 			t, err := c.CreateToken(cmd.Context(), req)
 			if err != nil {
-				return err
+				return withTokenFlags(err)
 			}
 			if quiet {
 				_, err := fmt.Fprintln(cmd.OutOrStdout(), t.Secret)
@@ -113,7 +110,7 @@ prefixes ending in '*'; '*' alone allows any).`,
 	fl.StringSliceVar(&req.Requestors, "requestor", nil, "submitter: a requestor its jobs may name, or a prefix ending in '*' (repeatable; default: only the token's --name)")
 	fl.StringSliceVar(&req.SLAGroups, "sla-group", nil, "submitter: an SLA group its jobs may name, or a prefix ending in '*' (repeatable; default: none)")
 	fl.StringSliceVar(&req.Users, "user", nil, "submitter: a Unix user its jobs may run as, or a prefix ending in '*' (repeatable; default: none)")
-	fl.DurationVar(&expires, "expires", 0, "the token expires this long after now, e.g. 720h (default: never)")
+	fl.Var(&expires, "expires", "the token expires this long after now, e.g. 30d, 1d12h or 720h (default: never)")
 	fl.BoolVarP(&quiet, "quiet", "q", false, "print only the secret")
 	return cmd
 }

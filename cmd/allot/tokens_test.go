@@ -40,12 +40,12 @@ func TestTokenLimitsFromTheCommandLineBindSubmitAndPriority(t *testing.T) {
 		t.Errorf("tokens create without limits says:\n%s\nwant the default maxPriority=0 shown", plainOut)
 	}
 	if _, err := cli(admin, "tokens", "create", "--role", "worker", "--worker", "w", "--user", "build"); err == nil ||
-		!strings.Contains(err.Error(), "users") {
-		t.Errorf("a worker token with --user: %v, want an error naming users", err)
+		!strings.Contains(err.Error(), "--user") {
+		t.Errorf("a worker token with --user: %v, want an error naming --user", err)
 	}
 	if _, err := cli(admin, "tokens", "create", "--role", "submitter", "--queue", "*", "--share", "*", "--max-priority", "-1"); err == nil ||
-		!strings.Contains(err.Error(), "maxPriority") {
-		t.Errorf("--max-priority -1: %v, want an error naming maxPriority", err)
+		!strings.Contains(err.Error(), "--max-priority") {
+		t.Errorf("--max-priority -1: %v, want an error naming --max-priority", err)
 	}
 	list, err := cli(admin, "tokens", "list")
 	if err != nil {

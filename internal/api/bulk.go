@@ -34,4 +34,7 @@ type BulkResult struct {
 	// Error is why the job was refused: the error POST /v1/jobs would
 	// have answered for it alone (its line counted in the whole body).
 	Error *Error `json:"error,omitempty"`
+	// Warnings are those of a created job, as POST /v1/jobs answers them
+	// (Job.Warnings).
+	Warnings []Warning `json:"warnings,omitempty"`
 }

@@ -296,6 +296,12 @@ type Estimate struct {
 	Ends           int     `json:"ends"`
 	HorizonSeconds float64 `json:"horizonSeconds"`
 	Note           string  `json:"note"`
+	// Confidence says how sure a known start is: high (every attempt end
+	// it waits for is estimated from runs of the same stage or a declared
+	// duration), medium (from the queue's recent runtimes, the longest of
+	// the attempt's peers, or a timeout) or low (an attempt has run past
+	// everything known of it). Note says why.
+	Confidence string `json:"confidence,omitempty"`
 }
 
 // Figure is one named number a policy shows about a group in an

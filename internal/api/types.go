@@ -92,6 +92,11 @@ type Job struct {
 	// HeldBy names who holds the job (allot hold): it starts no task until
 	// released. Empty when it is not held.
 	HeldBy string `json:"heldBy,omitempty"`
+	// Warnings, in a submission's answer only, are what the job will
+	// likely meet though it was accepted: tasks no registered worker can
+	// ever run (code unrunnable), as Slurm's "Requested node
+	// configuration is not available".
+	Warnings []Warning `json:"warnings,omitempty"`
 }
 
 // Task is a task as the API shows it.
@@ -132,6 +137,19 @@ type Logs struct {
 	Tasks []TaskLog `json:"tasks"`
 }
 
+// Warning is something an accepted request will likely meet.
+type Warning struct {
+	// Code is stable for scripts: unrunnable.
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	// Tasks names the tasks it is about (the first few, then "N more").
+	Tasks []string `json:"tasks,omitempty"`
+}
+
+// WarningUnrunnable is the code of a warning that no registered worker
+// can ever run some of a job's tasks.
+const WarningUnrunnable = "unrunnable"
+
 // TaskLog is one attempt's output, as much of it as is kept: the server
 // keeps up to a limit per attempt (server.maxOutput, 8 MiB by default) and
 // drops the oldest output beyond it.
@@ -148,6 +166,9 @@ type TaskLog struct {
 	Dropped int64 `json:"dropped,omitempty"`
 	// Running is set while the attempt runs: more output may come.
 	Running bool `json:"running,omitempty"`
+	// ExitCode is how the attempt exited, however it ended (a cancelled
+	// or timed-out attempt too); nil until its worker reported it.
+	ExitCode *int `json:"exitCode,omitempty"`
 }
 
 // LogQuery selects the output GET /v1/jobs/{id}/logs returns: one task

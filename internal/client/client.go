@@ -304,6 +304,10 @@ func (c *Client) decode(resp *http.Response, r *request, out any) error {
 	defer resp.Body.Close()
 	if out != nil && resp.StatusCode != http.StatusNoContent {
 		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			var syntax *json.SyntaxError
+			if errors.As(err, &syntax) || errors.Is(err, io.EOF) {
+				return fmt.Errorf("%s %s: decoding the answer: %w: %w", r.method, r.path, ErrNotAPI, err)
+			}
 			return fmt.Errorf("%s %s: decoding the answer: %w", r.method, r.path, err)
 		}
 	}
@@ -346,6 +350,18 @@ func callJSON[T any](ctx context.Context, c *Client, method, path string, in any
 // it (a failover): a duplicate answer to that second sending is the job
 // the first one stored, and is returned as success.
 func (c *Client) SubmitJob(ctx context.Context, body []byte, contentType string) (api.Job, error) {
+	return c.SubmitJobWith(ctx, body, contentType, SubmitOptions{})
+}
+
+// SubmitOptions are the options of a submission.
+type SubmitOptions struct {
+	// Strict asks the server to refuse a job that no registered worker
+	// can ever run, rather than accept it with a warning.
+	Strict bool
+}
+
+// SubmitJobWith is SubmitJob with options.
+func (c *Client) SubmitJobWith(ctx context.Context, body []byte, contentType string, opts SubmitOptions) (api.Job, error) {
 	if contentType == "" {
 		contentType = "application/yaml"
 		if t := bytes.TrimSpace(body); len(t) > 0 && t[0] == '{' {
@@ -354,6 +370,9 @@ func (c *Client) SubmitJob(ctx context.Context, body []byte, contentType string)
 	}
 	body, _, named := WithJobID(body, contentType)
 	r := request{method: http.MethodPost, path: "/v1/jobs", body: body, contentType: contentType, resendable: named}
+	if opts.Strict {
+		r.query = url.Values{"strict": {"1"}}
+	}
 	resp, err := c.send(ctx, &r)
 	if err != nil {
 		if d := duplicateOf(err); d != nil && r.resent {
@@ -531,6 +550,32 @@ func eventQuery(after int64, job string) url.Values {
 		q.Set("job", job)
 	}
 	return q
+}
+
+// EventQuery selects events of the log: GET /v1/events's parameters.
+type EventQuery struct {
+	After int64     // only events after this ID
+	Job   string    // only events of this job
+	Limit int       // at most this many (0: the server's default)
+	Since time.Time // only events at or after this time
+	Tail  bool      // the last Limit that match rather than the first
+}
+
+// EventLog returns the events q selects, oldest first.
+func (c *Client) EventLog(ctx context.Context, q EventQuery) ([]api.Event, error) {
+	v := eventQuery(q.After, q.Job)
+	if q.Limit > 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	if !q.Since.IsZero() {
+		v.Set("since", q.Since.UTC().Format(time.RFC3339Nano))
+	}
+	if q.Tail {
+		v.Set("tail", "1")
+	}
+	var evs []api.Event
+	err := c.do(ctx, request{method: http.MethodGet, path: "/v1/events", query: v}, &evs)
+	return evs, err
 }
 
 // Events returns the events after the one with ID after, of one job when

@@ -29,6 +29,26 @@ type Error struct {
 	// Location is where a redirect answer (3xx) points; the client does
 	// not follow it (docs/security.md).
 	Location string
+	// Foreign is set when the body is not an error of the Allot API (a
+	// web server's page, a proxy's): the URL may not reach an Allot server
+	// at all. Code is then derived from Status.
+	Foreign bool
+}
+
+// ErrNotAPI is wrapped by the error of a successful answer whose body is
+// not the API's JSON: the URL reaches some other HTTP server.
+var ErrNotAPI = errors.New("the answer is not JSON of the Allot API")
+
+// IsForeign reports whether err is an answer that did not come from the
+// Allot API: an error page that is not an API error, or a success whose
+// body is not JSON. A gateway's or proxy's "try later" (5xx, 408, 429) is
+// not counted: an Allot server may well stand behind it.
+func IsForeign(err error) bool {
+	if errors.Is(err, ErrNotAPI) {
+		return true
+	}
+	var e *Error
+	return errors.As(err, &e) && e.Foreign && !Retryable(err)
 }
 
 func (e *Error) Error() string {
@@ -72,7 +92,7 @@ func decodeError(status int, body []byte) *Error {
 		e.apiError = eb.Error
 		return e
 	}
-	e.Code = codeForStatus(status)
+	e.Code, e.Foreign = codeForStatus(status), true
 	e.Message = strings.TrimSpace(string(body))
 	if len(e.Message) > 200 {
 		e.Message = e.Message[:200] + "…"

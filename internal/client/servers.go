@@ -51,6 +51,11 @@ func parseServers(list string) ([]string, error) {
 		if raw == "" {
 			continue
 		}
+		if !strings.Contains(raw, "://") {
+			// "127.0.0.1:7070" or "localhost:7070": url.Parse reads the
+			// first as an error and the second as scheme "localhost".
+			return nil, fmt.Errorf("server URL %q has no scheme: write %q (or https:// for a TLS server)", raw, "http://"+raw)
+		}
 		u, err := url.Parse(raw)
 		if err != nil {
 			return nil, fmt.Errorf("server URL %q: %w", raw, err)

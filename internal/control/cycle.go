@@ -42,7 +42,8 @@ func (c *Controller) record(t *txn, d *engine.Decisions) (again bool) {
 			Attempt: api.Attempt{Job: s.Job, Task: s.Task, Attempt: rec.Attempt},
 			Reason:  s.Reason, Grace: spec.Duration(c.cfg.StopGrace)})
 		if s.Reason.Code == model.ReasonCancelled {
-			continue // the matching Ended entry records the state
+			c.awaitStopped(s.Worker, rec) // its report brings its output (stopped.go)
+			continue                      // the matching Ended entry records the state
 		}
 		rec.State, rec.Reason, rec.Message = string(model.TaskReady), s.Reason.Code, s.Reason.Message
 		rec.Ended = t.now

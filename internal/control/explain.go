@@ -69,7 +69,7 @@ type explainRound struct {
 // and simulates it off the loop). It runs on the loop.
 func (c *Controller) replayState(now time.Time) *whatif.Copy {
 	r := &whatif.Copy{Now: now, Config: c.engCfg, Endpoints: c.eng.Endpoints(), Throttling: c.eng.Throttling(),
-		Tasks: map[string][]whatif.Task{}, History: map[string]policy.History{}, Runtimes: map[string]map[string]time.Duration{}}
+		Tasks: map[string][]whatif.Task{}, History: map[string]policy.History{}, Runtimes: map[string]map[string]engine.RuntimeEstimate{}}
 	r.Config.Queues = slices.Clone(c.engCfg.Queues)
 	r.Config.LazyPending = true
 	for _, ws := range c.eng.Workers() {
@@ -110,8 +110,7 @@ func (c *Controller) replayState(now time.Time) *whatif.Copy {
 			}
 		}
 		r.Tasks[m.ID] = recs
-		queueMedian, _ := c.recent[lj.rec.Queue].Median()
-		r.Runtimes[m.ID] = lj.runtimes(queueMedian)
+		r.Runtimes[m.ID] = lj.runtimes(c.recent[lj.rec.Queue])
 	}
 	r.Held = c.heldCopy()
 	for _, q := range c.engCfg.Queues {
@@ -124,6 +123,6 @@ func (c *Controller) replayState(now time.Time) *whatif.Copy {
 
 // runtimes estimates how long an attempt of each of the job's unfinished
 // tasks runs (whatif.Runtimes).
-func (lj *liveJob) runtimes(queueMedian time.Duration) map[string]time.Duration {
-	return whatif.Runtimes(lj.tasks, lj.entry, queueMedian)
+func (lj *liveJob) runtimes(queue *whatif.Window) map[string]engine.RuntimeEstimate {
+	return whatif.Runtimes(lj.tasks, lj.entry, queue)
 }

@@ -50,13 +50,20 @@ func TestExplainRuntimesComeFromObservedRunsThenTheQueueThenTimeouts(t *testing.
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := lj.runtimes(tc.queueMedian)
+			var queue *whatif.Window
+			if tc.queueMedian > 0 {
+				queue = &whatif.Window{}
+				for range whatif.MinSamples {
+					queue.Add(tc.queueMedian)
+				}
+			}
+			got := lj.runtimes(queue)
 			if len(got) != len(tc.want) {
 				t.Errorf("runtimes = %v, want %v", got, tc.want)
 			}
 			for k, v := range tc.want {
-				if got[k] != v {
-					t.Errorf("runtime of %s = %v, want %v", k, got[k], v)
+				if got[k].Typical != v {
+					t.Errorf("runtime of %s = %v, want %v", k, got[k].Typical, v)
 				}
 			}
 		})

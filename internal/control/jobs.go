@@ -76,7 +76,7 @@ type Submission struct {
 // loop stopped, the store refuses writes, ctx ended): then no answer is
 // known, as for SubmitBy.
 func (c *Controller) SubmitManyBy(ctx context.Context, submitter string, specs []spec.Job) ([]Submission, error) {
-	return c.submitMany(ctx, submitter, specs, false)
+	return c.submitMany(ctx, submitter, specs, false, SubmitOptions{})
 }
 
 // SubmitCheckedBy is SubmitManyBy for specs that have each just passed
@@ -86,10 +86,22 @@ func (c *Controller) SubmitManyBy(ctx context.Context, submitter string, specs [
 // server. The configuration may change between the check and the loop's
 // round either way: SubmitManyBy's own check runs outside the loop too.
 func (c *Controller) SubmitCheckedBy(ctx context.Context, submitter string, specs []spec.Job) ([]Submission, error) {
-	return c.submitMany(ctx, submitter, specs, true)
+	return c.submitMany(ctx, submitter, specs, true, SubmitOptions{})
 }
 
-func (c *Controller) submitMany(ctx context.Context, submitter string, specs []spec.Job, checked bool) ([]Submission, error) {
+// SubmitOptions are how a submission treats what the job will likely meet.
+type SubmitOptions struct {
+	// Strict refuses a job whose tasks no registered worker can ever run
+	// (ErrUnrunnable), rather than accepting it with a warning.
+	Strict bool
+}
+
+// SubmitCheckedWith is SubmitCheckedBy with options.
+func (c *Controller) SubmitCheckedWith(ctx context.Context, submitter string, specs []spec.Job, opts SubmitOptions) ([]Submission, error) {
+	return c.submitMany(ctx, submitter, specs, true, opts)
+}
+
+func (c *Controller) submitMany(ctx context.Context, submitter string, specs []spec.Job, checked bool, opts SubmitOptions) ([]Submission, error) {
 	specs = slices.Clone(specs) // IDs are filled in below
 	refused := make([]error, len(specs))
 	why := make([]string, len(specs))
@@ -139,7 +151,7 @@ func (c *Controller) submitMany(ctx context.Context, submitter string, specs []s
 				out[i].Err = refused[i]
 				continue
 			}
-			v, err := c.submit(ctx, t, js, submitter, why[i], generated[i], seen)
+			v, err := c.submitWith(ctx, t, js, submitter, why[i], generated[i], seen, opts)
 			if err != nil {
 				out[i].Err = err
 				continue
@@ -272,6 +284,11 @@ func (c *Controller) defaultQueue() string {
 // submit applies a checked job whose ID SubmitManyBy found free in the
 // store in epoch seen; a generated ID that turns out taken is replaced.
 func (c *Controller) submit(ctx context.Context, t *txn, js spec.Job, submitter, inaccessible string, generated bool, seen uint64) (any, error) {
+	return c.submitWith(ctx, t, js, submitter, inaccessible, generated, seen, SubmitOptions{})
+}
+
+// submitWith is submit with options (a strict submission).
+func (c *Controller) submitWith(ctx context.Context, t *txn, js spec.Job, submitter, inaccessible string, generated bool, seen uint64, opts SubmitOptions) (any, error) {
 	js = c.withQueue(js)
 	err := c.idFree(ctx, js.ID, true, seen)
 	for generated && errors.As(err, new(*IDTakenError)) {
@@ -288,6 +305,10 @@ func (c *Controller) submit(ctx context.Context, t *txn, js spec.Job, submitter,
 	lj.rec.Submitter = submitter
 	if inaccessible != "" {
 		return c.deadLetterNew(t, lj, inaccessible)
+	}
+	never := c.eng.NeverRunnableSpec(lj.model) // unrunnable.go
+	if opts.Strict && len(never) > 0 {
+		return nil, unrunnableError(never)
 	}
 	if err := c.eng.Apply(engine.SubmitJob{Job: lj.model}); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
@@ -308,7 +329,9 @@ func (c *Controller) submit(ctx context.Context, t *txn, js spec.Job, submitter,
 		data["submitter"] = submitter
 	}
 	t.event(EventJobSubmitted, js.ID, "", "", model.Reason{}, data)
-	return c.view(lj, false), nil
+	out := c.view(lj, false)
+	out.Warnings = unrunnableWarnings(never)
+	return out, nil
 }
 
 // newLiveJob expands a checked spec into the records the loop keeps.

@@ -93,6 +93,7 @@ func (c *Controller) Leave(ctx context.Context, name string) error {
 // are no longer running, and a restart is a new attempt number.
 func (c *Controller) remove(t *txn, name string, r model.Reason) {
 	lw := c.workers[name]
+	c.dropStopped(name, nil) // it reports nothing more
 	if err := c.eng.Apply(engine.RemoveWorker{Name: name, At: t.now, Reason: r}); err != nil {
 		c.cfg.Logger.Error("removing a lost worker", "worker", name, "err", err)
 	}

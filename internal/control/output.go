@@ -113,6 +113,13 @@ func (r *StoreReader) Logs(ctx context.Context, id string, q api.LogQuery) (api.
 // report carried.
 func (r *StoreReader) attemptLog(ctx context.Context, t store.Task, attempt int, from int64) (api.TaskLog, error) {
 	tl := api.TaskLog{Task: t.Name, Attempt: attempt, Running: attempt == t.Attempt && t.State == string(model.TaskRunning)}
+	if attempt == t.Attempt {
+		tl.ExitCode = t.ExitCode // however it ended, cancelled too
+	} else if exit, err := r.attemptExit(ctx, t, attempt); err != nil {
+		return tl, err
+	} else {
+		tl.ExitCode = exit
+	}
 	o, err := r.st.Output(ctx, t.Job, t.Name, attempt, r.maxOutput, from)
 	switch {
 	case err == nil:
@@ -129,4 +136,19 @@ func (r *StoreReader) attemptLog(ctx context.Context, t store.Task, attempt int,
 	tl.Output, tl.Offset, tl.Total = string(o.Data), o.Start, o.Total
 	tl.Dropped = max(0, o.Start-from)
 	return tl, nil
+}
+
+// attemptExit is how an earlier attempt of t exited, from its accounting
+// record; nil when it has none.
+func (r *StoreReader) attemptExit(ctx context.Context, t store.Task, attempt int) (*int, error) {
+	recs, err := r.st.Attempts(ctx, store.AttemptFilter{Job: t.Job})
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range recs {
+		if a.Task == t.Name && a.Attempt == attempt {
+			return a.ExitCode, nil
+		}
+	}
+	return nil, nil
 }

@@ -59,7 +59,10 @@ func (c *Controller) refuseForged(t *txn, worker string, reports []api.Report) e
 	var first error
 	for i, r := range reports {
 		_, rec := c.task(r.Job, r.Task)
-		if !reportable(rec, worker, r.Attempt) || secretMatches(rec, r.Secret) {
+		if !reportable(rec, worker, r.Attempt) {
+			rec = c.stoppedRecord(worker, r.Attempt) // its output is still kept
+		}
+		if rec == nil || secretMatches(rec, r.Secret) {
 			continue
 		}
 		msg := fmt.Sprintf("a report for attempt %d of %s/%s did not carry the attempt's secret", r.Attempt.Attempt, r.Job, r.Task)

@@ -92,6 +92,7 @@ func (c *Controller) Register(ctx context.Context, reg api.Register) (api.Worker
 		}
 		t.newBoxes[reg.Name] = newMailbox(t.now)
 		c.reconcile(t, reg.Name, reg.Running)
+		c.dropStopped(reg.Name, reg.Running)
 		c.registerCache(t, reg)
 		t.changed = true
 		return c.workerView(lw), nil
@@ -364,6 +365,7 @@ const (
 func (c *Controller) report(t *txn, worker string, r api.Report) {
 	lj, rec := c.task(r.Job, r.Task)
 	if !reportable(rec, worker, r.Attempt) {
+		c.keepStoppedOutput(t, worker, r)
 		return
 	}
 	r.Output, r.Error = lastBytes(r.Output, MaxOutputBytes), firstBytes(r.Error, MaxReportErrorBytes)

@@ -75,7 +75,7 @@ const maxExamples = 3
 
 // Help is one thing that would let the job start, computed from the state.
 // Kind is stable for scripts: smaller_request, selector, enable_worker,
-// share_above_entitlement, below_entitlement, endpoint_capacity,
+// add_worker, share_above_entitlement, below_entitlement, endpoint_capacity,
 // starvation_reservation, priority, dependency, suspended,
 // assigned_worker, affinity_wait, held.
 type Help struct {

@@ -53,7 +53,10 @@ func benchEstimate(b *testing.B, runtime func(string, *model.Task) (time.Duratio
 		b.StopTimer()
 		e := benchEngine(b, workers, jobs)
 		b.StartTimer()
-		x = EstimateStart(e, "job00999", t0, WhatIf{Runtime: runtime})
+		x = EstimateStart(e, "job00999", t0, WhatIf{Runtime: func(job string, t *model.Task) (RuntimeEstimate, bool) {
+			d, ok := runtime(job, t)
+			return RuntimeEstimate{Typical: d, Basis: BasisObserved}, ok
+		}})
 	}
 	b.ReportMetric(float64(x.Cycles), "cycles")
 	b.Logf("estimate: known %v after %d cycles, %d ends: %s", x.Known, x.Cycles, x.Ends, x.Note)

@@ -31,11 +31,80 @@ type WhatIf struct {
 	Tick time.Duration
 	// Runtime estimates how long an attempt of a task runs (the server:
 	// the mean of the task's stage's observed runtimes in the job, else
-	// its timeout); ok=false falls back to the task's declared duration,
-	// then to DefaultRuntime.
-	Runtime func(job string, t *model.Task) (d time.Duration, ok bool)
+	// its declared duration, the queue's recent median or its timeout);
+	// ok=false falls back to the task's declared duration. An attempt
+	// nothing estimates runs for DefaultRuntime in the simulation, and an
+	// estimate that depends on its end is not given (Known is false).
+	Runtime func(job string, t *model.Task) (r RuntimeEstimate, ok bool)
 	// DefaultRuntime is the runtime of an attempt nothing else estimates.
 	DefaultRuntime time.Duration
+}
+
+// RuntimeEstimate is what is known of how long an attempt of a task runs.
+type RuntimeEstimate struct {
+	// Typical is the runtime expected of an attempt that just started.
+	Typical time.Duration
+	// Longest is the longest runtime seen of the task's peers (its stage
+	// in its job, else its queue); 0 when none was seen. A running attempt
+	// past Typical is expected to run at least this long.
+	Longest time.Duration
+	// Timeout is the task's timeout, 0 for none: an attempt past its
+	// typical runtime and its peers' longest is expected to run until it.
+	Timeout time.Duration
+	// Basis is where Typical comes from.
+	Basis Basis
+}
+
+// Basis is where an attempt's estimated end comes from, from the surest
+// to the least sure. The estimate of a start is as sure as the least sure
+// end it waits for.
+type Basis int
+
+// The bases of an estimated end.
+const (
+	// BasisObserved: the runtimes of the same stage's attempts in the job.
+	BasisObserved Basis = iota
+	// BasisDeclared: the task's declared duration.
+	BasisDeclared
+	// BasisQueue: the median runtime of the queue's recent attempts.
+	BasisQueue
+	// BasisPeers: the attempt ran past its typical runtime; it runs as
+	// long as the longest of its peers seen so far.
+	BasisPeers
+	// BasisTimeout: the task's timeout, an upper bound.
+	BasisTimeout
+	// BasisElapsed: the attempt ran past every runtime known of it; it is
+	// expected to run as long again as it has run.
+	BasisElapsed
+	// BasisNone: nothing estimates the attempt (no duration, timeout or
+	// history); a start that waits for its end is not estimated.
+	BasisNone
+)
+
+// confidence is how sure a start is that waits for ends of basis b.
+func (b Basis) confidence() string {
+	switch {
+	case b <= BasisDeclared:
+		return "high"
+	case b <= BasisTimeout:
+		return "medium"
+	}
+	return "low"
+}
+
+// why says in words what makes an estimate no surer than b.
+func (b Basis) why() string {
+	switch b {
+	case BasisQueue:
+		return "an attempt's end is estimated from the queue's recent runtimes"
+	case BasisPeers:
+		return "an attempt has run longer than usual and is expected to run as long as the longest of its peers"
+	case BasisTimeout:
+		return "an attempt's end is estimated from its task's timeout"
+	case BasisElapsed:
+		return "an attempt has run longer than every runtime known of its task and is expected to run as long again"
+	}
+	return "every attempt's end is estimated from runs of its stage or a declared duration"
 }
 
 // Defaults of WhatIf.
@@ -79,6 +148,12 @@ type Estimate struct {
 	Ends           int     `json:"ends"`
 	HorizonSeconds float64 `json:"horizonSeconds"`
 	Note           string  `json:"note"`
+	// Confidence says how sure a known start is: "high" when every
+	// attempt end it waits for is estimated from runs of the same stage or
+	// a declared duration, "medium" from the queue's recent runtimes, the
+	// longest of the attempt's peers or a timeout, "low" when an attempt
+	// has run past everything known of it. Note says why.
+	Confidence string `json:"confidence,omitempty"`
 }
 
 // Wait returns how long the job waits from the simulation's start.
@@ -113,12 +188,12 @@ func EstimateStart(e *Engine, job string, from time.Time, w WhatIf) Estimate {
 		return x
 	}
 	from = e.advance(from)
-	s := &whatIfSim{e: e, w: w, ends: drive.NewAttempts(func(t *task) bool { return t.state == model.TaskRunning })}
+	s := &whatIfSim{e: e, w: w, ends: drive.NewAttempts(func(t *task) bool { return t.state == model.TaskRunning }),
+		basis: map[*task]Basis{}}
 	for _, jj := range e.active {
 		for _, t := range jj.tasks {
 			if t.state == model.TaskRunning {
-				rest := s.runtime(t) - from.Sub(t.started)
-				s.ends.Start(t, from.Add(max(rest, 0)))
+				s.start(t, t.started, from)
 			}
 		}
 	}
@@ -133,8 +208,16 @@ func EstimateStart(e *Engine, job string, from time.Time, w WhatIf) Estimate {
 		x.Cycles++
 		for _, st := range d.Starts {
 			if st.Job == job {
-				x.Known, x.Start, x.Task, x.Worker = true, clock, st.Task, st.Worker
+				x.Task, x.Worker = st.Task, st.Worker
+				if s.weakest == BasisNone {
+					x.Note = fmt.Sprintf("unknown: the job starts once %d attempt(s) of other tasks end, and nothing estimates "+
+						"when %s does (no duration, timeout or runs of its stage, and too little history in its queue): "+
+						"a duration or a timeout on its tasks would tell", x.Ends, s.unknown)
+					return x
+				}
+				x.Known, x.Start = true, clock
 				x.WaitSeconds = clock.Sub(from).Seconds()
+				x.Confidence = s.weakest.confidence()
 				wait := clock.Sub(from).Round(time.Second)
 				switch {
 				case clock.Equal(from):
@@ -144,11 +227,14 @@ func EstimateStart(e *Engine, job string, from time.Time, w WhatIf) Estimate {
 				default:
 					x.Note = fmt.Sprintf("starts after %s: %d attempt(s) of other tasks end first", wait, x.Ends)
 				}
+				if x.Ends > 0 {
+					x.Note += "; confidence " + x.Confidence + ": " + s.weakest.why()
+				}
 				return x
 			}
 			t, err := e.lookup(st.Job, st.Task)
 			if err == nil {
-				s.ends.Start(t, clock.Add(s.runtime(t)))
+				s.start(t, clock, clock)
 			}
 		}
 		for _, st := range d.Stops {
@@ -230,23 +316,51 @@ func (s *whatIfSim) affinityWake(clock time.Time) (at time.Time, ok bool) {
 }
 
 // whatIfSim is the state of one EstimateStart run: the scheduled ends of
-// running attempts (a stopped attempt's end no longer applies).
+// running attempts (a stopped attempt's end no longer applies) and where
+// each end comes from; weakest is the least sure basis of the ends so far,
+// and unknown names the first attempt nothing estimates that ended.
 type whatIfSim struct {
-	e    *Engine
-	w    WhatIf
-	ends *drive.Attempts[*task]
+	e       *Engine
+	w       WhatIf
+	ends    *drive.Attempts[*task]
+	basis   map[*task]Basis
+	weakest Basis
+	unknown string
 }
 
-func (s *whatIfSim) runtime(t *task) time.Duration {
+// start schedules the end of t's attempt, started at started, as seen at
+// now: its typical runtime; past that, the longest runtime of its peers,
+// else its timeout, else as long again as it has run.
+func (s *whatIfSim) start(t *task, started, now time.Time) {
+	r := s.runtime(t)
+	ran := now.Sub(started)
+	end, basis := started.Add(r.Typical), r.Basis
+	switch timeout := r.Timeout; {
+	case r.Basis == BasisNone || ran < r.Typical:
+	case r.Longest > ran:
+		end, basis = started.Add(r.Longest), max(r.Basis, BasisPeers)
+	case timeout > ran:
+		end, basis = started.Add(timeout), max(r.Basis, BasisTimeout)
+	default:
+		end, basis = now.Add(ran), BasisElapsed
+	}
+	if !end.After(now) {
+		end = now
+	}
+	s.basis[t] = basis
+	s.ends.Start(t, end)
+}
+
+func (s *whatIfSim) runtime(t *task) RuntimeEstimate {
 	if s.w.Runtime != nil {
-		if d, ok := s.w.Runtime(t.job.id, t.spec); ok && d > 0 {
-			return d
+		if r, ok := s.w.Runtime(t.job.id, t.spec); ok && r.Typical > 0 {
+			return r
 		}
 	}
 	if t.spec.Duration > 0 {
-		return t.spec.Duration
+		return RuntimeEstimate{Typical: t.spec.Duration, Basis: BasisDeclared}
 	}
-	return s.w.DefaultRuntime
+	return RuntimeEstimate{Typical: s.w.DefaultRuntime, Basis: BasisNone}
 }
 
 // endUntil reports every attempt scheduled to end by clock as succeeded,
@@ -260,6 +374,12 @@ func (s *whatIfSim) endUntil(clock time.Time) int {
 		}
 		if err := s.e.Apply(FinishTask{Job: t.job.id, Task: t.spec.Name, Outcome: model.Succeeded, At: at}); err == nil {
 			n++
+			if b := s.basis[t]; b > s.weakest {
+				s.weakest = b
+			}
+			if s.basis[t] == BasisNone && s.unknown == "" {
+				s.unknown = t.job.id + "/" + t.spec.Name
+			}
 		}
 	}
 }

@@ -449,6 +449,8 @@ func (e *Engine) placementHelp(j *job, g *PendingExplain, a *AllocationExplain) 
 	}
 	if h, ok := e.smallerRequest(j, p, g.Reason); ok {
 		out = append(out, h)
+	} else if g.Reason.Code == model.ReasonUnschedulable && neverFits(p) {
+		out = append(out, neverHelp(p))
 	}
 	var offSelector, offState []string
 	own := e.fleet.Bound(j.id)

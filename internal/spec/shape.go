@@ -229,7 +229,11 @@ func (c *shapeChecker) fields(n *yaml.Node, t reflect.Type, path string) {
 		case fs.rest != nil:
 			c.value(v, fs.rest.Elem(), join(path, k.Value), intRange{})
 		default:
-			c.add(k, join(path, k.Value), "unknown field %q", k.Value)
+			if near := closestName(k.Value, fs.names()); near != "" {
+				c.add(k, join(path, k.Value), "unknown field %q; did you mean %q?", k.Value, near)
+			} else {
+				c.add(k, join(path, k.Value), "unknown field %q", k.Value)
+			}
 		}
 		return true
 	})

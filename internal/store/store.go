@@ -266,6 +266,12 @@ type EventFilter struct {
 	AfterID int64
 	Job     string
 	Limit   int // at most this many; 0 or less: all
+	// Since keeps the events at or after this time; zero: any time.
+	Since time.Time
+	// Tail takes the last Limit events that match rather than the first,
+	// still returned oldest first: the end of the log, as tail(1) shows a
+	// file's.
+	Tail bool
 }
 
 // Store is the persistence interface. Every method is safe for concurrent

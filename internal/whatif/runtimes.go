@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/allot-sched/allot/internal/engine"
 	"github.com/allot-sched/allot/internal/model"
 	"github.com/allot-sched/allot/internal/spec"
 	"github.com/allot-sched/allot/internal/store"
@@ -50,17 +51,30 @@ func (w *Window) Median() (time.Duration, bool) {
 	return s[len(s)/2], true
 }
 
+// Longest returns the longest runtime in the window, or false with too
+// few samples (a nil window has none).
+func (w *Window) Longest() (time.Duration, bool) {
+	if w == nil || len(w.ring) < MinSamples {
+		return 0, false
+	}
+	return slices.Max(w.ring), true
+}
+
 // Runtimes estimates how long an attempt of each of a job's unfinished
 // tasks runs, from the job's task records by name and the spec entry each
 // task came from: the mean observed runtime of the succeeded tasks of the
-// same entry; else the entry's declared duration; else queueMedian, the
-// median runtime of the queue's recent succeeded attempts (0: too few),
-// capped by the entry's timeout; else that timeout. Tasks with none of these
-// are left to engine.DefaultAttemptRuntime.
-func Runtimes(tasks map[string]*store.Task, entry map[string]*spec.Task, queueMedian time.Duration) map[string]time.Duration {
+// same entry; else the entry's declared duration; else the median runtime
+// of the queue's recent succeeded attempts (too few: none), capped by the
+// entry's timeout; else that timeout. Each estimate also carries the
+// longest runtime seen of the task's peers (its entry's succeeded tasks,
+// else the queue's recent attempts) and the entry's timeout, which a
+// running attempt past its typical runtime is expected to reach. Tasks
+// with none of these are left out: the estimate then knows nothing of them
+// (engine.BasisNone).
+func Runtimes(tasks map[string]*store.Task, entry map[string]*spec.Task, queue *Window) map[string]engine.RuntimeEstimate {
 	type sum struct {
-		total time.Duration
-		n     int
+		total, longest time.Duration
+		n              int
 	}
 	observed := map[string]*sum{}
 	entryOf := func(name string) string {
@@ -77,28 +91,40 @@ func Runtimes(tasks map[string]*store.Task, entry map[string]*spec.Task, queueMe
 		if observed[k] == nil {
 			observed[k] = &sum{}
 		}
-		observed[k].total += rec.Ended.Sub(rec.Started)
+		d := rec.Ended.Sub(rec.Started)
+		observed[k].total += d
+		observed[k].longest = max(observed[k].longest, d)
 		observed[k].n++
 	}
-	out := map[string]time.Duration{}
+	queueMedian, _ := queue.Median()
+	queueLongest, _ := queue.Longest()
+	out := map[string]engine.RuntimeEstimate{}
 	for name, rec := range tasks {
 		if model.TaskState(rec.State).Terminal() {
 			continue
 		}
 		e := entry[name]
+		var r engine.RuntimeEstimate
+		if e != nil {
+			r.Timeout = time.Duration(e.Timeout)
+		}
+		r.Longest = queueLongest
 		switch s := observed[entryOf(name)]; {
 		case s != nil:
-			out[name] = s.total / time.Duration(s.n)
+			r.Typical, r.Longest, r.Basis = s.total/time.Duration(s.n), s.longest, engine.BasisObserved
 		case e != nil && e.Duration > 0:
-			out[name] = time.Duration(e.Duration)
+			r.Typical, r.Basis = time.Duration(e.Duration), engine.BasisDeclared
 		case queueMedian > 0:
-			out[name] = queueMedian
-			if e != nil && e.Timeout > 0 {
-				out[name] = min(queueMedian, time.Duration(e.Timeout))
+			r.Typical, r.Basis = queueMedian, engine.BasisQueue
+			if r.Timeout > 0 {
+				r.Typical = min(queueMedian, r.Timeout)
 			}
-		case e != nil && e.Timeout > 0:
-			out[name] = time.Duration(e.Timeout)
+		case r.Timeout > 0:
+			r.Typical, r.Basis = r.Timeout, engine.BasisTimeout
+		default:
+			continue
 		}
+		out[name] = r
 	}
 	return out
 }

@@ -36,7 +36,7 @@ type Copy struct {
 	History map[string]policy.History
 	// Runtimes estimates the attempts of the live jobs' unfinished tasks,
 	// by job and task (see Runtimes).
-	Runtimes map[string]map[string]time.Duration
+	Runtimes map[string]map[string]engine.RuntimeEstimate
 	// Held names who holds each held job: they start nothing in the
 	// simulation either.
 	Held map[string]string
@@ -121,9 +121,9 @@ func (c *Copy) Estimate(job string, w engine.WhatIf) engine.Estimate {
 	if err != nil {
 		return engine.Estimate{Note: "unknown: the what-if engine could not be built: " + err.Error()}
 	}
-	w.Runtime = func(j string, t *model.Task) (time.Duration, bool) {
-		d, ok := c.Runtimes[j][t.Name]
-		return d, ok
+	w.Runtime = func(j string, t *model.Task) (engine.RuntimeEstimate, bool) {
+		r, ok := c.Runtimes[j][t.Name]
+		return r, ok
 	}
 	return engine.EstimateStart(e, job, c.Now, w)
 }

@@ -77,7 +77,7 @@ func (s *Server) submitBulk(w http.ResponseWriter, r *http.Request) {
 		case sub.Job.State == api.AdmissionDeadLettered:
 			res.ID, res.Status = sub.Job.ID, api.BulkDeadLettered
 		default:
-			res.ID, res.Status = sub.Job.ID, api.BulkCreated
+			res.ID, res.Status, res.Warnings = sub.Job.ID, api.BulkCreated, sub.Job.Warnings
 		}
 	}
 	for _, res := range results {

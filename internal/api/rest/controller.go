@@ -23,6 +23,7 @@ import (
 type Jobs interface {
 	CheckJob(js spec.Job) error
 	SubmitCheckedBy(ctx context.Context, submitter string, specs []spec.Job) ([]control.Submission, error)
+	SubmitCheckedWith(ctx context.Context, submitter string, specs []spec.Job, opts control.SubmitOptions) ([]control.Submission, error)
 	Job(ctx context.Context, id string) (api.Job, error)
 	Jobs(ctx context.Context, f store.JobFilter) (api.JobList, error)
 	Logs(ctx context.Context, id string, q api.LogQuery) (api.Logs, error)

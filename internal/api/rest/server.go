@@ -378,7 +378,9 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	if !s.allowSubmit(w, r, js) {
 		return
 	}
-	subs, err := s.ctrl.SubmitCheckedBy(r.Context(), principal(r).SubmitterName(), []spec.Job{js})
+	strict := r.URL.Query().Get("strict")
+	opts := control.SubmitOptions{Strict: strict == "1" || strict == "true"}
+	subs, err := s.ctrl.SubmitCheckedWith(r.Context(), principal(r).SubmitterName(), []spec.Job{js}, opts)
 	if err == nil {
 		err = subs[0].Err
 	}
@@ -547,7 +549,14 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		limit = 1000
 	}
 	f := store.EventFilter{AfterID: after, Job: q.Get("job"), Limit: int(limit)}
+	if v := q.Get("since"); v != "" {
+		if f.Since, err = time.Parse(time.RFC3339Nano, v); err != nil {
+			s.fail(w, model.FieldErrors{{Path: "since", Msg: fmt.Sprintf("%q is not an RFC 3339 time (like 2026-01-02T15:04:05Z)", v)}})
+			return
+		}
+	}
 	if !following(r) {
+		f.Tail = q.Get("tail") == "1" || q.Get("tail") == "true"
 		evs, err := s.jobReads().Store().Events(r.Context(), f)
 		if err != nil {
 			s.fail(w, err)

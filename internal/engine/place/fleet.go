@@ -583,3 +583,26 @@ func (s *freeSet) next(i int) int {
 	}
 	return -1
 }
+
+// NoneEver reports whether no registered worker can ever run a task of
+// shape s: workers are registered, and every one lacks something it cannot
+// gain while registered (labels, hardware), whatever its state. The
+// reason counts the workers by what they lack. It reads the feasibility
+// cache, so it costs a check per worker class at most.
+func (f *Fleet) NoneEver(s *Shape) (model.Reason, bool) {
+	m := f.counts(s)
+	if m.Workers == 0 || m.Removed[FilterBusy]+m.Removed[FilterState] > 0 {
+		return model.Reason{}, false
+	}
+	return m.reason(s), true
+}
+
+// Needs is what a task of shape s asks of a worker, in words: its request
+// and, if any, its labels.
+func (s *Shape) Needs() string {
+	need := s.Req.String()
+	if len(s.Sel) > 0 {
+		need += " on " + s.Sel.String()
+	}
+	return need
+}

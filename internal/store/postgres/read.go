@@ -155,11 +155,20 @@ func (s *Store) Events(ctx context.Context, f store.EventFilter) ([]store.Event,
 	}
 	q, args := `SELECT `+eventCols+` FROM events WHERE id > $1`, []any{f.AfterID}
 	if f.Job != "" {
-		q += ` AND job = $2`
 		args = append(args, f.Job)
+		q += fmt.Sprintf(` AND job = $%d`, len(args))
+	}
+	if !f.Since.IsZero() {
+		args = append(args, f.Since.UnixNano())
+		q += fmt.Sprintf(` AND at >= $%d`, len(args))
 	}
 	args = append(args, limit(f.Limit))
-	q += fmt.Sprintf(` ORDER BY id LIMIT $%d`, len(args))
+	if f.Tail {
+		// The last rows, read backwards by id, then put in order.
+		q = `SELECT * FROM (` + q + fmt.Sprintf(` ORDER BY id DESC LIMIT $%d) AS tail ORDER BY id`, len(args))
+	} else {
+		q += fmt.Sprintf(` ORDER BY id LIMIT $%d`, len(args))
+	}
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
 		return fail(classify(err))

@@ -147,7 +147,16 @@ func (s *Store) Events(ctx context.Context, f store.EventFilter) ([]store.Event,
 		q += ` AND job = ?`
 		args = append(args, f.Job)
 	}
-	q += ` ORDER BY id LIMIT ?`
+	if !f.Since.IsZero() {
+		q += ` AND at >= ?`
+		args = append(args, f.Since.UnixNano())
+	}
+	if f.Tail {
+		// The last rows, read backwards by id, then put in order.
+		q = `SELECT * FROM (` + q + ` ORDER BY id DESC LIMIT ?) ORDER BY id`
+	} else {
+		q += ` ORDER BY id LIMIT ?`
+	}
 	args = append(args, limit(f.Limit))
 	rows, err := s.readers.QueryContext(ctx, q, args...)
 	if err != nil {

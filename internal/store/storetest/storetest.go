@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -48,6 +49,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"CommitEmptyBatch", testCommitEmpty},
 		{"CommitLargeBatch", testCommitLargeBatch},
 		{"EventsOrderedAndPaged", testEventsOrderedAndPaged},
+		{"EventsTailAndSince", testEventsTailAndSince},
 		{"UnfinishedFollowsStateChanges", testUnfinished},
 		{"KVRoundTrip", testKV},
 		{"TimesRoundTripExactlyInUTC", testTimes},
@@ -704,6 +706,52 @@ func testEventsOrderedAndPaged(t *testing.T, o opener) {
 				f.AfterID = page[len(page)-1].ID
 			}
 			equal(t, "paged events", got, want)
+		})
+	}
+}
+
+// A tail is the last Limit events that match, oldest first, as tail(1)
+// prints a file's end; Since keeps the events at or after a time.
+func testEventsTailAndSince(t *testing.T, o opener) {
+	s := o.store(t)
+	mustCreate(t, s, newJob("a", "q", ""), nil)
+	var b store.Batch
+	for i := range 10 {
+		b.Events = append(b.Events, store.Event{At: t0.Add(time.Duration(i) * time.Minute), Kind: "task_started",
+			Job: []string{"a", "b"}[i%2], Task: fmt.Sprintf("t%d", i)})
+	}
+	mustCommit(t, s, b)
+	tasks := func(f store.EventFilter) string {
+		t.Helper()
+		evs, err := s.Events(t.Context(), f)
+		if err != nil {
+			t.Fatalf("Events(%+v): %v", f, err)
+		}
+		var out []string
+		for _, e := range evs {
+			out = append(out, e.Task)
+		}
+		return strings.Join(out, " ")
+	}
+	all := allEvents(t, s)
+	for _, tc := range []struct {
+		name string
+		f    store.EventFilter
+		want string
+	}{
+		{"Tail", store.EventFilter{Tail: true, Limit: 3}, "t7 t8 t9"},
+		{"TailOfAJob", store.EventFilter{Tail: true, Limit: 2, Job: "a"}, "t6 t8"},
+		{"TailBeyondTheLog", store.EventFilter{Tail: true, Limit: 50, Job: "b"}, "t1 t3 t5 t7 t9"},
+		{"TailAfter", store.EventFilter{Tail: true, Limit: 5, AfterID: all[6].ID}, "t7 t8 t9"},
+		{"Since", store.EventFilter{Since: t0.Add(6 * time.Minute)}, "t6 t7 t8 t9"},
+		{"SinceWithin", store.EventFilter{Since: t0.Add(6*time.Minute + 1)}, "t7 t8 t9"},
+		{"SinceHead", store.EventFilter{Since: t0.Add(2 * time.Minute), Limit: 2}, "t2 t3"},
+		{"SinceTail", store.EventFilter{Since: t0.Add(2 * time.Minute), Limit: 2, Tail: true, Job: "a"}, "t6 t8"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tasks(tc.f); got != tc.want {
+				t.Errorf("Events(%+v) = %s, want %s", tc.f, got, tc.want)
+			}
 		})
 	}
 }

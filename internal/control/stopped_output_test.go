@@ -1,0 +1,55 @@
+package control
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/allot-sched/allot/internal/api"
+	"github.com/allot-sched/allot/internal/spec"
+)
+
+// A cancelled attempt keeps what it printed and how it exited, as a
+// timed-out one does: the worker's report of the stopped process arrives
+// after the job ended, and is its output all the same.
+func TestCancelledAttemptKeepsItsOutputAndExitCode(t *testing.T) {
+	p := newPlane(t)
+	p.register("w1", 2)
+	p.submit(spec.Job{ID: "j", Tasks: []spec.Task{{Name: "long", Run: "sleep 100"}, {Name: "other", Run: "sleep 100"}}})
+	l := p.leaseUntil("w1", "two assignments", func(l api.Lease) bool { return len(l.Assignments) == 2 })
+	long, _ := attemptOf(l.Assignments, "long")
+	other, _ := attemptOf(l.Assignments, "other")
+	if _, err := p.c.Cancel(p.ctx(), "j"); err != nil {
+		t.Fatal(err)
+	}
+	p.leaseUntil("w1", "two stop orders", func(l api.Lease) bool { return len(l.Stops) == 2 })
+
+	// A report without the attempt's secret is refused and changes nothing.
+	forged := api.Report{Attempt: other, ExitCode: 0, Stopped: true, Output: "forged\n", Secret: "not-the-secret"}
+	if err := p.report("w1", forged); !errors.Is(err, ErrForbidden) {
+		t.Fatalf("report without the secret: %v, want forbidden", err)
+	}
+	if err := p.report("w1", api.Report{Attempt: long, ExitCode: 143, Stopped: true, Error: "stopped by the server", Output: "step 1\nstep 2\n"}); err != nil {
+		t.Fatal(err)
+	}
+	// A second report of the same attempt (a resend) changes nothing.
+	if err := p.report("w1", api.Report{Attempt: long, ExitCode: 0, Stopped: true, Output: "again\n"}); err != nil {
+		t.Fatal(err)
+	}
+	logs, err := p.c.Logs(p.ctx(), "j", api.LogQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]api.TaskLog{}
+	for _, tl := range logs.Tasks {
+		got[tl.Task] = tl
+	}
+	if tl := got["long"]; tl.Output != "step 1\nstep 2\n" || tl.ExitCode == nil || *tl.ExitCode != 143 {
+		t.Errorf("logs of the cancelled attempt: %+v, want its output and exit code 143", tl)
+	}
+	if tl := got["other"]; tl.Output != "" || tl.ExitCode != nil {
+		t.Errorf("logs of the attempt not reported yet: %+v, want none", tl)
+	}
+	if tk := p.task("j", "long"); tk.State != "cancelled" || tk.ExitCode == nil || *tk.ExitCode != 143 {
+		t.Errorf("task %+v, want cancelled with exit code 143", tk)
+	}
+}
