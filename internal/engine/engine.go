@@ -87,6 +87,11 @@ type Engine struct {
 	affinity map[*job]*place.Affinity
 	// pend counts the waiting tasks as jobs change (pendcount.go).
 	pend pendingTally
+	// dependents lists, by job ID, the jobs waiting for that job
+	// (jobdeps.go); startedJobs the jobs whose first task started since the
+	// last cycle and that other jobs wait for.
+	dependents  map[string][]jobWait
+	startedJobs []*job
 }
 
 // New builds an engine from cfg.
@@ -147,7 +152,7 @@ func (e *Engine) advance(t time.Time) time.Time {
 func (e *Engine) Apply(ev Event) error {
 	switch ev := ev.(type) {
 	case SubmitJob:
-		return e.submit(ev.Job)
+		return e.submit(ev.Job, ev.Others)
 	case CancelJob:
 		return e.cancel(ev.Job, e.advance(ev.At))
 	case FinishTask:
@@ -283,7 +288,7 @@ func (e *Engine) setPolicy(q *queue, cfg policy.Config, at time.Time) error {
 }
 
 // submit adds a job after checking what the engine relies on.
-func (e *Engine) submit(spec model.Job) error {
+func (e *Engine) submit(spec model.Job, others []OtherJob) error {
 	if _, dup := e.jobs[spec.ID]; dup {
 		return fmt.Errorf("job %q: %w", spec.ID, ErrDuplicate)
 	}
@@ -340,6 +345,10 @@ func (e *Engine) submit(spec model.Job) error {
 			return fmt.Errorf("job %q: needs: %w: dependency cycle %s", spec.ID, ErrInvalid, cyc)
 		}
 	}
+	deps, err := e.checkDependencies(&js, others)
+	if err != nil {
+		return err
+	}
 	// Committed from here on: the job is valid.
 	e.seq++
 	j.seq = e.seq
@@ -362,7 +371,9 @@ func (e *Engine) submit(spec model.Job) error {
 		j.g.limited++
 	}
 	e.advance(js.Submitted)
-	e.enqueue(j)
+	if e.holdForDependencies(j, deps) {
+		e.enqueue(j)
+	}
 	e.tally(j)
 	return nil
 }
@@ -575,6 +586,7 @@ func (e *Engine) end(t *task, s model.TaskState, r model.Reason, worker string) 
 			state = model.TaskFailed
 		}
 		e.jobsDone = append(e.jobsDone, JobEnd{Job: j.spec.ID, State: state})
+		e.jobEnded(j)
 	}
 	e.tally(j)
 }
@@ -632,6 +644,12 @@ func (e *Engine) startOn(t *task, w *place.Worker, now time.Time) {
 	t.attempt++
 	e.startSeq++
 	t.startSeq = e.startSeq
+	if j := t.job; !j.started {
+		j.started = true
+		if len(e.dependents[j.id]) > 0 {
+			e.startedJobs = append(e.startedJobs, j)
+		}
+	}
 	for len(e.onWorker) <= w.Idx {
 		e.onWorker = append(e.onWorker, nil)
 	}
@@ -767,6 +785,12 @@ func (e *Engine) restoreTask(ev RestoreTask) error {
 		return fmt.Errorf("job %q task %q: %w: only a waiting task can be restored (state %s)", ev.Job, ev.Task, ErrInvalid, t.state)
 	}
 	t.attempt, t.fails = ev.Attempt, ev.Fails
+	if ev.Attempt > 0 && !t.job.started {
+		t.job.started = true
+		if len(e.dependents[t.job.id]) > 0 {
+			e.startedJobs = append(e.startedJobs, t.job)
+		}
+	}
 	switch ev.State {
 	case model.TaskReady, model.TaskBlocked, "":
 		return nil
@@ -784,6 +808,7 @@ func (e *Engine) restoreTask(ev RestoreTask) error {
 		e.endedSinceCompact++
 		e.releaseAdmission(j)
 		e.fleet.JobEnded(j.id)
+		e.jobEnded(j)
 	}
 	if ev.State == model.TaskSucceeded {
 		for _, c := range t.children {
