@@ -155,6 +155,10 @@ func (e *Engine) Apply(ev Event) error {
 		return e.submit(ev.Job, ev.Others)
 	case CancelJob:
 		return e.cancel(ev.Job, e.advance(ev.At))
+	case CancelTask:
+		return e.cancelTask(ev, e.advance(ev.At))
+	case RequeueTasks:
+		return e.requeue(ev, e.advance(ev.At))
 	case FinishTask:
 		return e.finishBatch(ev, e.advance(ev.At))
 	case RestoreRunning:
