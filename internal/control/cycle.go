@@ -47,7 +47,11 @@ func (c *Controller) record(t *txn, d *engine.Decisions) (again bool) {
 		rec.State, rec.Reason, rec.Message = string(model.TaskReady), s.Reason.Code, s.Reason.Message
 		rec.Ended = t.now
 		t.touchTask(rec)
-		t.event(EventTaskPreempted, s.Job, s.Task, s.Worker, s.Reason, nil)
+		kind := EventTaskPreempted
+		if s.Reason.Code == model.ReasonRequeued {
+			kind = EventTaskRequeued
+		}
+		t.event(kind, s.Job, s.Task, s.Worker, s.Reason, nil)
 	}
 	for _, e := range d.Ended {
 		_, rec := c.task(e.Job, e.Task)
@@ -69,6 +73,8 @@ func (c *Controller) record(t *txn, d *engine.Decisions) (again bool) {
 			kind = EventTaskFailed
 		case model.ReasonCancelled:
 			kind = EventTaskCancelled
+		case model.ReasonRequeued:
+			rec.Fails = 0 // it runs again from its first failure (requeue.go)
 		}
 		if e.State.Terminal() || e.Worker != "" {
 			rec.Ended = t.now

@@ -286,10 +286,14 @@ func (c *Controller) submit(ctx context.Context, t *txn, js spec.Job, submitter,
 		return nil, err
 	}
 	lj.rec.Submitter = submitter
+	others, err := c.otherJobs(ctx, lj.model.DependsOn)
+	if err != nil {
+		return nil, err
+	}
 	if inaccessible != "" {
 		return c.deadLetterNew(t, lj, inaccessible)
 	}
-	if err := c.eng.Apply(engine.SubmitJob{Job: lj.model}); err != nil {
+	if err := c.eng.Apply(engine.SubmitJob{Job: lj.model, Others: others}); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	c.jobs[js.ID] = lj
@@ -402,6 +406,7 @@ func (c *Controller) view(lj *liveJob, withTasks bool) api.Job {
 	spec := lj.spec
 	out.Spec = (*model.JobSpec)(&spec)
 	out.Admission = c.admissionView(lj.rec.ID)
+	out.DependsOn = c.dependencyView(lj.rec.ID, lj.model.DependsOn, true)
 	for _, mt := range lj.model.Tasks {
 		rec := lj.tasks[mt.Name]
 		state := rec.State
@@ -443,6 +448,9 @@ func storedView(j store.Job, tasks []store.Task) api.Job {
 	if ex, err := js.Expand("", j.Submitted); err == nil {
 		for _, mt := range ex.Job.Tasks {
 			needs[mt.Name] = mt.Needs
+		}
+		for _, d := range ex.Job.DependsOn {
+			out.DependsOn = append(out.DependsOn, api.JobDependency{Job: d.Job, Type: d.Type})
 		}
 	}
 	for _, r := range tasks {

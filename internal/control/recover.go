@@ -197,7 +197,11 @@ func (c *Controller) recoverJob(ra *admissionRecovery, j store.Job, recs []store
 	if err := ra.prepare(lj); err != nil {
 		return err
 	}
-	if err := c.eng.Apply(engine.SubmitJob{Job: lj.model}); err != nil {
+	others, err := c.otherJobs(ra.ctx, lj.model.DependsOn)
+	if err != nil {
+		return err
+	}
+	if err := c.eng.Apply(engine.SubmitJob{Job: lj.model, Others: others}); err != nil {
 		return err
 	}
 	defer func() {

@@ -41,7 +41,7 @@ func (e *Engine) requeue(ev RequeueTasks, now time.Time) error {
 		return fmt.Errorf("%w %q", ErrUnknownJob, ev.Job)
 	}
 	if j.done {
-		return fmt.Errorf("job %q: %w: it has ended", ev.Job, ErrInvalid)
+		return refused("job %q has ended", ev.Job)
 	}
 	var picked []*task
 	if len(ev.Tasks) == 0 {
@@ -51,7 +51,7 @@ func (e *Engine) requeue(ev RequeueTasks, now time.Time) error {
 			}
 		}
 		if len(picked) == 0 {
-			return fmt.Errorf("job %q: %w: no task is running, failed or cancelled", ev.Job, ErrInvalid)
+			return refused("job %q has no task that is running, failed or cancelled", ev.Job)
 		}
 	}
 	for _, name := range ev.Tasks {
@@ -61,11 +61,11 @@ func (e *Engine) requeue(ev RequeueTasks, now time.Time) error {
 		}
 		switch {
 		case t.state == model.TaskSucceeded:
-			return fmt.Errorf("job %q task %q: %w: it succeeded; only a running, failed or cancelled task runs again", ev.Job, name, ErrInvalid)
+			return refused("task %q of job %q succeeded; only a running, failed or cancelled task runs again", name, ev.Job)
 		case t.state == model.TaskReady || t.state == model.TaskBlocked:
-			return fmt.Errorf("job %q task %q: %w: it is waiting already", ev.Job, name, ErrInvalid)
+			return refused("task %q of job %q is waiting already", name, ev.Job)
 		case t.member():
-			return fmt.Errorf("job %q task %q: %w: it runs in the merged batch of %q; requeue that task", ev.Job, name, ErrInvalid, t.batch.head.spec.Name)
+			return refused("task %q of job %q runs in the merged batch of task %q; requeue that task", name, ev.Job, t.batch.head.spec.Name)
 		}
 		picked = append(picked, t)
 	}
@@ -162,10 +162,10 @@ func (e *Engine) cancelTask(ev CancelTask, now time.Time) error {
 		return err
 	}
 	if t.state.Terminal() {
-		return fmt.Errorf("job %q task %q: %w: it has ended (%s)", ev.Job, ev.Task, ErrInvalid, t.state)
+		return refused("task %q of job %q has ended (%s)", ev.Task, ev.Job, t.state)
 	}
 	if t.member() {
-		return fmt.Errorf("job %q task %q: %w: it runs in the merged batch of %q; cancel that task", ev.Job, ev.Task, ErrInvalid, t.batch.head.spec.Name)
+		return refused("task %q of job %q runs in the merged batch of task %q; cancel that task", ev.Task, ev.Job, t.batch.head.spec.Name)
 	}
 	r := model.Because(model.ReasonCancelled, "task %q was cancelled", ev.Task)
 	if t.state == model.TaskRunning {
@@ -205,4 +205,18 @@ func (e *Engine) cancelTask(ev CancelTask, now time.Time) error {
 		}
 	}
 	return nil
+}
+
+// RefusedError is a request the engine refuses for the state a job or
+// task is in (requeue a task that succeeded, cancel one that ended): the
+// caller's conflict, not a malformed event. It is ErrInvalid to errors.Is.
+type RefusedError struct{ Msg string }
+
+func (e *RefusedError) Error() string { return e.Msg }
+
+// Is makes errors.Is(err, ErrInvalid) hold.
+func (e *RefusedError) Is(target error) bool { return target == ErrInvalid }
+
+func refused(format string, args ...any) error {
+	return &RefusedError{Msg: fmt.Sprintf(format, args...)}
 }

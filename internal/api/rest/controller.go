@@ -27,6 +27,8 @@ type Jobs interface {
 	Jobs(ctx context.Context, f store.JobFilter) (api.JobList, error)
 	Logs(ctx context.Context, id string) (api.Logs, error)
 	Cancel(ctx context.Context, id string) (api.Job, error)
+	CancelTask(ctx context.Context, id, task string) (api.Job, error)
+	Requeue(ctx context.Context, id, task string) (api.Job, error)
 	SetPriority(ctx context.Context, id string, priority int, urgent bool) (api.Job, error)
 	Explain(ctx context.Context, id string) (api.Explanation, error)
 	DeadLetters(ctx context.Context) (api.DeadLetterList, error)
