@@ -24,7 +24,7 @@ var varPattern = regexp.MustCompile(`\$\{\{\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*\}\}`
 
 // ValidVarName reports whether s can name a variable.
 func ValidVarName(s string) bool {
-	return varPattern.MatchString("${{" + s + "}}") && !strings.ContainsAny(s, " \t")
+	return varPattern.MatchString("${{"+s+"}}") && !strings.ContainsAny(s, " \t")
 }
 
 // VarError is a variable a document names that no value was given for.
