@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
-	"strings"
 )
 
 // Variables in a job document (allot submit --set KEY=VALUE). A document
@@ -20,11 +19,14 @@ import (
 
 // varPattern matches ${{ KEY }}; KEY is a name (letters, digits, '_', '-',
 // '.', starting with a letter or '_').
-var varPattern = regexp.MustCompile(`\$\{\{\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*\}\}`)
+var (
+	varPattern = regexp.MustCompile(`\$\{\{\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*\}\}`)
+	varName    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*$`)
+)
 
 // ValidVarName reports whether s can name a variable.
 func ValidVarName(s string) bool {
-	return varPattern.MatchString("${{"+s+"}}") && !strings.ContainsAny(s, " \t")
+	return varName.MatchString(s)
 }
 
 // VarError is a variable a document names that no value was given for.

@@ -23,7 +23,7 @@ func TestExpandVarsReplacesEachNamedVariable(t *testing.T) {
 	if !errors.As(err, &ve) || ve.Name != "region" || ve.Line != 4 {
 		t.Fatalf("err = %v, want region unset on line 4", err)
 	}
-	for name, ok := range map[string]bool{"day": true, "a.b-c_d": true, "1x": false, "a b": false, "": false} {
+	for name, ok := range map[string]bool{"day": true, "a.b-c_d": true, "1x": false, "a b": false, "": false, "a}}${{b": false} {
 		if ValidVarName(name) != ok {
 			t.Errorf("ValidVarName(%q) = %v, want %v", name, !ok, ok)
 		}
