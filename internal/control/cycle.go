@@ -74,7 +74,8 @@ func (c *Controller) record(t *txn, d *engine.Decisions) (again bool) {
 		case model.ReasonCancelled:
 			kind = EventTaskCancelled
 		case model.ReasonRequeued:
-			rec.Fails = 0 // it runs again from its first failure (requeue.go)
+			// It runs again from its first failure (requeue.go).
+			rec.Fails, rec.Ended = 0, time.Time{}
 		}
 		if e.State.Terminal() || e.Worker != "" {
 			rec.Ended = t.now

@@ -147,7 +147,7 @@ func (c *Controller) reopen(ctx context.Context, t *txn, id, task string) error 
 		p := lj.tasks[mt.Name]
 		state := model.TaskState(p.State)
 		if again[mt.Name] {
-			state, p.Fails, p.Reason, p.Message = model.TaskReady, 0, r.Code, r.Message
+			state, p.Fails, p.Reason, p.Message, p.Ended = model.TaskReady, 0, r.Code, r.Message, time.Time{}
 		}
 		if !state.Terminal() {
 			state = model.TaskReady
