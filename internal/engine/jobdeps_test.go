@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -247,5 +248,21 @@ func TestJobDependenciesSurviveARestart(t *testing.T) {
 		if got := startedJobs(e.Cycle(t0)); !same(got, []string{"c"}) {
 			t.Fatalf("%s: after p succeeded the cycle started %v, want c", name, got)
 		}
+	}
+}
+
+func TestPendingSummaryCountsJobsWaitingForJobsAsWaitingDependency(t *testing.T) {
+	e := newFIFO(t, 1)
+	mustApply(t, e, newJob("p").task("a").submit())
+	mustApply(t, e, newJob("c").task("x").task("y").after(model.AfterOK, "p").submit())
+	e.Cycle(t0)
+	want := PendingSummary{Jobs: 1, Tasks: 2, ByReason: []ReasonCount{{Code: model.ReasonWaitingDependency, Tasks: 2}}}
+	if got := e.PendingSummary(); !reflect.DeepEqual(got, want) || !reflect.DeepEqual(got, summaryOf(e.Pending())) {
+		t.Errorf("PendingSummary = %+v, want %+v (the list: %+v)", got, want, e.Pending())
+	}
+	mustApply(t, e, finishOK("p", "a"))
+	e.Cycle(t0)
+	if got := e.PendingSummary(); got.Tasks != 1 || !reflect.DeepEqual(got, summaryOf(e.Pending())) {
+		t.Errorf("after p succeeded: %+v (the list: %+v)", got, e.Pending())
 	}
 }
