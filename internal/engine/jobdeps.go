@@ -242,3 +242,28 @@ func (e *Engine) settleStarted() {
 		}
 	}
 }
+
+// jobDependencyHelp says, for each job j still waits for, what that job is
+// doing: explain's "what would help" for a job held by its dependencies.
+func (e *Engine) jobDependencyHelp(j *job) []Help {
+	var out []Help
+	for _, d := range e.JobWaitsFor(j.id) {
+		doing := "is not held by the scheduler (it waits on the dead-letter list: redrive it)"
+		if p, ok := e.jobs[d.Job]; ok {
+			switch {
+			case p.running > 0:
+				doing = fmt.Sprintf("runs %d task(s)", p.running)
+			case p.started:
+				doing = "has started and waits to run more"
+			default:
+				doing = "has not started: see its own explanation"
+			}
+		}
+		out = append(out, Help{Kind: "job_dependency", Message: fmt.Sprintf("job %s %s; job %s waits for it to %s (%s)",
+			d.Job, doing, j.id, d.Type.Wants(), d.Type)})
+		if len(out) >= maxAhead {
+			break
+		}
+	}
+	return out
+}

@@ -266,3 +266,23 @@ func TestPendingSummaryCountsJobsWaitingForJobsAsWaitingDependency(t *testing.T)
 		t.Errorf("after p succeeded: %+v (the list: %+v)", got, e.Pending())
 	}
 }
+
+func TestExplainSaysWhatTheJobsAJobWaitsForAreDoing(t *testing.T) {
+	e := newFIFO(t, 1)
+	mustApply(t, e, newJob("p").task("a").submit())
+	mustApply(t, e, newJob("c").task("x").after(model.AfterAny, "p").submit())
+	e.Cycle(t0)
+	x, ok := e.Explain("c")
+	if !ok {
+		t.Fatal("no explanation")
+	}
+	var found bool
+	for _, h := range x.Help {
+		if h.Kind == "job_dependency" && strings.Contains(h.Message, "job p runs 1 task(s); job c waits for it to end (afterany)") {
+			found = true
+		}
+	}
+	if !found || len(x.Pending) != 1 || x.Pending[0].Reason.Code != model.ReasonWaitingDependency {
+		t.Errorf("explanation %+v", x)
+	}
+}
