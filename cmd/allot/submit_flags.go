@@ -250,8 +250,17 @@ func (o *submitOptions) editAll(docs []jobDocument) ([]jobDocument, error) {
 	if err := o.checkVarsUsed(bodies); err != nil {
 		return nil, err
 	}
+	vars, err := o.vars()
+	if err != nil {
+		return nil, err
+	}
 	out := make([]jobDocument, len(docs))
 	for i, d := range docs {
+		var ve *spec.VarError
+		if _, err := spec.ExpandVars(d.body, vars); errors.As(err, &ve) {
+			// The line in the file, not in the document.
+			return nil, fmt.Errorf("%s:%d: ${{ %s }} is not set: give --set %s=VALUE", d.file, d.line+ve.Line-1, ve.Name, ve.Name)
+		}
 		body, _, err := o.edit(d.body, "")
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", d.file, d.line, err)

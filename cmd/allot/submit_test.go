@@ -353,3 +353,25 @@ func TestRequeueAndCancelOneTaskThroughTheCLI(t *testing.T) {
 		t.Errorf("cancel of a task of an ended job: %s", err)
 	}
 }
+
+func TestSubmitSetFillsEveryDocumentOfABulkFile(t *testing.T) {
+	k := startCluster(t, false)
+	file := filepath.Join(t.TempDir(), "jobs.yaml")
+	doc := "id: a-${{ day }}\ntasks: [{name: t, run: 'true'}]\n---\nid: b-${{ day }}\ntasks: [{name: t, run: echo ${{ other }}}]\n"
+	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.fail(t, "submit", file, "--set", "day=1"); !strings.Contains(err, file+":5: ${{ other }} is not set") {
+		t.Errorf("a variable unset in the second document: %s", err)
+	}
+	out := k.run(t, "submit", file, "--set", "day=1", "--set", "other=x", "--share", "s1")
+	if !strings.Contains(out, "created a-1") || !strings.Contains(out, "created b-1") {
+		t.Errorf("bulk submit printed %q", out)
+	}
+	if j := k.job(t, "b-1"); j.Share != "s1" || j.Spec.Tasks[0].Run != "echo x" {
+		t.Errorf("b-1: share %q, run %q", j.Share, j.Spec.Tasks[0].Run)
+	}
+	if err := k.fail(t, "submit", file, "--set", "day=2", "--set", "other=x", "--id", "one"); !strings.Contains(err, "use --id-prefix") {
+		t.Errorf("--id with two documents: %s", err)
+	}
+}
