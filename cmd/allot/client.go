@@ -157,8 +157,8 @@ give the job a new ID (to submit the same file again); --queue, --share and
   allot submit jobs.ndjson
   allot submit jobs/
   allot submit --wrap 'make test' --cpu 2 --memory 4Gi --timeout 30m
-  allot submit nightly.yaml --id-prefix nightly --set day=2026-01-02
-  allot submit report.yaml --dependency afterok:etl-1:etl-2`,
+  allot submit examples/jobs/nightly.yaml --id-prefix nightly --set day=2026-01-02
+  allot submit --wrap 'make report' --dependency afterok:etl-1:etl-2,afterany:cleanup`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := f.client()
