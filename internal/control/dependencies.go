@@ -69,3 +69,16 @@ func (c *Controller) dependencyView(id string, deps []model.JobDependency, live 
 	}
 	return out
 }
+
+// startedJob reports whether a stored job has started: a task of it ran.
+func startedJob(j store.Job, recs []store.Task) bool {
+	if j.State != "pending" {
+		return true
+	}
+	for _, r := range recs {
+		if r.Attempt > 0 {
+			return true
+		}
+	}
+	return false
+}
