@@ -117,7 +117,7 @@ func line[T any](text func(T) string) func(io.Writer, T) error {
 
 func addClientCommands(root *cobra.Command) {
 	f := &clientFlags{}
-	cmds := []*cobra.Command{newSubmitCmd(f), newGetCmd(f), newListCmd(f), newCancelCmd(f), newPriorityCmd(f), newLogsCmd(f),
+	cmds := []*cobra.Command{newSubmitCmd(f), newGetCmd(f), newListCmd(f), newCancelCmd(f), newRequeueCmd(f), newPriorityCmd(f), newLogsCmd(f),
 		newEventsCmd(f), newWorkersCmd(f), newQueuesCmd(f), newTokensCmd(f), newUsageCmd(f)}
 	cmds = append(cmds, newHoldCmd(f), newReleaseCmd(f), newUpdateCmd(f))
 	for _, c := range cmds {
@@ -128,8 +128,9 @@ func addClientCommands(root *cobra.Command) {
 
 func newSubmitCmd(f *clientFlags) *cobra.Command {
 	var wait, strict bool
+	var opts submitOptions
 	cmd := &cobra.Command{
-		Use:   "submit FILE|DIR",
+		Use:   "submit FILE|DIR|- | --wrap COMMAND",
 		Short: "Submit a job from a YAML or JSON file (- reads standard input), or many at once",
 		Long: `Submit a job from a YAML or JSON file (- reads standard input).
 
@@ -137,39 +138,70 @@ A file of several YAML documents (separated by ---), an NDJSON file (.ndjson or
 .jsonl, one JSON job a line) or a directory (every *.yaml, *.yml, *.json,
 *.ndjson and *.jsonl file in it, in name order) submits every job it holds in
 bulk calls: each job is created or refused on its own, one line per job is
-printed, and the command fails if any was not created.`,
+printed, and the command fails if any was not created.
+
+--wrap 'COMMAND' submits a job of one task that runs COMMAND with sh -c,
+shaped by --name, --count, --cpu, --memory, --gpus and --timeout. --set
+KEY=VALUE fills the variables ${{ KEY }} of a job file; --id and --id-prefix
+give the job a new ID (to submit the same file again); --queue, --share and
+--dependency set those fields over the file's (docs/jobs.md).`,
 		Example: `  allot submit examples/jobs/pipeline.yaml --wait
   cat job.json | allot submit -
   allot submit jobs.ndjson
-  allot submit jobs/`,
-		Args: cobra.ExactArgs(1),
+  allot submit jobs/
+  allot submit --wrap 'make test' --cpu 2 --memory 4Gi --timeout 30m
+  allot submit examples/jobs/nightly.yaml --id-prefix nightly --set day=2026-01-02
+  allot submit --wrap 'make report' --dependency afterok:etl-1:etl-2,afterany:cleanup`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := f.client()
 			if err != nil {
 				return err
 			}
-			if info, err := os.Stat(args[0]); args[0] != "-" && err == nil && info.IsDir() {
-				docs, err := readJobDir(args[0])
+			if err := opts.check(args); err != nil {
+				return err
+			}
+			source := ""
+			if len(args) == 1 {
+				source = args[0]
+			}
+			if info, err := os.Stat(source); source != "" && source != "-" && err == nil && info.IsDir() {
+				docs, err := readJobDir(source)
 				if err != nil {
+					return err
+				}
+				if docs, err = opts.editAll(docs); err != nil {
 					return err
 				}
 				return bulkSubmit(cmd, f, c, docs, wait, strict)
 			}
 			var body []byte
-			if args[0] == "-" {
+			switch source {
+			case "":
+				body, source = opts.wrapped(), "--wrap.json"
+			case "-":
 				body, err = io.ReadAll(cmd.InOrStdin())
-			} else {
-				body, err = os.ReadFile(args[0])
+			default:
+				body, err = os.ReadFile(source)
 			}
 			if err != nil {
 				return err
 			}
-			if docs, err := splitJobFile(args[0], body); err == nil && (len(docs) > 1 || isNDJSON(args[0])) {
+			if docs, err := splitJobFile(source, body); err == nil && (len(docs) > 1 || isNDJSON(source)) {
+				if docs, err = opts.editAll(docs); err != nil {
+					return err
+				}
 				return bulkSubmit(cmd, f, c, docs, wait, strict)
 			}
 			ct := "application/yaml"
-			if strings.EqualFold(filepath.Ext(args[0]), ".json") {
+			if strings.EqualFold(filepath.Ext(source), ".json") {
 				ct = "application/json"
+			}
+			if err := opts.checkVarsUsed([][]byte{body}); err != nil {
+				return err
+			}
+			if body, ct, err = opts.edit(body, ct); err != nil {
+				return err
 			}
 			job, err := c.SubmitJobWith(cmd.Context(), body, ct, client.SubmitOptions{Strict: strict})
 			if err != nil {
@@ -208,6 +240,7 @@ printed, and the command fails if any was not created.`,
 	}
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the job ends, showing progress; exit non-zero unless it succeeded")
 	cmd.Flags().BoolVar(&strict, "strict", false, "refuse a job that no registered worker can ever run (without it: accepted with a warning)")
+	opts.register(cmd)
 	return cmd
 }
 
@@ -322,6 +355,7 @@ func jobTableOf(w io.Writer, j api.Job, f *clientFlags) error {
 		}
 		fmt.Fprintln(w)
 	}
+	dependsLine(w, j)
 	if len(j.Tasks) == 0 {
 		return nil
 	}
@@ -429,13 +463,19 @@ func moreJobsHint(cmd *cobra.Command, c *client.Client, filter client.JobFilter,
 }
 
 func newCancelCmd(f *clientFlags) *cobra.Command {
+	var target string
 	return &cobra.Command{
-		Use:   "cancel JOB",
-		Short: "Cancel a job: waiting tasks end, running tasks are stopped",
+		Use:   "cancel JOB|JOB/TASK",
+		Short: "Cancel a job, or one task (and the tasks that need it): waiting tasks end, running tasks are stopped",
 		Args:  cobra.ExactArgs(1),
 		RunE: show(f, func(cmd *cobra.Command, args []string, c *client.Client) (api.Job, error) {
-			return c.Cancel(cmd.Context(), args[0])
-		}, line(func(j api.Job) string { return "cancelled " + j.ID })),
+			target = args[0]
+			job, task, err := jobTask(args[0])
+			if err != nil || task == "" {
+				return c.Cancel(cmd.Context(), args[0])
+			}
+			return c.CancelTask(cmd.Context(), job, task)
+		}, line(func(j api.Job) string { return "cancelled " + target })),
 	}
 }
 

@@ -97,6 +97,20 @@ type Job struct {
 	// ever run (code unrunnable), as Slurm's "Requested node
 	// configuration is not available".
 	Warnings []Warning `json:"warnings,omitempty"`
+	// DependsOn lists the jobs this one depends on (its spec's
+	// dependsOn), each with whether it is met, so that a client shows
+	// what a waiting job waits for without reading the other jobs.
+	DependsOn []JobDependency `json:"dependsOn,omitempty"`
+}
+
+// JobDependency is a job's dependency on another job as the API shows it.
+type JobDependency struct {
+	Job  string               `json:"job"`
+	Type model.DependencyType `json:"type"`
+	// State is waiting (not met yet) or met while the job has not ended;
+	// empty once it ended (its tasks' reasons say how a dependency that
+	// could not be met ended it).
+	State string `json:"state,omitempty"`
 }
 
 // Task is a task as the API shows it.

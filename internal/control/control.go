@@ -430,6 +430,9 @@ func (c *Controller) land(ctx context.Context, f *flight, err error) error {
 // streams a wake-up.
 func (c *Controller) finish(t *txn, batch []*request) {
 	for _, j := range t.finished {
+		if lj, ok := c.jobs[j]; ok && !store.JobEnded(lj.rec.State) {
+			continue // requeued since it ended: live again (requeue.go)
+		}
 		delete(c.jobs, j)
 		// Its end is durable now; the engine need not remember it.
 		_ = c.eng.Apply(engine.ForgetJob{Job: j})

@@ -48,7 +48,11 @@ func (c *Controller) record(t *txn, d *engine.Decisions) (again bool) {
 		rec.State, rec.Reason, rec.Message = string(model.TaskReady), s.Reason.Code, s.Reason.Message
 		rec.Ended = t.now
 		t.touchTask(rec)
-		t.event(EventTaskPreempted, s.Job, s.Task, s.Worker, s.Reason, nil)
+		kind := EventTaskPreempted
+		if s.Reason.Code == model.ReasonRequeued {
+			kind = EventTaskRequeued
+		}
+		t.event(kind, s.Job, s.Task, s.Worker, s.Reason, nil)
 	}
 	for _, e := range d.Ended {
 		_, rec := c.task(e.Job, e.Task)
@@ -70,6 +74,9 @@ func (c *Controller) record(t *txn, d *engine.Decisions) (again bool) {
 			kind = EventTaskFailed
 		case model.ReasonCancelled:
 			kind = EventTaskCancelled
+		case model.ReasonRequeued:
+			// It runs again from its first failure (requeue.go).
+			rec.Fails, rec.Ended = 0, time.Time{}
 		}
 		if e.State.Terminal() || e.Worker != "" {
 			rec.Ended = t.now

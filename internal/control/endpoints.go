@@ -452,7 +452,11 @@ func (c *Controller) Redrive(ctx context.Context, id string) (api.Redriven, erro
 		}
 		lj.rec = rec
 		lj.rec.State, lj.rec.Submitted = "pending", t.now
-		if err := c.eng.Apply(engine.Redrive{Job: id, At: t.now}); err != nil {
+		others, err := c.otherJobs(ctx, lj.model.DependsOn)
+		if err != nil {
+			return nil, err
+		}
+		if err := c.eng.Apply(engine.Redrive{Job: id, At: t.now, Others: others}); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 		}
 		c.jobs[id] = lj

@@ -100,6 +100,9 @@ func (c *Controller) replayState(now time.Time) *whatif.Copy {
 	for _, lj := range live {
 		m := lj.model
 		m.Submitted = lj.rec.Submitted
+		// Only the dependencies on other jobs not met yet: those met
+		// may name jobs that ended and that the copy does not hold.
+		m.DependsOn = c.eng.JobWaitsFor(m.ID)
 		r.Jobs = append(r.Jobs, m)
 		recs := make([]whatif.Task, 0, len(m.Tasks))
 		for _, mt := range m.Tasks {

@@ -303,6 +303,10 @@ func (c *Controller) submitWith(ctx context.Context, t *txn, js spec.Job, submit
 		return nil, err
 	}
 	lj.rec.Submitter = submitter
+	others, err := c.otherJobs(ctx, lj.model.DependsOn)
+	if err != nil {
+		return nil, err
+	}
 	if inaccessible != "" {
 		return c.deadLetterNew(t, lj, inaccessible)
 	}
@@ -310,7 +314,7 @@ func (c *Controller) submitWith(ctx context.Context, t *txn, js spec.Job, submit
 	if opts.Strict && len(never) > 0 {
 		return nil, unrunnableError(never)
 	}
-	if err := c.eng.Apply(engine.SubmitJob{Job: lj.model}); err != nil {
+	if err := c.eng.Apply(engine.SubmitJob{Job: lj.model, Others: others}); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	c.jobs[js.ID] = lj
@@ -426,6 +430,7 @@ func (c *Controller) view(lj *liveJob, withTasks bool) api.Job {
 	out.Spec = (*model.JobSpec)(&spec)
 	out.Admission = c.admissionView(lj.rec.ID)
 	out.HeldBy = c.held[lj.rec.ID]
+	out.DependsOn = c.dependencyView(lj.rec.ID, lj.model.DependsOn, true)
 	for _, mt := range lj.model.Tasks {
 		rec := lj.tasks[mt.Name]
 		state := rec.State
@@ -467,6 +472,9 @@ func storedView(j store.Job, tasks []store.Task) api.Job {
 	if ex, err := js.Expand("", j.Submitted); err == nil {
 		for _, mt := range ex.Job.Tasks {
 			needs[mt.Name] = mt.Needs
+		}
+		for _, d := range ex.Job.DependsOn {
+			out.DependsOn = append(out.DependsOn, api.JobDependency{Job: d.Job, Type: d.Type})
 		}
 	}
 	for _, r := range tasks {

@@ -200,7 +200,18 @@ func (c *Controller) recoverJob(ra *admissionRecovery, j store.Job, recs []store
 	if err := ra.prepare(lj); err != nil {
 		return err
 	}
-	if err := c.eng.Apply(engine.SubmitJob{Job: lj.model}); err != nil {
+	// Dependencies on other jobs hold a job's start only: one that
+	// started is not held again (a job it waited for may run again,
+	// requeued, and not have ended at the restart).
+	m := lj.model
+	if startedJob(j, recs) {
+		m.DependsOn = nil
+	}
+	others, err := c.otherJobs(ra.ctx, m.DependsOn)
+	if err != nil {
+		return err
+	}
+	if err := c.eng.Apply(engine.SubmitJob{Job: m, Others: others}); err != nil {
 		return err
 	}
 	defer func() {

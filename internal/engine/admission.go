@@ -60,6 +60,9 @@ type DeadLetter struct {
 type Redrive struct {
 	Job string
 	At  time.Time
+	// Others describes the jobs it depends on that the engine does not
+	// hold, as SubmitJob.Others.
+	Others []OtherJob
 }
 
 // RestoreThrottled gives a recovered endpoint job that still waits for
@@ -209,7 +212,7 @@ func (e *Engine) redrive(ev Redrive) error {
 	}
 	// Off the list first: submit refuses an ID the list holds.
 	delete(e.adm.dead, ev.Job)
-	if err := e.submit(job); err != nil {
+	if err := e.submit(job, ev.Others); err != nil {
 		e.adm.dead[ev.Job] = d
 		return err
 	}

@@ -27,6 +27,7 @@ func (e *Engine) Cycle(now time.Time) *Decisions {
 	for _, q := range e.queues {
 		e.allocate(q, now, d)
 	}
+	e.settleStarted()
 	e.compact()
 	if !e.lazyPending {
 		d.Pending = e.Pending()

@@ -89,6 +89,11 @@ type Engine struct {
 	pend pendingTally
 	// held lists the held jobs (hold.go).
 	held map[*job]struct{}
+	// dependents lists, by job ID, the jobs waiting for that job
+	// (jobdeps.go); startedJobs the jobs whose first task started since the
+	// last cycle and that other jobs wait for.
+	dependents  map[string][]jobWait
+	startedJobs []*job
 }
 
 // New builds an engine from cfg.
@@ -149,9 +154,13 @@ func (e *Engine) advance(t time.Time) time.Time {
 func (e *Engine) Apply(ev Event) error {
 	switch ev := ev.(type) {
 	case SubmitJob:
-		return e.submit(ev.Job)
+		return e.submit(ev.Job, ev.Others)
 	case CancelJob:
 		return e.cancel(ev.Job, e.advance(ev.At))
+	case CancelTask:
+		return e.cancelTask(ev, e.advance(ev.At))
+	case RequeueTasks:
+		return e.requeue(ev, e.advance(ev.At))
 	case FinishTask:
 		return e.finishBatch(ev, e.advance(ev.At))
 	case RestoreRunning:
@@ -288,7 +297,7 @@ func (e *Engine) setPolicy(q *queue, cfg policy.Config, at time.Time) error {
 }
 
 // submit adds a job after checking what the engine relies on.
-func (e *Engine) submit(spec model.Job) error {
+func (e *Engine) submit(spec model.Job, others []OtherJob) error {
 	if _, dup := e.jobs[spec.ID]; dup {
 		return fmt.Errorf("job %q: %w", spec.ID, ErrDuplicate)
 	}
@@ -345,6 +354,10 @@ func (e *Engine) submit(spec model.Job) error {
 			return fmt.Errorf("job %q: needs: %w: dependency cycle %s", spec.ID, ErrInvalid, cyc)
 		}
 	}
+	deps, err := e.checkDependencies(&js, others)
+	if err != nil {
+		return err
+	}
 	// Committed from here on: the job is valid.
 	e.seq++
 	j.seq = e.seq
@@ -367,7 +380,9 @@ func (e *Engine) submit(spec model.Job) error {
 		j.g.limited++
 	}
 	e.advance(js.Submitted)
-	e.enqueue(j)
+	if e.holdForDependencies(j, deps) {
+		e.enqueue(j)
+	}
 	e.tally(j)
 	return nil
 }
@@ -580,6 +595,7 @@ func (e *Engine) end(t *task, s model.TaskState, r model.Reason, worker string) 
 			state = model.TaskFailed
 		}
 		e.jobsDone = append(e.jobsDone, JobEnd{Job: j.spec.ID, State: state})
+		e.jobEnded(j)
 	}
 	e.tally(j)
 }
@@ -637,6 +653,12 @@ func (e *Engine) startOn(t *task, w *place.Worker, now time.Time) {
 	t.attempt++
 	e.startSeq++
 	t.startSeq = e.startSeq
+	if j := t.job; !j.started {
+		j.started = true
+		if len(e.dependents[j.id]) > 0 {
+			e.startedJobs = append(e.startedJobs, j)
+		}
+	}
 	for len(e.onWorker) <= w.Idx {
 		e.onWorker = append(e.onWorker, nil)
 	}
@@ -772,6 +794,12 @@ func (e *Engine) restoreTask(ev RestoreTask) error {
 		return fmt.Errorf("job %q task %q: %w: only a waiting task can be restored (state %s)", ev.Job, ev.Task, ErrInvalid, t.state)
 	}
 	t.attempt, t.fails = ev.Attempt, ev.Fails
+	if ev.Attempt > 0 && !t.job.started {
+		t.job.started = true
+		if len(e.dependents[t.job.id]) > 0 {
+			e.startedJobs = append(e.startedJobs, t.job)
+		}
+	}
 	switch ev.State {
 	case model.TaskReady, model.TaskBlocked, "":
 		return nil
@@ -789,6 +817,7 @@ func (e *Engine) restoreTask(ev RestoreTask) error {
 		e.endedSinceCompact++
 		e.releaseAdmission(j)
 		e.fleet.JobEnded(j.id)
+		e.jobEnded(j)
 	}
 	if ev.State == model.TaskSucceeded {
 		for _, c := range t.children {

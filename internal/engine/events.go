@@ -17,6 +17,10 @@ type Event interface{ event() }
 // user input); the engine still refuses what would corrupt its state.
 type SubmitJob struct {
 	Job model.Job
+	// Others describes the jobs Job depends on (Job.DependsOn) that the
+	// engine does not hold: ended and forgotten, or on the dead-letter
+	// list. A dependency on a job neither held nor described is refused.
+	Others []OtherJob
 }
 
 // CancelJob cancels a job: waiting tasks end as cancelled and running ones

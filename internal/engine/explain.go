@@ -119,6 +119,7 @@ func (e *Engine) Explain(id string) (Explanation, bool) {
 		x.Help = append(x.Help, allocationHelp(x.Allocation, ready)...)
 	}
 	x.Help = append(x.Help, dependencyHelp(x.Pending)...)
+	x.Help = append(x.Help, e.jobDependencyHelp(j)...)
 	if len(x.Pending) > MaxPendingGroups {
 		more += len(x.Pending) - MaxPendingGroups
 		x.Pending = x.Pending[:MaxPendingGroups]

@@ -48,8 +48,8 @@ type jobTally struct {
 	head    *place.Shape // the shape of the head ready task
 	g       *group       // the group counting the ready tasks
 	// unadmitted says the waiting tasks are counted as waiting for
-	// admission.
-	unadmitted bool
+	// admission; onJobs that they wait for other jobs (jobdeps.go).
+	unadmitted, onJobs bool
 }
 
 // pendingTally is the engine's running count of waiting tasks.
@@ -64,6 +64,9 @@ type pendingTally struct {
 	// counts them per reason (admit.Controller.WaitingTasks), as the
 	// engine tells it each such job's tasks.
 	unadmitted int
+	// onJobs counts those of them whose job waits for other jobs: they
+	// wait with waiting_dependency, not for admission.
+	onJobs int
 	// parked lists the jobs parked in the last cycle.
 	parked []*job
 }
@@ -108,7 +111,14 @@ func (e *Engine) tally(j *job) {
 			e.adm.ctl.SetWaitingTasks(j.id, waiting)
 		}
 	}
-	c.unadmitted = unadmitted
+	onJobs := unadmitted && j.waitingJobs > 0
+	if c.onJobs {
+		p.onJobs -= c.waiting
+	}
+	if onJobs {
+		p.onJobs += waiting
+	}
+	c.unadmitted, c.onJobs = unadmitted, onJobs
 	c.waiting, c.ready, c.head, c.g = waiting, ready, head, j.g
 }
 
@@ -214,8 +224,8 @@ func (e *Engine) PendingSummary() PendingSummary {
 	// with not_admitted, as admissionReason says.
 	throttled, notAdmitted, counted := e.adm.ctl.WaitingTasks()
 	by[model.ReasonThrottled] += throttled
-	by[model.ReasonNotAdmitted] += notAdmitted + p.unadmitted - counted
-	if blocked := p.tasks - p.ready - p.unadmitted; blocked > 0 {
+	by[model.ReasonNotAdmitted] += notAdmitted + p.unadmitted - counted - p.onJobs
+	if blocked := p.tasks - p.ready - p.unadmitted + p.onJobs; blocked > 0 {
 		by[model.ReasonWaitingDependency] += blocked
 	}
 	s := PendingSummary{Jobs: p.jobs, Tasks: p.tasks, ByReason: make([]ReasonCount, 0, len(by))}

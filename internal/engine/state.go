@@ -55,6 +55,9 @@ type job struct {
 	parked      bool
 	failed      bool
 	admitted    bool
+	// started is set once a task of the job started (or is restored as
+	// having run): it meets the after dependencies of other jobs.
+	started bool
 	// reason explains this job's ready tasks when set in cycle reasonCycle
 	// (a placement failure or a slot limit); otherwise the group's applies.
 	reason model.Reason
@@ -65,6 +68,9 @@ type job struct {
 	byName      map[string]*task
 	admitReason model.Reason
 	capped      model.Reason // the max_slots reason, formatted once
+	// waitingJobs counts the dependencies on other jobs not met yet; the
+	// job is held before admission while it is above 0 (jobdeps.go).
+	waitingJobs int
 	// blockedFrom indexes the first task that may still be blocked: tasks
 	// before it have left the blocked state, which they never re-enter.
 	blockedFrom int

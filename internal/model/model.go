@@ -225,6 +225,9 @@ type Job struct {
 	MaxSlots  int       `json:"maxSlots,omitempty"`
 	Submitted time.Time `json:"submitted"`
 	Tasks     []Task    `json:"tasks"`
+	// DependsOn lists the other jobs this job waits for (Slurm's
+	// --dependency): its tasks start only once each is met.
+	DependsOn []JobDependency `json:"dependsOn,omitempty"`
 
 	// Regions, or else Image with RegionSize, TileSize and TileOverlap,
 	// estimate the job's load when Load is 0 (internal/engine/admit).
@@ -320,6 +323,9 @@ const (
 	// back at a start: the server sets it aside instead of refusing to
 	// start.
 	ReasonQuarantined = "quarantined"
+	// ReasonRequeued makes a task run again at a user's request (allot
+	// requeue): a running attempt is stopped, an ended task waits again.
+	ReasonRequeued = "requeued"
 )
 
 // Because formats a Reason.

@@ -27,6 +27,11 @@ type JobSpec struct {
 	Labels   map[string]string `yaml:"labels,omitempty" json:"labels,omitempty"`
 	MaxSlots int               `yaml:"maxSlots,omitempty" json:"maxSlots,omitempty" zero:"must be at least 1|leave maxSlots out for no limit"`
 	Tasks    []TaskSpec        `yaml:"tasks" json:"tasks"`
+	// DependsOn lists other jobs this job waits for, by ID and type
+	// (after, afterok, afternotok, afterany; afterok when left out), as
+	// Slurm's --dependency: no task starts until every one is met, and
+	// one that can never be met fails the job (docs/jobs.md).
+	DependsOn []JobDependency `yaml:"dependsOn,omitempty" json:"dependsOn,omitempty"`
 
 	// Regions, or Image with RegionSize, TileSize and TileOverlap, estimate
 	// the job's load on its endpoint when Load is not given

@@ -137,6 +137,9 @@ type simJob struct {
 	epLoad int
 	// fg is the job's fairness group (fairTrack).
 	fg int32
+	// endState is how the job ended, for the jobs that depend on it
+	// (dependsOn) once the engine forgot it.
+	endState model.TaskState
 }
 
 // groupAcc accumulates one group's metrics during the run.
@@ -539,7 +542,7 @@ func (r *runner) arrive(ji int32) error {
 		r.counts.JobsDeadLettered++
 		return nil
 	}
-	if err := r.eng.Apply(engine.SubmitJob{Job: spec}); err != nil {
+	if err := r.eng.Apply(engine.SubmitJob{Job: spec, Others: r.otherJobs(spec)}); err != nil {
 		return fmt.Errorf("jobs[%d] %q at %s: %w: %w", ji, sj.id, time.Duration(r.now), ErrRejected, err)
 	}
 	r.realPending--
@@ -789,6 +792,7 @@ func (r *runner) jobDone(e engine.JobEnd) {
 		return
 	}
 	sj.ended = true
+	sj.endState = e.State
 	sj.byName = nil
 	// Keep the engine's state to live jobs, as the server does.
 	_ = r.eng.Apply(engine.ForgetJob{Job: e.Job})
@@ -943,4 +947,28 @@ func plural(n int, what string) string {
 		return "1 " + what
 	}
 	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// otherJobs describes the jobs a job depends on that the engine does not
+// hold, as the server does from its store: those that ended with their end
+// state, and those that have not arrived yet (or were dead-lettered) as
+// not started. A job the scenario does not have is left for the engine to
+// refuse.
+func (r *runner) otherJobs(j model.Job) []engine.OtherJob {
+	var out []engine.OtherJob
+	for _, d := range j.DependsOn {
+		pi, ok := r.jobIdx[d.Job]
+		if !ok {
+			continue
+		}
+		p := &r.jobs[pi]
+		switch {
+		case !p.arrived:
+			out = append(out, engine.OtherJob{Job: d.Job})
+		case p.ended:
+			o := engine.OtherJob{Job: d.Job, Ended: p.endState, Started: p.endState != ""}
+			out = append(out, o)
+		}
+	}
+	return out
 }

@@ -98,13 +98,14 @@ func (j Job) Expand(path string, submitted time.Time) (Expanded, error) {
 		c.add(p("selector"), "has %d entries, more than %d", len(j.Selector), MaxLabels)
 	}
 	checkLabels(&c, p("labels"), j.Labels)
+	dependsOn := checkDependsOn(&c, p, j)
 	if len(j.Tasks) == 0 {
 		c.add(p("tasks"), "a job needs at least one task")
 	}
 	out := model.Job{ID: j.ID, Queue: j.Queue, Requestor: j.Requestor, Share: j.Share, Priority: j.Priority,
 		Urgent: j.Urgent, SLAGroup: j.SLAGroup, User: j.User, Endpoint: j.Endpoint, Variant: j.Variant, Load: j.Load,
 		Selector: model.Selector(j.Selector), MaxSlots: j.MaxSlots, Submitted: submitted,
-		Regions: j.Regions, Inputs: j.Inputs}
+		Regions: j.Regions, Inputs: j.Inputs, DependsOn: dependsOn}
 	if j.Image != nil {
 		out.Image = model.ImageSize{Width: j.Image.Width, Height: j.Image.Height}
 		out.RegionSize, out.TileSize, out.TileOverlap = j.geometry()

@@ -29,3 +29,11 @@ func NewJobID(now time.Time) string {
 	}
 	return s.String()
 }
+
+// NewJobIDWithPrefix is NewJobID with prefix in place of "job": a new ID
+// for each submission of the same document (allot submit --id-prefix), so
+// that a file that names its job can be submitted again. The prefix must
+// be a valid name short enough to leave room for the rest.
+func NewJobIDWithPrefix(prefix string, now time.Time) string {
+	return prefix + strings.TrimPrefix(NewJobID(now), "job")
+}

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,5 +22,13 @@ func TestNewJobIDsAreValidNamesAndDiffer(t *testing.T) {
 			t.Fatalf("%q made twice in 1000 IDs of the same second", id)
 		}
 		seen[id] = true
+	}
+}
+
+func TestNewJobIDWithPrefixKeepsTheTimeAndRandomPart(t *testing.T) {
+	now := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	a, b := NewJobIDWithPrefix("nightly", now), NewJobIDWithPrefix("nightly", now)
+	if !strings.HasPrefix(a, "nightly-20260304-050607-") || len(a) != len("nightly-20260304-050607-")+10 || a == b || !validName(a) {
+		t.Fatalf("ids %q and %q", a, b)
 	}
 }

@@ -77,8 +77,20 @@ func (c *Copy) Build() (*engine.Engine, error) {
 	for _, w := range c.Workers {
 		apply(engine.AddWorker{Worker: w, At: c.Now})
 	}
+	held := make(map[string]bool, len(c.Jobs))
 	for _, j := range c.Jobs {
-		if err := e.Apply(engine.SubmitJob{Job: j}); err != nil {
+		held[j.ID] = true
+	}
+	for _, j := range c.Jobs {
+		// A job it waits for that the copy does not hold (one on the
+		// dead-letter list) has not started.
+		var others []engine.OtherJob
+		for _, d := range j.DependsOn {
+			if !held[d.Job] {
+				others = append(others, engine.OtherJob{Job: d.Job})
+			}
+		}
+		if err := e.Apply(engine.SubmitJob{Job: j, Others: others}); err != nil {
 			continue
 		}
 		for phase := range 3 {

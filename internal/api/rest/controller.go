@@ -31,6 +31,8 @@ type Jobs interface {
 	Hold(ctx context.Context, id, by string) (api.Job, error)
 	Release(ctx context.Context, id string) (api.Job, error)
 	SetResources(ctx context.Context, id string, ch api.ResourcesChange) (api.Job, error)
+	CancelTask(ctx context.Context, id, task string) (api.Job, error)
+	Requeue(ctx context.Context, id, task string) (api.Job, error)
 	SetPriority(ctx context.Context, id string, priority int, urgent bool) (api.Job, error)
 	Explain(ctx context.Context, id string) (api.Explanation, error)
 	DeadLetters(ctx context.Context) (api.DeadLetterList, error)

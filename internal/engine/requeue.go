@@ -1,0 +1,222 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/allot-sched/allot/internal/model"
+)
+
+// RequeueTasks runs tasks of a job that has not ended again (allot
+// requeue): a running task is stopped and waits again, a failed or
+// cancelled one waits again with its failed attempts forgotten, and so do
+// the tasks that need it and ended because it did. Each runs as a new
+// attempt. With no Tasks, every task of the job that has not succeeded and
+// does not wait is requeued. A job that ended is not held by the engine:
+// the caller rebuilds it (SubmitJob and RestoreTask) with the tasks to run
+// again waiting.
+type RequeueTasks struct {
+	Job   string
+	Tasks []string
+	At    time.Time
+}
+
+// CancelTask cancels one task of a job: waiting, it ends; running, it is
+// stopped. The tasks that need it, directly or not, end cancelled too. The
+// job ends once every task has.
+type CancelTask struct {
+	Job, Task string
+	At        time.Time
+}
+
+func (RequeueTasks) event() {}
+func (CancelTask) event()   {}
+
+// requeue applies RequeueTasks: it checks every task first, so a refused
+// event changes nothing.
+func (e *Engine) requeue(ev RequeueTasks, now time.Time) error {
+	j, ok := e.jobs[ev.Job]
+	if !ok {
+		return fmt.Errorf("%w %q", ErrUnknownJob, ev.Job)
+	}
+	if j.done {
+		return refused("job %q has ended", ev.Job)
+	}
+	var picked []*task
+	if len(ev.Tasks) == 0 {
+		for _, t := range j.tasks {
+			if t.state == model.TaskRunning && !t.member() || t.state == model.TaskFailed || t.state == model.TaskCancelled {
+				picked = append(picked, t)
+			}
+		}
+		if len(picked) == 0 {
+			return refused("job %q has no task that is running, failed or cancelled", ev.Job)
+		}
+	}
+	for _, name := range ev.Tasks {
+		t, ok := j.byName[name]
+		if !ok {
+			return fmt.Errorf("job %q: %w %q", ev.Job, ErrUnknownTask, name)
+		}
+		switch {
+		case t.state == model.TaskSucceeded:
+			return refused("task %q of job %q succeeded; only a running, failed or cancelled task runs again", name, ev.Job)
+		case t.state == model.TaskReady || t.state == model.TaskBlocked:
+			return refused("task %q of job %q is waiting already", name, ev.Job)
+		case t.member():
+			return refused("task %q of job %q runs in the merged batch of task %q; requeue that task", name, ev.Job, t.batch.head.spec.Name)
+		}
+		picked = append(picked, t)
+	}
+	r := model.Because(model.ReasonRequeued, "requeued by request")
+	var reopen []*task
+	for _, t := range picked {
+		if t.state == model.TaskRunning {
+			e.stopToWait(t, r, now)
+			continue
+		}
+		reopen = append(reopen, t)
+	}
+	e.reopen(j, reopen, r)
+	return nil
+}
+
+// stopToWait stops a running task (and the members of its merged batch)
+// and makes it wait again, for reason r.
+func (e *Engine) stopToWait(t *task, r model.Reason, now time.Time) {
+	members := runningMembers(t)
+	worker := t.worker.Spec.Name
+	e.release(t, now)
+	e.makeReady(t)
+	e.stops = append(e.stops, Stop{Job: t.job.id, Task: t.spec.Name, Worker: worker, Reason: r})
+	for _, m := range members {
+		if m.state != model.TaskRunning {
+			continue
+		}
+		w := m.worker.Spec.Name
+		e.release(m, now)
+		e.makeReady(m)
+		e.stops = append(e.stops, Stop{Job: m.job.id, Task: m.spec.Name, Worker: w, Reason: r})
+	}
+}
+
+// reopen makes ended tasks of j, and the ended tasks that need them, wait
+// again as new attempts.
+func (e *Engine) reopen(j *job, roots []*task, r model.Reason) {
+	if len(roots) == 0 {
+		return
+	}
+	in := make([]bool, len(j.tasks))
+	stack := slices.Clone(roots)
+	for len(stack) > 0 {
+		t := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if in[t.idx] || (t.state != model.TaskFailed && t.state != model.TaskCancelled) {
+			continue
+		}
+		in[t.idx] = true
+		for _, c := range t.children {
+			stack = append(stack, j.tasks[c])
+		}
+	}
+	first := -1
+	for i, t := range j.tasks {
+		if !in[i] {
+			continue
+		}
+		if first < 0 {
+			first = i
+		}
+		t.state, t.fails = model.TaskBlocked, 0
+		j.left++
+	}
+	j.failed = false
+	for _, t := range j.tasks {
+		j.failed = j.failed || t.state == model.TaskFailed
+	}
+	j.blockedFrom = min(j.blockedFrom, first)
+	j.blockedMemo.task = nil
+	for i, t := range j.tasks {
+		if !in[i] {
+			continue
+		}
+		t.unmet = 0
+		for _, need := range t.spec.Needs {
+			if j.byName[need].state != model.TaskSucceeded {
+				t.unmet++
+			}
+		}
+		if t.unmet == 0 && j.admitted {
+			e.queueReady(t)
+		}
+		e.ended = append(e.ended, TaskEnd{Job: j.id, Task: t.spec.Name, State: t.state, Reason: r})
+	}
+	e.tally(j)
+}
+
+// cancelTask applies CancelTask.
+func (e *Engine) cancelTask(ev CancelTask, now time.Time) error {
+	t, err := e.lookup(ev.Job, ev.Task)
+	if err != nil {
+		return err
+	}
+	if t.state.Terminal() {
+		return refused("task %q of job %q has ended (%s)", ev.Task, ev.Job, t.state)
+	}
+	if t.member() {
+		return refused("task %q of job %q runs in the merged batch of task %q; cancel that task", ev.Task, ev.Job, t.batch.head.spec.Name)
+	}
+	r := model.Because(model.ReasonCancelled, "task %q was cancelled", ev.Task)
+	if t.state == model.TaskRunning {
+		members := runningMembers(t)
+		worker := t.worker.Spec.Name
+		e.release(t, now)
+		e.stops = append(e.stops, Stop{Job: ev.Job, Task: ev.Task, Worker: worker, Reason: r})
+		e.end(t, model.TaskCancelled, r, worker)
+		// The members of its merged batch wait again: only t is cancelled.
+		mr := model.Because(model.ReasonRequeued, "requeued: task %q, the head of its merged batch, was cancelled", ev.Task)
+		for _, m := range members {
+			if m.state != model.TaskRunning {
+				continue
+			}
+			w := m.worker.Spec.Name
+			e.release(m, now)
+			e.makeReady(m)
+			e.stops = append(e.stops, Stop{Job: m.job.id, Task: m.spec.Name, Worker: w, Reason: mr})
+		}
+	} else {
+		e.dropWaiting(t)
+		e.end(t, model.TaskCancelled, r, "")
+	}
+	// The tasks that need it can never run.
+	stack := []*task{t}
+	for len(stack) > 0 {
+		p := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, c := range p.children {
+			child := t.job.tasks[c]
+			if child.state.Terminal() || child.state == model.TaskRunning {
+				continue
+			}
+			e.dropWaiting(child)
+			e.end(child, model.TaskCancelled, model.Because(model.ReasonCancelled, "task %q it needs was cancelled", p.spec.Name), "")
+			stack = append(stack, child)
+		}
+	}
+	return nil
+}
+
+// RefusedError is a request the engine refuses for the state a job or
+// task is in (requeue a task that succeeded, cancel one that ended): the
+// caller's conflict, not a malformed event. It is ErrInvalid to errors.Is.
+type RefusedError struct{ Msg string }
+
+func (e *RefusedError) Error() string { return e.Msg }
+
+// Is makes errors.Is(err, ErrInvalid) hold.
+func (e *RefusedError) Is(target error) bool { return target == ErrInvalid }
+
+func refused(format string, args ...any) error {
+	return &RefusedError{Msg: fmt.Sprintf(format, args...)}
+}
