@@ -61,7 +61,7 @@ tasks:
 		if !strings.Contains(out, "out of memory") {
 			t.Errorf("allot %s does not say out of memory:\n%s", strings.Join(args, " "), out)
 		}
-		if args[0] == "get" && (!strings.Contains(out, "PEAK MEM") || !strings.Contains(out, "Mi")) {
+		if args[0] == "get" && (!strings.Contains(out, "MAXRSS") || !strings.Contains(out, "Mi")) {
 			t.Errorf("allot get does not show the peak memory:\n%s", out)
 		}
 	}

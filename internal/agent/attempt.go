@@ -281,6 +281,15 @@ func (r runner) run(at *attempt) (api.Report, leftover) {
 	}
 	pr.Close()
 	if stream != nil {
+		if oom != "" {
+			// The same line the report's output ends with (below), for
+			// the output the server keeps from the stream.
+			note := "allot: " + oom + "\n"
+			if o := out.String(); o != "" && !strings.HasSuffix(o, "\n") {
+				note = "\n" + note
+			}
+			_, _ = stream.Write([]byte(note))
+		}
 		stream.finish()
 	}
 
