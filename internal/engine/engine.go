@@ -87,6 +87,9 @@ type Engine struct {
 	affinity map[*job]*place.Affinity
 	// pend counts the waiting tasks as jobs change (pendcount.go).
 	pend pendingTally
+	// gpus holds, by place.Worker.Idx, which task holds each GPU device
+	// of the worker (devices.go); nil for a worker no GPU task ran on.
+	gpus []*gpuBook
 }
 
 // New builds an engine from cfg.
@@ -159,6 +162,9 @@ func (e *Engine) Apply(ev Event) error {
 	case AddWorker:
 		if !knownWorkerState(ev.Worker.State) && ev.Worker.State != "" {
 			return fmt.Errorf("worker %q: state: %w worker state %q", ev.Worker.Name, ErrInvalid, ev.Worker.State)
+		}
+		if err := checkGPUDevices(&ev.Worker); err != nil {
+			return err
 		}
 		w, err := e.fleet.Add(ev.Worker)
 		if err != nil {
@@ -581,6 +587,7 @@ func (e *Engine) end(t *task, s model.TaskState, r model.Reason, worker string) 
 
 // release frees the slot of a running task.
 func (e *Engine) release(t *task, now time.Time) {
+	e.dropGPUs(t)
 	if t.member() {
 		e.releaseMember(t)
 		return
@@ -721,6 +728,7 @@ func (e *Engine) restore(ev RestoreRunning) error {
 	// calls stay in time order; the task keeps its true start for victim
 	// selection. Usage from before now is History's business.
 	e.occupy(t, w, e.now)
+	e.takeGPUs(t, w, ev.GPUs)
 	e.placed(t, w)
 	t.started = started
 	if j := t.job; j.heapPos >= 0 && j.q.jobOrder == policy.ByFewestRunning {
@@ -821,6 +829,7 @@ func (e *Engine) removeWorker(ev RemoveWorker, now time.Time) error {
 		e.ended = append(e.ended, TaskEnd{Job: t.job.spec.ID, Task: t.spec.Name, Worker: ev.Name, State: model.TaskReady, Reason: r})
 	}
 	e.fleet.Remove(w)
+	e.forgetGPUs(w)
 	return nil
 }
 

@@ -52,6 +52,10 @@ type RestoreRunning struct {
 	// must be restored first, running on Worker; the task joins its batch
 	// and holds no slot of its own.
 	Batch string
+	// GPUs lists the GPU devices the task was given when it started
+	// (Start.GPUs, as recorded): it gets them back when each is still free
+	// on the worker, and the lowest free ones otherwise.
+	GPUs []int
 }
 
 // RestoreTask restores a task that is not running to the state a store

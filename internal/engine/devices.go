@@ -1,0 +1,152 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/allot-sched/allot/internal/engine/place"
+	"github.com/allot-sched/allot/internal/model"
+)
+
+// This file assigns GPU devices. Placement counts GPUs (a worker's free
+// GPUs are its capacity less what its tasks ask for); once it has chosen a
+// worker for a task, the engine hands the task that many of the worker's
+// devices, the lowest free indices first, and takes them back when the task
+// ends, is stopped or its worker is lost. Devices are exclusive: a device
+// is held by at most one task (the members of a merged batch run one after
+// another in their head's slot and share its devices). Since placement
+// never lets a worker's tasks ask for more GPUs than it has, there are
+// always enough free devices for a task placed there.
+
+// gpuBook is the GPUs of one worker: the device indices it registered, in
+// ascending order, and the task holding each (nil when free).
+type gpuBook struct {
+	index  []int
+	holder []*task
+}
+
+// checkGPUDevices checks the device list a worker registers: one device per
+// GPU of its capacity, or none (devices 0..GPUs-1), without repeats.
+func checkGPUDevices(w *model.Worker) error {
+	ds := w.GPUDevices
+	if len(ds) == 0 {
+		return nil
+	}
+	if int64(len(ds)) != w.Capacity.GPUs {
+		return fmt.Errorf("worker %q: gpuDevices: %w: %d devices for %d GPUs", w.Name, ErrInvalid, len(ds), w.Capacity.GPUs)
+	}
+	seen := make(map[int]bool, len(ds))
+	for _, d := range ds {
+		if d.Index < 0 || seen[d.Index] {
+			return fmt.Errorf("worker %q: gpuDevices: %w: device index %d is negative or repeated", w.Name, ErrInvalid, d.Index)
+		}
+		seen[d.Index] = true
+	}
+	return nil
+}
+
+// gpuBookOf returns w's book, made on first use.
+func (e *Engine) gpuBookOf(w *place.Worker) *gpuBook {
+	for len(e.gpus) <= w.Idx {
+		e.gpus = append(e.gpus, nil)
+	}
+	b := e.gpus[w.Idx]
+	if b == nil {
+		b = &gpuBook{}
+		if ds := w.Spec.GPUDevices; len(ds) > 0 {
+			for _, d := range ds {
+				b.index = append(b.index, d.Index)
+			}
+			slices.Sort(b.index)
+		} else {
+			for i := range w.Spec.Capacity.GPUs {
+				b.index = append(b.index, int(i))
+			}
+		}
+		b.holder = make([]*task, len(b.index))
+		e.gpus[w.Idx] = b
+	}
+	return b
+}
+
+// takeGPUs gives t, which has just started on w, the GPU devices it asks
+// for. want, when set (a restart restores a running task), names the
+// devices the task was given: it gets them back if each is free on w, and
+// the lowest free ones otherwise, as a task recorded without devices does.
+// A restored task on a worker that now has too few free devices gets those
+// there are: its process already runs, and no device is ever held twice.
+func (e *Engine) takeGPUs(t *task, w *place.Worker, want []int) {
+	n := int(t.spec.Resources.GPUs)
+	if n <= 0 {
+		return
+	}
+	b := e.gpuBookOf(w)
+	if len(want) == n && b.allFree(want) {
+		t.gpus = make([]int, 0, n)
+		for _, d := range want {
+			p, _ := slices.BinarySearch(b.index, d)
+			b.holder[p] = t
+			t.gpus = append(t.gpus, d)
+		}
+		slices.Sort(t.gpus)
+		return
+	}
+	t.gpus = make([]int, 0, n)
+	for p, h := range b.holder {
+		if len(t.gpus) == n {
+			break
+		}
+		if h == nil {
+			b.holder[p] = t
+			t.gpus = append(t.gpus, b.index[p])
+		}
+	}
+}
+
+// allFree reports whether every device of want is one of b's, free, and
+// named once.
+func (b *gpuBook) allFree(want []int) bool {
+	for i, d := range want {
+		p, ok := slices.BinarySearch(b.index, d)
+		if !ok || b.holder[p] != nil || slices.Contains(want[:i], d) {
+			return false
+		}
+	}
+	return true
+}
+
+// dropGPUs takes back the devices t holds on its worker; a batch member
+// only forgets its head's.
+func (e *Engine) dropGPUs(t *task) {
+	if len(t.gpus) == 0 {
+		return
+	}
+	if !t.member() && t.worker != nil && t.worker.Idx < len(e.gpus) {
+		if b := e.gpus[t.worker.Idx]; b != nil {
+			for p, h := range b.holder {
+				if h == t {
+					b.holder[p] = nil
+				}
+			}
+		}
+	}
+	t.gpus = nil
+}
+
+// forgetGPUs drops the book of a worker that left.
+func (e *Engine) forgetGPUs(w *place.Worker) {
+	if w.Idx < len(e.gpus) {
+		e.gpus[w.Idx] = nil
+	}
+}
+
+// TaskGPUs returns the GPU devices a running task holds (the indices its
+// worker registered), or nil. The control loop records them, so that a
+// restart gives each running task its devices back (RestoreRunning.GPUs).
+func (e *Engine) TaskGPUs(job, name string) []int {
+	t, err := e.lookup(job, name)
+	if err != nil || t.state != model.TaskRunning {
+		return nil
+	}
+	return slices.Clone(t.gpus)
+}
