@@ -255,16 +255,17 @@ func New(cfg Config) (*Agent, error) {
 	if err := shareWorkDir(cfg.WorkDir, users); err != nil {
 		return nil, fmt.Errorf("agent: workdir: %w", err)
 	}
-	cfg.Resources = detectResources(cfg.Resources, cfg.Logger)
+	var devices []model.GPUDevice
+	cfg.Resources, devices = detectResources(cfg.Resources, cfg.Logger)
 	log := cfg.Logger.With("worker", cfg.Name)
 	a := &Agent{
 		cfg: cfg,
 		c:   c,
 		log: log,
-		reg: api.Register{Name: cfg.Name, Resources: cfg.Resources, Labels: cfg.Labels, Slots: cfg.Slots, Prefetch: cfg.Prefetch,
-			CostPerHour: cfg.CostPerHour, Cached: cfg.Cached, Cache: cfg.Cache},
+		reg: api.Register{Name: cfg.Name, Resources: cfg.Resources, GPUDevices: devices, Labels: cfg.Labels, Slots: cfg.Slots,
+			Prefetch: cfg.Prefetch, CostPerHour: cfg.CostPerHour, Cached: cfg.Cached, Cache: cfg.Cache},
 		run: runner{workDir: cfg.WorkDir, tailBytes: cfg.OutputTailBytes, grace: cfg.Grace, log: log, users: users,
-			started: cfg.Started},
+			started: cfg.Started, gpus: cfg.Resources.GPUs},
 		attempts:  map[api.Attempt]*attempt{},
 		away:      context.Background(),
 		leave:     func() {},

@@ -126,6 +126,9 @@ type runner struct {
 	users *userPolicy
 	// started, when set, is told of every process started (Config.Started).
 	started func(api.Attempt)
+	// gpus is the worker's GPU count: on a worker with GPUs, every task
+	// is shown only the devices its assignment gives it (devices.go).
+	gpus int
 }
 
 // leftover is what remains of an attempt once its report is made: its
@@ -183,6 +186,7 @@ func (r runner) run(at *attempt) (api.Report, leftover) {
 	if at.batchHead != "" {
 		cmd.Env = append(cmd.Env, "ALLOT_BATCH="+at.batchHead)
 	}
+	cmd.Env = append(cmd.Env, deviceEnv(as.GPUs, r.gpus)...)
 	setTaskAttrs(cmd, user)
 
 	// The process writes into a pipe we read ourselves, rather than letting
@@ -335,12 +339,23 @@ func environ(as api.Assignment, resultPath string, user *taskUser) []string {
 	for _, k := range keys {
 		env = append(env, k+"="+as.Env[k])
 	}
-	return append(env,
+	return append(append(env,
 		"ALLOT_JOB="+as.Job,
 		"ALLOT_TASK="+as.Task,
 		"ALLOT_ATTEMPT="+strconv.Itoa(as.Attempt.Attempt),
 		"ALLOT_RESULT_FILE="+resultPath,
-	)
+	), arrayEnv(as)...)
+}
+
+// arrayEnv places the task in its array (the entry of the job spec it was
+// expanded from): ALLOT_TASK_INDEX from 0 and ALLOT_TASK_COUNT. An
+// assignment from a server that does not send them (TaskCount 0) adds
+// nothing.
+func arrayEnv(as api.Assignment) []string {
+	if as.TaskCount < 1 {
+		return nil
+	}
+	return []string{"ALLOT_TASK_INDEX=" + strconv.Itoa(as.TaskIndex), "ALLOT_TASK_COUNT=" + strconv.Itoa(as.TaskCount)}
 }
 
 // readResult reads the result file a task may write: nothing (no file, or
