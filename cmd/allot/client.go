@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/client"
+	"github.com/allot-sched/allot/internal/model"
 )
 
 // clientFlags are the flags every client command shares.
@@ -318,7 +320,14 @@ func jobTable(w io.Writer, j api.Job) error {
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TASK\tSTATE\tATTEMPT\tWORKER\tEXIT\tREASON")
+	// The GPUS column (the devices each task holds on its worker) shows
+	// only for a job whose tasks were given some.
+	gpus := slices.ContainsFunc(j.Tasks, func(t api.Task) bool { return len(t.GPUs) > 0 })
+	if gpus {
+		fmt.Fprintln(tw, "TASK\tSTATE\tATTEMPT\tWORKER\tGPUS\tEXIT\tREASON")
+	} else {
+		fmt.Fprintln(tw, "TASK\tSTATE\tATTEMPT\tWORKER\tEXIT\tREASON")
+	}
 	for _, t := range j.Tasks {
 		exit := ""
 		if t.ExitCode != nil {
@@ -328,7 +337,11 @@ func jobTable(w io.Writer, j api.Job) error {
 		if t.Reason != nil {
 			reason = t.Reason.Code + ": " + t.Reason.Message
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", t.Name, t.State, t.Attempt, t.Worker, exit, reason)
+		worker := t.Worker
+		if gpus {
+			worker += "\t" + model.DeviceList(t.GPUs)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", t.Name, t.State, t.Attempt, worker, exit, reason)
 	}
 	return tw.Flush()
 }
@@ -561,10 +574,24 @@ func newEventsCmd(f *clientFlags) *cobra.Command {
 	return cmd
 }
 
+// eventGPUs is the devices a task_started event records ("0,1"), or "".
+func eventGPUs(e api.Event) string {
+	if e.Kind != "task_started" || len(e.Data) == 0 {
+		return ""
+	}
+	var d struct {
+		GPUs []int `json:"gpus"`
+	}
+	if json.Unmarshal(e.Data, &d) != nil {
+		return ""
+	}
+	return model.DeviceList(d.GPUs)
+}
+
 func eventLine(w io.Writer, e api.Event) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d %s %-16s", e.ID, e.At.Format("15:04:05.000"), e.Kind)
-	for _, kv := range [][2]string{{"job", e.Job}, {"task", e.Task}, {"worker", e.Worker}, {"reason", e.Reason}} {
+	for _, kv := range [][2]string{{"job", e.Job}, {"task", e.Task}, {"worker", e.Worker}, {"gpus", eventGPUs(e)}, {"reason", e.Reason}} {
 		if kv[1] != "" {
 			fmt.Fprintf(&b, " %s=%s", kv[0], kv[1])
 		}

@@ -257,8 +257,11 @@ func (c *Controller) restoreTask(rec *store.Task) error {
 		if lw, ok := c.workers[rec.Worker]; ok && lw.rec.State != workerLost {
 			head, member := batchHead(rec)
 			err := c.eng.Apply(engine.RestoreRunning{Job: rec.Job, Task: rec.Name, Worker: rec.Worker,
-				Started: rec.Started, Attempt: rec.Attempt, Fails: rec.Fails, Batch: head})
+				Started: rec.Started, Attempt: rec.Attempt, Fails: rec.Fails, Batch: head, GPUs: rec.GPUs})
 			if err == nil {
+				// The engine gives the recorded devices back, or others
+				// when they are not free (a record without devices).
+				rec.GPUs = c.eng.TaskGPUs(rec.Job, rec.Name)
 				c.indexRunning(rec)
 				return nil
 			}

@@ -33,6 +33,10 @@ func workerModel(reg api.Register, now time.Time) (model.Worker, error) {
 			Msg: fmt.Sprintf("must be from 0 to the worker's slots (%d), got %d", slots, reg.Prefetch)}}
 	}
 	ws[0].Slots += reg.Prefetch
+	if err := checkGPUDevices(reg.GPUDevices, ws[0].Capacity.GPUs); err != nil {
+		return model.Worker{}, err
+	}
+	ws[0].GPUDevices = reg.GPUDevices
 	return ws[0], nil
 }
 
