@@ -425,6 +425,13 @@ func (a *Agent) register(ctx context.Context, first bool) error {
 			a.reg.Prefetch = 0
 			continue
 		}
+		if refusesField(err, "gpuDevices") && len(a.reg.GPUDevices) > 0 {
+			// A server older than GPU devices: it hands out GPU counts,
+			// and tasks get no devices of their own.
+			a.log.Warn("the server does not know GPU devices; registering without them: tasks will see every GPU", "err", err)
+			a.reg.GPUDevices = nil
+			continue
+		}
 		if first && !client.Retryable(err) {
 			return fmt.Errorf("agent: registering worker %q with %s: %w", a.reg.Name, a.c.BaseURL(), err)
 		}
@@ -442,9 +449,13 @@ func (a *Agent) register(ctx context.Context, first bool) error {
 
 // refusesPrefetch reports whether a registration was refused for its
 // prefetch field (a server that predates it names it as unknown).
-func refusesPrefetch(err error) bool {
+func refusesPrefetch(err error) bool { return refusesField(err, "prefetch") }
+
+// refusesField reports whether a registration was refused for its field
+// (a server that predates the field names it as unknown).
+func refusesField(err error, field string) bool {
 	var ce *client.Error
-	return errors.As(err, &ce) && ce.Status == 400 && ce.Field == "prefetch"
+	return errors.As(err, &ce) && ce.Status == 400 && ce.Field == field
 }
 
 // generation returns the number of successful registrations so far.

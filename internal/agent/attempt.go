@@ -186,7 +186,11 @@ func (r runner) run(at *attempt) (api.Report, leftover) {
 	if at.batchHead != "" {
 		cmd.Env = append(cmd.Env, "ALLOT_BATCH="+at.batchHead)
 	}
-	cmd.Env = append(cmd.Env, deviceEnv(as.GPUs, r.gpus)...)
+	if as.TaskCount > 0 {
+		// A server that sends no array place (TaskCount 0) predates GPU
+		// devices too: it gave the task none, and must not hide the GPUs.
+		cmd.Env = append(cmd.Env, deviceEnv(as.GPUs, r.gpus)...)
+	}
 	setTaskAttrs(cmd, user)
 
 	// The process writes into a pipe we read ourselves, rather than letting

@@ -1,10 +1,11 @@
+//go:build unix
+
 package agent
 
 import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -56,9 +57,6 @@ func TestParseNvidiaSmi(t *testing.T) {
 // agent's query, and fails otherwise.
 func fakeNvidiaSmi(t *testing.T, out string) {
 	t.Helper()
-	if runtime.GOOS == "windows" {
-		t.Skip("the fake nvidia-smi is a shell script")
-	}
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "recorded.txt"), []byte(out), 0o644); err != nil {
 		t.Fatal(err)
@@ -152,5 +150,66 @@ func TestEnvironPlacesTheTaskInItsArray(t *testing.T) {
 		if strings.HasPrefix(kv, "ALLOT_TASK_COUNT=") {
 			t.Errorf("ALLOT_TASK_COUNT set without a count: %q", kv)
 		}
+	}
+}
+
+// gpuEnvScript prints the variables deviceEnv sets, or "unset".
+const gpuEnvScript = `echo "CUDA=${CUDA_VISIBLE_DEVICES-unset} NVIDIA=${NVIDIA_VISIBLE_DEVICES-unset} ALLOT=${ALLOT_GPUS-unset}"`
+
+func TestAgentShowsATaskOnlyItsDevices(t *testing.T) {
+	fakeNvidiaSmi(t, "0, GPU-a, 1024\n1, GPU-b, 1024\n")
+	t.Setenv("CUDA_VISIBLE_DEVICES", "0,1") // the agent's own: not the task's
+	fs, url := newFakeServer(t)
+	cfg := testConfig(url)
+	cfg.Slots = 2
+	ag := start(t, cfg)
+	one := assign("j", "one", 1, gpuEnvScript, map[string]string{"CUDA_VISIBLE_DEVICES": "0,1"})
+	one.GPUs, one.TaskCount = []model.GPUDevice{{Index: 1, UUID: "GPU-b"}}, 1
+	none := assign("j", "none", 1, gpuEnvScript, nil)
+	none.TaskCount = 1
+	fs.give(api.Lease{Assignments: []api.Assignment{one, none}})
+	waitFor(t, "the reports", func() bool {
+		_, a := fs.report(one.Attempt)
+		_, b := fs.report(none.Attempt)
+		return a && b
+	})
+	if err := ag.stop(); err != nil {
+		t.Errorf("Run = %v", err)
+	}
+	regs, _, _ := fs.snapshot()
+	if len(regs) != 1 || regs[0].Resources.GPUs != 2 || len(regs[0].GPUDevices) != 2 || regs[0].GPUDevices[1].UUID != "GPU-b" {
+		t.Errorf("registrations %+v, want the two detected devices", regs)
+	}
+	for a, want := range map[api.Attempt]string{
+		one.Attempt:  "CUDA=GPU-b NVIDIA=GPU-b ALLOT=1",
+		none.Attempt: "CUDA= NVIDIA=none ALLOT=",
+	} {
+		if r, _ := fs.report(a); strings.TrimSpace(r.Output) != want {
+			t.Errorf("%s saw %q, want %q", a.Task, r.Output, want)
+		}
+	}
+}
+
+// A server that predates GPU devices refuses the field as unknown: the
+// agent registers without it, and leaves the tasks' GPU variables alone,
+// as before.
+func TestAgentGPUDevicesAgainstAServerThatDoesNotKnowThem(t *testing.T) {
+	fakeNvidiaSmi(t, "0, GPU-a, 1024\n1, GPU-b, 1024\n")
+	t.Setenv("CUDA_VISIBLE_DEVICES", "from-the-agent")
+	fs, url := newFakeServer(t)
+	fs.unknownFields = []string{"gpuDevices"}
+	ag := start(t, testConfig(url))
+	a := assign("j", "a", 1, gpuEnvScript, nil) // no TaskCount: an older server
+	fs.give(api.Lease{Assignments: []api.Assignment{a}})
+	waitFor(t, "the report", func() bool { _, ok := fs.report(a.Attempt); return ok })
+	if err := ag.stop(); err != nil {
+		t.Errorf("Run = %v", err)
+	}
+	regs, _, _ := fs.snapshot()
+	if len(regs) != 1 || regs[0].GPUDevices != nil || regs[0].Resources.GPUs != 2 {
+		t.Errorf("registrations %+v, want one with 2 GPUs and no device list", regs)
+	}
+	if r, _ := fs.report(a.Attempt); strings.TrimSpace(r.Output) != "CUDA=from-the-agent NVIDIA=unset ALLOT=unset" {
+		t.Errorf("the task saw %q", r.Output)
 	}
 }
