@@ -18,11 +18,28 @@ import (
 // never lets a worker's tasks ask for more GPUs than it has, there are
 // always enough free devices for a task placed there.
 
-// gpuBook is the GPUs of one worker: the device indices it registered, in
-// ascending order, and the task holding each (nil when free).
+// gpuBook is the GPUs of one worker: the task holding each (nil when
+// free), by position, and the device index at each position, ascending
+// (nil for devices 0..len(holder)-1, a worker that registered no list).
 type gpuBook struct {
 	index  []int
 	holder []*task
+}
+
+// device is the index of the device at position p.
+func (b *gpuBook) device(p int) int {
+	if b.index == nil {
+		return p
+	}
+	return b.index[p]
+}
+
+// position is the position of device d, ok=false for a device b lacks.
+func (b *gpuBook) position(d int) (int, bool) {
+	if b.index == nil {
+		return d, d >= 0 && d < len(b.holder)
+	}
+	return slices.BinarySearch(b.index, d)
 }
 
 // checkGPUDevices checks the device list a worker registers: one device per
@@ -45,28 +62,26 @@ func checkGPUDevices(w *model.Worker) error {
 	return nil
 }
 
-// gpuBookOf returns w's book, made on first use.
-func (e *Engine) gpuBookOf(w *place.Worker) *gpuBook {
+// addGPUBook makes the book of a worker that joined with GPUs. It is made
+// at registration, not at the worker's first GPU task: a cycle that starts
+// thousands of tasks on fresh workers allocates nothing for their devices.
+func (e *Engine) addGPUBook(w *place.Worker) {
+	n := int(w.Spec.Capacity.GPUs)
+	if n <= 0 {
+		return
+	}
 	for len(e.gpus) <= w.Idx {
 		e.gpus = append(e.gpus, nil)
 	}
-	b := e.gpus[w.Idx]
-	if b == nil {
-		b = &gpuBook{}
-		if ds := w.Spec.GPUDevices; len(ds) > 0 {
-			for _, d := range ds {
-				b.index = append(b.index, d.Index)
-			}
-			slices.Sort(b.index)
-		} else {
-			for i := range w.Spec.Capacity.GPUs {
-				b.index = append(b.index, int(i))
-			}
+	b := &gpuBook{holder: make([]*task, n)}
+	if ds := w.Spec.GPUDevices; len(ds) > 0 {
+		b.index = make([]int, len(ds))
+		for i, d := range ds {
+			b.index[i] = d.Index
 		}
-		b.holder = make([]*task, len(b.index))
-		e.gpus[w.Idx] = b
+		slices.Sort(b.index)
 	}
-	return b
+	e.gpus[w.Idx] = b
 }
 
 // takeGPUs gives t, which has just started on w, the GPU devices it asks
@@ -80,34 +95,53 @@ func (e *Engine) takeGPUs(t *task, w *place.Worker, want []int) {
 	if n <= 0 {
 		return
 	}
-	b := e.gpuBookOf(w)
+	if w.Idx >= len(e.gpus) || e.gpus[w.Idx] == nil {
+		return // a worker without GPUs: only a restore can put a GPU task there
+	}
+	b := e.gpus[w.Idx]
+	t.gpus = e.deviceList(n)
 	if len(want) == n && b.allFree(want) {
-		t.gpus = make([]int, 0, n)
 		for _, d := range want {
-			p, _ := slices.BinarySearch(b.index, d)
+			p, _ := b.position(d)
 			b.holder[p] = t
 			t.gpus = append(t.gpus, d)
 		}
 		slices.Sort(t.gpus)
 		return
 	}
-	t.gpus = make([]int, 0, n)
 	for p, h := range b.holder {
 		if len(t.gpus) == n {
 			break
 		}
 		if h == nil {
 			b.holder[p] = t
-			t.gpus = append(t.gpus, b.index[p])
+			t.gpus = append(t.gpus, b.device(p))
 		}
 	}
+}
+
+// gpuSlabSize is how many device indices one block of the slab holds.
+const gpuSlabSize = 4096
+
+// deviceList returns an empty list with room for n device indices, cut from
+// the slab: starting a GPU task allocates nothing of its own, which a cycle
+// placing thousands of tasks would feel. A list is never grown past n nor
+// written after its task started, so lists cut from one block never
+// overlap; a block is freed once no task holds a list of it.
+func (e *Engine) deviceList(n int) []int {
+	if cap(e.gpuSlab)-len(e.gpuSlab) < n {
+		e.gpuSlab = make([]int, 0, max(gpuSlabSize, n))
+	}
+	k := len(e.gpuSlab)
+	e.gpuSlab = e.gpuSlab[:k+n]
+	return e.gpuSlab[k : k : k+n]
 }
 
 // allFree reports whether every device of want is one of b's, free, and
 // named once.
 func (b *gpuBook) allFree(want []int) bool {
 	for i, d := range want {
-		p, ok := slices.BinarySearch(b.index, d)
+		p, ok := b.position(d)
 		if !ok || b.holder[p] != nil || slices.Contains(want[:i], d) {
 			return false
 		}

@@ -88,8 +88,11 @@ type Engine struct {
 	// pend counts the waiting tasks as jobs change (pendcount.go).
 	pend pendingTally
 	// gpus holds, by place.Worker.Idx, which task holds each GPU device
-	// of the worker (devices.go); nil for a worker no GPU task ran on.
+	// of the worker (devices.go); nil for a worker without GPUs.
 	gpus []*gpuBook
+	// gpuSlab is the block the device lists of starting tasks are cut
+	// from (devices.go).
+	gpuSlab []int
 }
 
 // New builds an engine from cfg.
@@ -174,6 +177,7 @@ func (e *Engine) Apply(ev Event) error {
 		for len(e.onWorker) <= w.Idx {
 			e.onWorker = append(e.onWorker, nil)
 		}
+		e.addGPUBook(w)
 		return nil
 	case RemoveWorker:
 		return e.removeWorker(ev, e.advance(ev.At))
