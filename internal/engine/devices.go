@@ -85,39 +85,48 @@ func (e *Engine) addGPUBook(w *place.Worker) {
 }
 
 // takeGPUs gives t, which has just started on w, the GPU devices it asks
-// for. want, when set (a restart restores a running task), names the
-// devices the task was given: it gets them back if each is free on w, and
-// the lowest free ones otherwise, as a task recorded without devices does.
-// A restored task on a worker that now has too few free devices gets those
-// there are: its process already runs, and no device is ever held twice.
-func (e *Engine) takeGPUs(t *task, w *place.Worker, want []int) {
+// for, and returns their indices, lowest first. want, when set (a restart
+// restores a running task), names the devices the task was given: it gets
+// them back if each is free on w, and the lowest free ones otherwise, as a
+// task recorded without devices does. A restored task on a worker that now
+// has too few free devices gets those there are: its process already
+// runs, and no device is ever held twice. The task itself records nothing:
+// its worker's book says which devices it holds.
+func (e *Engine) takeGPUs(t *task, w *place.Worker, want []int) []int {
 	n := int(t.spec.Resources.GPUs)
-	if n <= 0 {
-		return
-	}
-	if w.Idx >= len(e.gpus) || e.gpus[w.Idx] == nil {
-		return // a worker without GPUs: only a restore can put a GPU task there
+	if n <= 0 || w.Idx >= len(e.gpus) || e.gpus[w.Idx] == nil {
+		return nil // no GPU asked, or a worker without GPUs (only a restore puts a GPU task there)
 	}
 	b := e.gpus[w.Idx]
-	t.gpus = e.deviceList(n)
+	list := e.deviceList(n)
 	if len(want) == n && b.allFree(want) {
 		for _, d := range want {
 			p, _ := b.position(d)
 			b.holder[p] = t
-			t.gpus = append(t.gpus, d)
 		}
-		slices.Sort(t.gpus)
-		return
+		return b.heldBy(t, list)
 	}
+	// Positions are in device order: the lowest free come first.
 	for p, h := range b.holder {
-		if len(t.gpus) == n {
+		if len(list) == n {
 			break
 		}
 		if h == nil {
 			b.holder[p] = t
-			t.gpus = append(t.gpus, b.device(p))
+			list = append(list, b.device(p))
 		}
 	}
+	return list
+}
+
+// heldBy appends the devices t holds in b to dst, lowest first.
+func (b *gpuBook) heldBy(t *task, dst []int) []int {
+	for p, h := range b.holder {
+		if h == t {
+			dst = append(dst, b.device(p))
+		}
+	}
+	return dst
 }
 
 // gpuSlabSize is how many device indices one block of the slab holds.
@@ -150,21 +159,18 @@ func (b *gpuBook) allFree(want []int) bool {
 }
 
 // dropGPUs takes back the devices t holds on its worker; a batch member
-// only forgets its head's.
+// holds none of its own (it rides on its head's).
 func (e *Engine) dropGPUs(t *task) {
-	if len(t.gpus) == 0 {
+	if t.spec.Resources.GPUs <= 0 || t.member() || t.worker == nil || t.worker.Idx >= len(e.gpus) {
 		return
 	}
-	if !t.member() && t.worker != nil && t.worker.Idx < len(e.gpus) {
-		if b := e.gpus[t.worker.Idx]; b != nil {
-			for p, h := range b.holder {
-				if h == t {
-					b.holder[p] = nil
-				}
+	if b := e.gpus[t.worker.Idx]; b != nil {
+		for p, h := range b.holder {
+			if h == t {
+				b.holder[p] = nil
 			}
 		}
 	}
-	t.gpus = nil
 }
 
 // forgetGPUs drops the book of a worker that left.
@@ -175,12 +181,19 @@ func (e *Engine) forgetGPUs(w *place.Worker) {
 }
 
 // TaskGPUs returns the GPU devices a running task holds (the indices its
-// worker registered), or nil. The control loop records them, so that a
-// restart gives each running task its devices back (RestoreRunning.GPUs).
+// worker registered, lowest first; a batch member's are its head's), or
+// nil. The control loop records them, so that a restart gives each running
+// task its devices back (RestoreRunning.GPUs).
 func (e *Engine) TaskGPUs(job, name string) []int {
 	t, err := e.lookup(job, name)
 	if err != nil || t.state != model.TaskRunning {
 		return nil
 	}
-	return slices.Clone(t.gpus)
+	if t.member() {
+		t = t.batch.head
+	}
+	if t.worker == nil || t.worker.Idx >= len(e.gpus) || e.gpus[t.worker.Idx] == nil {
+		return nil
+	}
+	return e.gpus[t.worker.Idx].heldBy(t, nil)
 }

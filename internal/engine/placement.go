@@ -147,7 +147,7 @@ func (e *Engine) merge(t *task, info place.Info, now time.Time, d *Decisions) {
 		e.occupyMember(m, t, now)
 		j.g.starts++
 		d.Starts = append(d.Starts, Start{Job: j.id, Task: m.spec.Name, Worker: t.worker.Spec.Name, Attempt: m.attempt,
-			Batch: t.spec.Name, GPUs: m.gpus, Placement: info})
+			Batch: t.spec.Name, GPUs: d.Starts[head].GPUs, Placement: info})
 	}
 	if t.batch != nil {
 		d.Starts[head].Batch = t.spec.Name
@@ -164,7 +164,6 @@ func (e *Engine) occupyMember(m, head *task, now time.Time) {
 	}
 	head.batch.members = append(head.batch.members, m)
 	m.batch = head.batch
-	m.gpus = head.gpus
 }
 
 // releaseMember takes batch member t off its worker; it held no slot.

@@ -35,9 +35,6 @@ type task struct {
 	// readyAt is when the task last became ready: the affinity wait
 	// counts from it.
 	readyAt time.Time
-	// gpus lists the GPU devices the running task holds (devices.go); a
-	// batch member shares its head's.
-	gpus []int
 }
 
 // job is the engine's record of one job.
