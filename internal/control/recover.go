@@ -164,7 +164,7 @@ func (c *Controller) recoverWorker(w store.Worker, now time.Time) error {
 	// If it does not come back within the heartbeat timeout, it is
 	// declared lost.
 	mw.State = model.WorkerDisabled
-	if err := c.eng.Apply(engine.AddWorker{Worker: mw, At: now}); err != nil {
+	if err := c.eng.Apply(engine.AddWorker{Worker: mw, At: now, GPUDevices: reg.GPUDevices}); err != nil {
 		return err
 	}
 	c.workers[w.Name] = &liveWorker{rec: w, reg: reg, recovered: now}

@@ -36,7 +36,6 @@ func workerModel(reg api.Register, now time.Time) (model.Worker, error) {
 	if err := checkGPUDevices(reg.GPUDevices, ws[0].Capacity.GPUs); err != nil {
 		return model.Worker{}, err
 	}
-	ws[0].GPUDevices = reg.GPUDevices
 	return ws[0], nil
 }
 
@@ -71,7 +70,7 @@ func (c *Controller) Register(ctx context.Context, reg api.Register) (api.Worker
 		switch {
 		case !known:
 			c.forgetPlacement(reg.Name)
-			if err := c.eng.Apply(engine.AddWorker{Worker: mw, At: t.now}); err != nil {
+			if err := c.eng.Apply(engine.AddWorker{Worker: mw, At: t.now, GPUDevices: reg.GPUDevices}); err != nil {
 				return nil, err
 			}
 			stored := reg

@@ -44,8 +44,7 @@ func (b *gpuBook) position(d int) (int, bool) {
 
 // checkGPUDevices checks the device list a worker registers: one device per
 // GPU of its capacity, or none (devices 0..GPUs-1), without repeats.
-func checkGPUDevices(w *model.Worker) error {
-	ds := w.GPUDevices
+func checkGPUDevices(w *model.Worker, ds []model.GPUDevice) error {
 	if len(ds) == 0 {
 		return nil
 	}
@@ -65,7 +64,7 @@ func checkGPUDevices(w *model.Worker) error {
 // addGPUBook makes the book of a worker that joined with GPUs. It is made
 // at registration, not at the worker's first GPU task: a cycle that starts
 // thousands of tasks on fresh workers allocates nothing for their devices.
-func (e *Engine) addGPUBook(w *place.Worker) {
+func (e *Engine) addGPUBook(w *place.Worker, ds []model.GPUDevice) {
 	n := int(w.Spec.Capacity.GPUs)
 	if n <= 0 {
 		return
@@ -74,7 +73,7 @@ func (e *Engine) addGPUBook(w *place.Worker) {
 		e.gpus = append(e.gpus, nil)
 	}
 	b := &gpuBook{holder: make([]*task, n)}
-	if ds := w.Spec.GPUDevices; len(ds) > 0 {
+	if len(ds) > 0 {
 		b.index = make([]int, len(ds))
 		for i, d := range ds {
 			b.index[i] = d.Index

@@ -49,9 +49,9 @@ func TestGPUDevicesAreDistinctAndLowestFirst(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			w := newWorker("w1").slots(8).gpus(tc.gpus, 0)
-			w.w.GPUDevices = tc.devices
-			e := engineWith(t, Config{}, w.add(), tc.job.submit())
+			add := newWorker("w1").slots(8).gpus(tc.gpus, 0).add()
+			add.GPUDevices = tc.devices
+			e := engineWith(t, Config{}, add, tc.job.submit())
 			if got := gpusOf(e.Cycle(t0)); !slices.Equal(got, tc.want) {
 				t.Fatalf("devices %v, want %v", got, tc.want)
 			}
@@ -190,9 +190,9 @@ func TestWorkerDeviceListMustMatchItsGPUs(t *testing.T) {
 	for name, ds := range cases {
 		t.Run(name, func(t *testing.T) {
 			e := engineWith(t, Config{})
-			w := newWorker("w1").gpus(2, 0)
-			w.w.GPUDevices = ds
-			if err := e.Apply(w.add()); !errors.Is(err, ErrInvalid) {
+			add := newWorker("w1").gpus(2, 0).add()
+			add.GPUDevices = ds
+			if err := e.Apply(add); !errors.Is(err, ErrInvalid) {
 				t.Fatalf("err = %v, want ErrInvalid", err)
 			}
 		})

@@ -166,7 +166,7 @@ func (e *Engine) Apply(ev Event) error {
 		if !knownWorkerState(ev.Worker.State) && ev.Worker.State != "" {
 			return fmt.Errorf("worker %q: state: %w worker state %q", ev.Worker.Name, ErrInvalid, ev.Worker.State)
 		}
-		if err := checkGPUDevices(&ev.Worker); err != nil {
+		if err := checkGPUDevices(&ev.Worker, ev.GPUDevices); err != nil {
 			return err
 		}
 		w, err := e.fleet.Add(ev.Worker)
@@ -177,7 +177,7 @@ func (e *Engine) Apply(ev Event) error {
 		for len(e.onWorker) <= w.Idx {
 			e.onWorker = append(e.onWorker, nil)
 		}
-		e.addGPUBook(w)
+		e.addGPUBook(w, ev.GPUDevices)
 		return nil
 	case RemoveWorker:
 		return e.removeWorker(ev, e.advance(ev.At))

@@ -73,6 +73,12 @@ func (RestoreTask) event() {}
 type AddWorker struct {
 	Worker model.Worker
 	At     time.Time
+	// GPUDevices lists the worker's GPUs, one per Worker.Capacity.GPUs,
+	// which the engine hands to tasks (Start.GPUs); empty stands for
+	// devices 0 to GPUs-1. It is not part of model.Worker, which placement
+	// keeps for every worker and reads on every placement: only the engine's
+	// device book (devices.go) needs it.
+	GPUDevices []model.GPUDevice
 }
 
 // RemoveWorker unregisters a worker; its running tasks are requeued with the

@@ -168,10 +168,6 @@ type Worker struct {
 	// Cached lists models and datasets the worker holds, with the time it
 	// last reported each; placement prefers fresh hints (context reuse).
 	Cached map[string]time.Time `json:"cached,omitempty"`
-	// GPUDevices lists the worker's GPUs, one per Capacity.GPUs, which the
-	// engine hands to tasks (Start.GPUs); empty stands for devices 0 to
-	// Capacity.GPUs-1.
-	GPUDevices []GPUDevice `json:"gpuDevices,omitempty"`
 }
 
 // Category tells placement how to weigh throughput against cost.
