@@ -17,6 +17,7 @@ import (
 
 	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/client"
+	"github.com/allot-sched/allot/internal/model"
 )
 
 // clientFlags are the flags every client command shares.
@@ -595,10 +596,24 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("--since %q: give a duration back from now (10m, 2h, 1d) or a time in RFC 3339 (2026-01-02T15:04:05Z)", s)
 }
 
+// eventGPUs is the devices a task_started event records ("0,1"), or "".
+func eventGPUs(e api.Event) string {
+	if e.Kind != "task_started" || len(e.Data) == 0 {
+		return ""
+	}
+	var d struct {
+		GPUs []int `json:"gpus"`
+	}
+	if json.Unmarshal(e.Data, &d) != nil {
+		return ""
+	}
+	return model.DeviceList(d.GPUs)
+}
+
 func eventLine(w io.Writer, e api.Event) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d %s %-16s", e.ID, e.At.Format("15:04:05.000"), e.Kind)
-	for _, kv := range [][2]string{{"job", e.Job}, {"task", e.Task}, {"worker", e.Worker}, {"reason", e.Reason}} {
+	for _, kv := range [][2]string{{"job", e.Job}, {"task", e.Task}, {"worker", e.Worker}, {"gpus", eventGPUs(e)}, {"reason", e.Reason}} {
 		if kv[1] != "" {
 			fmt.Fprintf(&b, " %s=%s", kv[0], kv[1])
 		}

@@ -3,10 +3,12 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/allot-sched/allot/internal/api"
+	"github.com/allot-sched/allot/internal/model"
 )
 
 // taskTable prints a job's tasks: state, attempt, worker, exit code, how
@@ -15,7 +17,14 @@ import (
 // a table of every ended attempt.
 func taskTable(w io.Writer, j api.Job, f *clientFlags, now time.Time) error {
 	t := f.newTab(w)
-	t.header([]string{"TASK", "STATE", "ATTEMPT", "WORKER", "EXIT", "DURATION", "CPU", "MAXRSS", "REASON"}, "STARTED", "ENDED")
+	// The GPUS column (the devices each task holds on its worker) shows
+	// only for a job whose tasks were given some.
+	gpus := slices.ContainsFunc(j.Tasks, func(t api.Task) bool { return len(t.GPUs) > 0 })
+	cols := []string{"TASK", "STATE", "ATTEMPT", "WORKER", "EXIT", "DURATION", "CPU", "MAXRSS", "REASON"}
+	if gpus {
+		cols = slices.Insert(cols, 4, "GPUS")
+	}
+	t.header(cols, "STARTED", "ENDED")
 	for _, tk := range j.Tasks {
 		exit := ""
 		if tk.ExitCode != nil {
@@ -25,8 +34,12 @@ func taskTable(w io.Writer, j api.Job, f *clientFlags, now time.Time) error {
 		if tk.Reason != nil {
 			reason = tk.Reason.Code + ": " + tk.Reason.Message
 		}
-		t.row([]string{tk.Name, tk.State, fmt.Sprint(tk.Attempt), tk.Worker, exit, span(tk.Started, tk.Ended, now),
-			cpuText(tk.CPUSeconds), bytesText(tk.PeakMemory), reason}, timeText(tk.Started), timeText(tk.Ended))
+		row := []string{tk.Name, tk.State, fmt.Sprint(tk.Attempt), tk.Worker, exit, span(tk.Started, tk.Ended, now),
+			cpuText(tk.CPUSeconds), bytesText(tk.PeakMemory), reason}
+		if gpus {
+			row = slices.Insert(row, 4, model.DeviceList(tk.GPUs))
+		}
+		t.row(row, timeText(tk.Started), timeText(tk.Ended))
 	}
 	if err := t.flush(); err != nil {
 		return err

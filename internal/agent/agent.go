@@ -295,16 +295,17 @@ func New(cfg Config) (*Agent, error) {
 	if err := shareWorkDir(cfg.WorkDir, users); err != nil {
 		return nil, fmt.Errorf("agent: workdir: %w", err)
 	}
-	cfg.Resources = detectResources(cfg.Resources, cfg.Logger)
+	var devices []model.GPUDevice
+	cfg.Resources, devices = detectResources(cfg.Resources, cfg.Logger)
 	log := cfg.Logger.With("worker", cfg.Name)
 	a := &Agent{
 		cfg: cfg,
 		c:   c,
 		log: log,
-		reg: api.Register{Name: cfg.Name, Resources: cfg.Resources, Labels: cfg.Labels, Slots: cfg.Slots, Prefetch: cfg.Prefetch,
-			CostPerHour: cfg.CostPerHour, Cached: cfg.Cached, Cache: cfg.Cache},
+		reg: api.Register{Name: cfg.Name, Resources: cfg.Resources, GPUDevices: devices, Labels: cfg.Labels, Slots: cfg.Slots,
+			Prefetch: cfg.Prefetch, CostPerHour: cfg.CostPerHour, Cached: cfg.Cached, Cache: cfg.Cache},
 		run: runner{workDir: cfg.WorkDir, tailBytes: cfg.OutputTailBytes, grace: cfg.Grace, log: log, users: users,
-			started: cfg.Started, pids: pids},
+			started: cfg.Started, pids: pids, gpus: cfg.Resources.GPUs},
 		attempts:  map[api.Attempt]*attempt{},
 		away:      context.Background(),
 		leave:     func() {},
@@ -504,6 +505,13 @@ func (a *Agent) register(ctx context.Context, first bool) error {
 			// without it rather than not at all.
 			a.log.Warn("the server does not know prefetching; registering without it", "prefetch", a.reg.Prefetch, "err", err)
 			a.reg.Prefetch = 0
+			continue
+		}
+		if refusesField(err, "gpuDevices") && len(a.reg.GPUDevices) > 0 {
+			// A server older than GPU devices: it hands out GPU counts,
+			// and tasks get no devices of their own.
+			a.log.Warn("the server does not know GPU devices; registering without them: tasks will see every GPU", "err", err)
+			a.reg.GPUDevices = nil
 			continue
 		}
 		if first && !client.Retryable(err) {

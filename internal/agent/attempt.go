@@ -141,6 +141,9 @@ type runner struct {
 	// stream, when set, makes the stream that sends an attempt's output
 	// to the server while it runs (stream.go).
 	stream func(api.Assignment) *outStream
+	// gpus is the worker's GPU count: on a worker with GPUs, every task
+	// is shown only the devices its assignment gives it (devices.go).
+	gpus int
 }
 
 // leftover is what remains of an attempt once its report is made: its
@@ -198,6 +201,11 @@ func (r runner) run(at *attempt) (api.Report, leftover) {
 	cmd.Env = environ(as, resultPath, user)
 	if at.batchHead != "" {
 		cmd.Env = append(cmd.Env, "ALLOT_BATCH="+at.batchHead)
+	}
+	if as.TaskCount > 0 {
+		// A server that sends no array place (TaskCount 0) predates GPU
+		// devices too: it gave the task none, and must not hide the GPUs.
+		cmd.Env = append(cmd.Env, deviceEnv(as.GPUs, r.gpus)...)
 	}
 	setTaskAttrs(cmd, user)
 
@@ -389,12 +397,23 @@ func environ(as api.Assignment, resultPath string, user *taskUser) []string {
 	for _, k := range keys {
 		env = append(env, k+"="+as.Env[k])
 	}
-	return append(env,
+	return append(append(env,
 		"ALLOT_JOB="+as.Job,
 		"ALLOT_TASK="+as.Task,
 		"ALLOT_ATTEMPT="+strconv.Itoa(as.Attempt.Attempt),
 		"ALLOT_RESULT_FILE="+resultPath,
-	)
+	), arrayEnv(as)...)
+}
+
+// arrayEnv places the task in its array (the entry of the job spec it was
+// expanded from): ALLOT_TASK_INDEX from 0 and ALLOT_TASK_COUNT. An
+// assignment from a server that does not send them (TaskCount 0) adds
+// nothing.
+func arrayEnv(as api.Assignment) []string {
+	if as.TaskCount < 1 {
+		return nil
+	}
+	return []string{"ALLOT_TASK_INDEX=" + strconv.Itoa(as.TaskIndex), "ALLOT_TASK_COUNT=" + strconv.Itoa(as.TaskCount)}
 }
 
 // readResult reads the result file a task may write: nothing (no file, or

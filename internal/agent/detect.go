@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -22,8 +23,11 @@ import (
 // may use, memory from /proc/meminfo, each capped by the limits of the
 // agent's cgroup (a container's), GPUs and their memory from nvidia-smi.
 // Anything it cannot read (another OS, no NVIDIA driver) stays zero;
-// detection never fails.
-func detectResources(r model.ResourceSpec, log *slog.Logger) model.ResourceSpec {
+// detection never fails. It also returns the GPU devices nvidia-smi listed
+// when the GPUs were detected rather than given: a worker declared with
+// --gpus N has devices 0..N-1 (no list, no UUIDs), as the engine takes an
+// empty list.
+func detectResources(r model.ResourceSpec, log *slog.Logger) (model.ResourceSpec, []model.GPUDevice) {
 	return machine{root: "/", cpus: runtime.NumCPU(), gpus: queryGPUs}.detect(r, log)
 }
 
@@ -33,10 +37,10 @@ func detectResources(r model.ResourceSpec, log *slog.Logger) model.ResourceSpec 
 type machine struct {
 	root string
 	cpus int
-	gpus func() (int, model.Memory, error)
+	gpus func() ([]model.GPUDevice, error)
 }
 
-func (m machine) detect(r model.ResourceSpec, log *slog.Logger) model.ResourceSpec {
+func (m machine) detect(r model.ResourceSpec, log *slog.Logger) (model.ResourceSpec, []model.GPUDevice) {
 	var lim cgroupLimits
 	if r.CPU == 0 || r.Memory == 0 {
 		var err error
@@ -74,21 +78,23 @@ func (m machine) detect(r model.ResourceSpec, log *slog.Logger) model.ResourceSp
 	if len(detected) > 0 {
 		log.Info("resources detected", detected...)
 	}
+	var devices []model.GPUDevice
 	if r.GPUs == 0 || r.GPUMemory == 0 {
-		n, mem, err := m.gpus()
+		ds, err := m.gpus()
 		switch {
 		case err != nil:
 			log.Debug("GPUs not detected", "err", err)
-		case n > 0:
+		case len(ds) > 0:
 			if r.GPUs == 0 {
-				r.GPUs = n
+				r.GPUs = len(ds)
+				devices = ds
 			}
 			if r.GPUMemory == 0 {
-				r.GPUMemory = mem
+				r.GPUMemory = leastGPUMemory(ds)
 			}
 		}
 	}
-	return r
+	return r, devices
 }
 
 // milli and mebi write quantities as a job spec does, for the log.
@@ -129,40 +135,67 @@ func parseMeminfo(r io.Reader) (model.Memory, error) {
 	return 0, fmt.Errorf("no MemTotal line")
 }
 
-// queryGPUs asks nvidia-smi for the GPUs' memory; without nvidia-smi on
-// PATH there are none.
-func queryGPUs() (int, model.Memory, error) {
+// gpuQuery is the nvidia-smi query the agent runs: one line per GPU with
+// its index, UUID and total memory in MiB.
+var gpuQuery = []string{"--query-gpu=index,uuid,memory.total", "--format=csv,noheader,nounits"}
+
+// queryGPUs asks nvidia-smi for the GPUs; without nvidia-smi on PATH there
+// are none.
+func queryGPUs() ([]model.GPUDevice, error) {
 	path, err := exec.LookPath("nvidia-smi")
 	if err != nil {
-		return 0, 0, nil
+		return nil, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, path, "--query-gpu=memory.total", "--format=csv,noheader,nounits").Output()
+	out, err := exec.CommandContext(ctx, path, gpuQuery...).Output()
 	if err != nil {
-		return 0, 0, fmt.Errorf("nvidia-smi: %w", err)
+		return nil, fmt.Errorf("nvidia-smi: %w", err)
 	}
 	return parseNvidiaSmi(string(out))
 }
 
-// parseNvidiaSmi reads one memory.total (MiB) per line. A worker's
-// gpuMemory is per GPU and a task may land on any of them, so the smallest
-// is what every GPU can promise.
-func parseNvidiaSmi(out string) (int, model.Memory, error) {
-	n, least := 0, model.Memory(0)
+// parseNvidiaSmi reads gpuQuery's answer, "index, uuid, memory.total" per
+// line, into devices ordered by index.
+func parseNvidiaSmi(out string) ([]model.GPUDevice, error) {
+	var ds []model.GPUDevice
 	for line := range strings.Lines(out) {
 		line = strings.TrimSpace(line)
 		if line == "" {
 			continue
 		}
-		mib, err := strconv.ParseFloat(line, 64)
-		if err != nil || mib < 0 {
-			return 0, 0, fmt.Errorf("nvidia-smi: %q is not a memory size in MiB", line)
+		f := strings.Split(line, ",")
+		if len(f) != 3 {
+			return nil, fmt.Errorf("nvidia-smi: %q is not \"index, uuid, memory\"", line)
 		}
-		if m := model.Memory(mib); n == 0 || m < least {
+		idx, err := strconv.Atoi(strings.TrimSpace(f[0]))
+		if err != nil || idx < 0 {
+			return nil, fmt.Errorf("nvidia-smi: %q: %q is not a device index", line, strings.TrimSpace(f[0]))
+		}
+		mib, err := strconv.ParseFloat(strings.TrimSpace(f[2]), 64)
+		if err != nil || mib < 0 {
+			return nil, fmt.Errorf("nvidia-smi: %q: %q is not a memory size in MiB", line, strings.TrimSpace(f[2]))
+		}
+		for _, d := range ds {
+			if d.Index == idx {
+				return nil, fmt.Errorf("nvidia-smi: device index %d is listed twice", idx)
+			}
+		}
+		ds = append(ds, model.GPUDevice{Index: idx, UUID: strings.TrimSpace(f[1]), MemoryMB: int64(mib)})
+	}
+	slices.SortFunc(ds, func(a, b model.GPUDevice) int { return a.Index - b.Index })
+	return ds, nil
+}
+
+// leastGPUMemory is the memory of the smallest device. A worker's gpuMemory
+// is per GPU and a task may land on any of them, so the smallest is what
+// every GPU can promise.
+func leastGPUMemory(ds []model.GPUDevice) model.Memory {
+	least := model.Memory(0)
+	for i, d := range ds {
+		if m := model.Memory(d.MemoryMB); i == 0 || m < least {
 			least = m
 		}
-		n++
 	}
-	return n, least, nil
+	return least
 }

@@ -112,6 +112,6 @@ func TestCgroupLimitsChild(t *testing.T) {
 			t.Fatalf("moving into %s: %v", d, err)
 		}
 	}
-	got := detectResources(model.ResourceSpec{GPUs: 1, GPUMemory: 1}, slog.New(slog.NewTextHandler(os.Stdout, nil)))
+	got, _ := detectResources(model.ResourceSpec{GPUs: 1, GPUMemory: 1}, slog.New(slog.NewTextHandler(os.Stdout, nil)))
 	fmt.Printf("detected cpu=%dm memory=%dMi\n", got.CPU, got.Memory)
 }

@@ -197,8 +197,8 @@ func TestDetectTakesTheSmallerOfHostAndCgroupLimit(t *testing.T) {
 			root := fakeMachine(t, tt.files)
 			var logs bytes.Buffer
 			log := slog.New(slog.NewTextHandler(&logs, nil))
-			m := machine{root: root, cpus: tt.cpus, gpus: func() (int, model.Memory, error) { return 0, 0, nil }}
-			got := m.detect(model.ResourceSpec{}, log)
+			m := machine{root: root, cpus: tt.cpus, gpus: func() ([]model.GPUDevice, error) { return nil, nil }}
+			got, _ := m.detect(model.ResourceSpec{}, log)
 			if got.CPU != tt.wantCPU || got.Memory != tt.wantMem {
 				t.Errorf("detected cpu %dm, memory %dMi; want %dm, %dMi", got.CPU, got.Memory, tt.wantCPU, tt.wantMem)
 			}
@@ -250,9 +250,9 @@ func TestDetectReadsNoCgroupForGivenResources(t *testing.T) {
 		"sys/fs/cgroup/cpu.max": "garbage\n",
 	})
 	var logs bytes.Buffer
-	m := machine{root: root, cpus: 2, gpus: func() (int, model.Memory, error) { return 0, 0, nil }}
+	m := machine{root: root, cpus: 2, gpus: func() ([]model.GPUDevice, error) { return nil, nil }}
 	given := model.ResourceSpec{CPU: 500, Memory: 64}
-	if got := m.detect(given, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))); got != given {
+	if got, _ := m.detect(given, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))); got != given {
 		t.Errorf("detect changed given resources: %+v", got)
 	}
 	if logs.Len() != 0 {

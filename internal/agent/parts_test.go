@@ -84,40 +84,6 @@ func TestParseMeminfo(t *testing.T) {
 	}
 }
 
-func TestParseNvidiaSmiTakesTheSmallestGPU(t *testing.T) {
-	tests := []struct {
-		name, in string
-		n        int
-		mem      spec.Memory
-		bad      bool
-	}{
-		{name: "two GPUs", in: "81920\n40960\n", n: 2, mem: 40960},
-		{name: "blank lines and spaces", in: " 24576 \n\n", n: 1, mem: 24576},
-		{name: "no GPUs", in: "", n: 0, mem: 0},
-		{name: "an error message", in: "No devices were found\n", bad: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			n, mem, err := parseNvidiaSmi(tt.in)
-			if (err != nil) != tt.bad || n != tt.n || mem != tt.mem {
-				t.Errorf("parseNvidiaSmi = %d, %d, %v; want %d, %d, bad=%v", n, mem, err, tt.n, tt.mem, tt.bad)
-			}
-		})
-	}
-}
-
-func TestDetectFillsOnlyWhatIsMissing(t *testing.T) {
-	log := slog.New(slog.DiscardHandler)
-	got := detectResources(spec.Resources{Memory: 77, GPUs: 1, GPUMemory: 5}, log)
-	if got.CPU <= 0 || got.Memory != 77 || got.GPUs != 1 || got.GPUMemory != 5 {
-		t.Errorf("detected %+v", got)
-	}
-	given := spec.Resources{CPU: 1500, Memory: 2, GPUs: 3, GPUMemory: 4}
-	if got := detectResources(given, log); got != given {
-		t.Errorf("detection changed given resources: %+v", got)
-	}
-}
-
 func TestReporterDropsOnlyTheReportTheServerRejects(t *testing.T) {
 	rep := func(task string) api.Report {
 		return api.Report{Attempt: api.Attempt{Job: "j", Task: task, Attempt: 1}}

@@ -135,6 +135,9 @@ type Task struct {
 	// Attempts lists the task's ended attempts, oldest first, with what
 	// each used (allot get).
 	Attempts []AttemptUsage `json:"attempts,omitempty"`
+	// GPUs lists the indices of the GPU devices the task holds on its
+	// worker while it runs (its latest attempt's, once it ended).
+	GPUs []int `json:"gpus,omitempty"`
 }
 
 // JobList is the answer of GET /v1/jobs.
@@ -240,8 +243,13 @@ type PriorityChange struct {
 type Register struct {
 	Name      string             `json:"name"`
 	Resources model.ResourceSpec `json:"resources"`
-	Labels    map[string]string  `json:"labels,omitempty"`
-	Slots     int                `json:"slots,omitempty" zero:"must be at least 1|leave slots out for one; to keep a worker from taking tasks, drain or disable it"`
+	// GPUDevices lists the worker's GPUs (index, UUID, memory) as
+	// nvidia-smi reported them, one per resources.gpus; empty stands for
+	// devices 0 to gpus-1 (GPUs declared with --gpus). The server hands
+	// tasks these devices, never one to two tasks at once.
+	GPUDevices []model.GPUDevice `json:"gpuDevices,omitempty"`
+	Labels     map[string]string `json:"labels,omitempty"`
+	Slots      int               `json:"slots,omitempty" zero:"must be at least 1|leave slots out for one; to keep a worker from taking tasks, drain or disable it"`
 	// Prefetch is how many tasks beyond its slots the worker takes ahead
 	// and queues, so that a slot that frees starts the next one at once
 	// instead of waiting for the server's round trip (report, durable
@@ -327,6 +335,18 @@ type Assignment struct {
 	// agent is too old to run batches: an agent that ignores this field
 	// refuses the batch visibly instead of running its head alone.
 	Batch []Assignment `json:"batch,omitempty"`
+	// GPUs lists the GPU devices of the worker the attempt holds, lowest
+	// index first (with the UUIDs the worker registered, if any); the
+	// worker shows the task these devices only (CUDA_VISIBLE_DEVICES,
+	// NVIDIA_VISIBLE_DEVICES). Empty for a task that asks for no GPU.
+	GPUs []model.GPUDevice `json:"gpus,omitempty"`
+	// TaskIndex and TaskCount place the task in the entry of the job spec
+	// it was expanded from (a count of N gives tasks 0..N-1; a task
+	// without count is 0 of 1): the worker passes them to the task as
+	// ALLOT_TASK_INDEX and ALLOT_TASK_COUNT. TaskCount 0 (an older
+	// server) passes neither.
+	TaskIndex int `json:"taskIndex"`
+	TaskCount int `json:"taskCount,omitempty"`
 }
 
 // StopOrder tells a worker to stop an attempt: SIGTERM, then SIGKILL after

@@ -94,6 +94,7 @@ func (c *Controller) record(t *txn, d *engine.Decisions) (again bool) {
 		}
 		c.unindexRunning(rec)
 		rec.State, rec.Worker, rec.Attempt, rec.Started = string(model.TaskRunning), s.Worker, s.Attempt, t.now
+		rec.GPUs = s.GPUs
 		c.indexRunning(rec)
 		rec.Ended, rec.ExitCode, rec.Output, rec.Result, rec.Reason, rec.Message = time.Time{}, nil, "", nil, "", ""
 		rec.CPUSeconds, rec.PeakMemory = 0, 0
@@ -104,7 +105,7 @@ func (c *Controller) record(t *txn, d *engine.Decisions) (again bool) {
 			lj.rec.State = "running"
 			t.touchJob(&lj.rec)
 		}
-		t.event(EventTaskStarted, s.Job, s.Task, s.Worker, model.Reason{}, batchStartData(s, c.startData(s)))
+		t.event(EventTaskStarted, s.Job, s.Task, s.Worker, model.Reason{}, gpuStartData(s, batchStartData(s, c.startData(s))))
 		a, err := c.assignment(lj, s)
 		if err != nil {
 			// The task cannot run as written: fail this attempt now.
@@ -114,6 +115,7 @@ func (c *Controller) record(t *txn, d *engine.Decisions) (again bool) {
 			continue
 		}
 		a.Secret = secret
+		a.GPUs = c.devicesOf(s.Worker, s.GPUs)
 		c.assign(t, rec, s, a) // a merged batch is one entry (batch.go)
 	}
 	for _, je := range d.JobsDone {
@@ -146,12 +148,13 @@ func (c *Controller) task(job, name string) (*liveJob, *store.Task) {
 func (c *Controller) assignment(lj *liveJob, s engine.Start) (api.Assignment, error) {
 	entry := lj.entry[s.Task]
 	refs := lj.references(entry)
+	index, count := arrayPlace(entry, s.Task)
 	if len(refs) == 0 {
 		// Nothing to substitute: the common case, and it must not cost
 		// a walk over the job's tasks.
 		a := api.Assignment{Attempt: api.Attempt{Job: s.Job, Task: s.Task, Attempt: s.Attempt},
 			Run: entry.Run, Command: entry.Command, Env: entry.Env, WorkDir: entry.WorkDir, Timeout: entry.Timeout, User: lj.spec.User,
-			Resources: entry.Resources}
+			Resources: entry.Resources, TaskIndex: index, TaskCount: count}
 		return a, nil
 	}
 	results := make(map[string]json.RawMessage, len(refs))
@@ -168,7 +171,7 @@ func (c *Controller) assignment(lj *liveJob, s engine.Start) (api.Assignment, er
 		return out, nil
 	}
 	a := api.Assignment{Attempt: api.Attempt{Job: s.Job, Task: s.Task, Attempt: s.Attempt},
-		WorkDir: entry.WorkDir, Timeout: entry.Timeout, User: lj.spec.User, Resources: entry.Resources}
+		WorkDir: entry.WorkDir, Timeout: entry.Timeout, User: lj.spec.User, Resources: entry.Resources, TaskIndex: index, TaskCount: count}
 	var err error
 	if a.Run, err = sub(entry.Run); err != nil {
 		return a, err

@@ -488,7 +488,7 @@ func storedView(j store.Job, tasks []store.Task) api.Job {
 
 func taskView(r store.Task) api.Task {
 	tv := api.Task{Name: r.Name, State: r.State, Attempt: r.Attempt, Fails: r.Fails, Worker: r.Worker,
-		ExitCode: r.ExitCode, Result: r.Result, CPUSeconds: r.CPUSeconds, PeakMemory: r.PeakMemory}
+		ExitCode: r.ExitCode, Result: r.Result, CPUSeconds: r.CPUSeconds, PeakMemory: r.PeakMemory, GPUs: r.GPUs}
 	if !r.Started.IsZero() {
 		s := r.Started
 		tv.Started = &s

@@ -167,7 +167,7 @@ func (c *Controller) recoverWorker(w store.Worker, now time.Time) error {
 	// If it does not come back within the heartbeat timeout, it is
 	// declared lost.
 	mw.State = model.WorkerDisabled
-	if err := c.eng.Apply(engine.AddWorker{Worker: mw, At: now}); err != nil {
+	if err := c.eng.Apply(engine.AddWorker{Worker: mw, At: now, GPUDevices: reg.GPUDevices}); err != nil {
 		return err
 	}
 	c.workers[w.Name] = &liveWorker{rec: w, reg: reg, recovered: now}
@@ -271,8 +271,11 @@ func (c *Controller) restoreTask(rec *store.Task) error {
 		if lw, ok := c.workers[rec.Worker]; ok && lw.rec.State != workerLost {
 			head, member := batchHead(rec)
 			err := c.eng.Apply(engine.RestoreRunning{Job: rec.Job, Task: rec.Name, Worker: rec.Worker,
-				Started: rec.Started, Attempt: rec.Attempt, Fails: rec.Fails, Batch: head})
+				Started: rec.Started, Attempt: rec.Attempt, Fails: rec.Fails, Batch: head, GPUs: rec.GPUs})
 			if err == nil {
+				// The engine gives the recorded devices back, or others
+				// when they are not free (a record without devices).
+				rec.GPUs = c.eng.TaskGPUs(rec.Job, rec.Name)
 				c.indexRunning(rec)
 				return nil
 			}

@@ -33,6 +33,9 @@ func workerModel(reg api.Register, now time.Time) (model.Worker, error) {
 			Msg: fmt.Sprintf("must be from 0 to the worker's slots (%d), got %d", slots, reg.Prefetch)}}
 	}
 	ws[0].Slots += reg.Prefetch
+	if err := checkGPUDevices(reg.GPUDevices, ws[0].Capacity.GPUs); err != nil {
+		return model.Worker{}, err
+	}
 	return ws[0], nil
 }
 
@@ -67,7 +70,7 @@ func (c *Controller) Register(ctx context.Context, reg api.Register) (api.Worker
 		switch {
 		case !known:
 			c.forgetPlacement(reg.Name)
-			if err := c.eng.Apply(engine.AddWorker{Worker: mw, At: t.now}); err != nil {
+			if err := c.eng.Apply(engine.AddWorker{Worker: mw, At: t.now, GPUDevices: reg.GPUDevices}); err != nil {
 				return nil, err
 			}
 			stored := reg

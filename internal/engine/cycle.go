@@ -245,11 +245,12 @@ func (e *Engine) start(t *task, ch place.Choice, now time.Time, d *Decisions) {
 	j.ready.pop()
 	j.g.waiting--
 	e.occupy(t, w, now)
+	gpus := e.takeGPUs(t, w, nil)
 	e.placed(t, w)
 	e.ranOn(j, w)
 	t.batch = nil
 	j.g.starts++
-	d.Starts = append(d.Starts, Start{Job: j.id, Task: t.spec.Name, Worker: w.Spec.Name, Attempt: t.attempt, Placement: ch.Info})
+	d.Starts = append(d.Starts, Start{Job: j.id, Task: t.spec.Name, Worker: w.Spec.Name, Attempt: t.attempt, GPUs: gpus, Placement: ch.Info})
 	e.merge(t, ch.Info, now, d)
 	if j.ready.Len() == 0 {
 		j.g.jobs.remove(j.heapPos)

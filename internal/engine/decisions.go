@@ -51,6 +51,10 @@ type Start struct {
 	// sharing a model, dispatched together to one worker slot: the head
 	// comes first in Starts and its members follow.
 	Batch string `json:"batch,omitempty"`
+	// GPUs lists the GPU devices the task holds on the worker (the device
+	// indices the worker registered), lowest first; a batch member shares
+	// its head's. Empty for a task that asks for no GPU.
+	GPUs []int `json:"gpus,omitempty"`
 	// Placement says how the worker was chosen: mode, strategy, the
 	// candidate pool size, reuse hits, λ and the winning score.
 	Placement place.Info `json:"placement,omitzero"`

@@ -94,6 +94,12 @@ type Engine struct {
 	// last cycle and that other jobs wait for.
 	dependents  map[string][]jobWait
 	startedJobs []*job
+	// gpus holds, by place.Worker.Idx, which task holds each GPU device
+	// of the worker (devices.go); nil for a worker without GPUs.
+	gpus []*gpuBook
+	// gpuSlab is the block the device lists of starting tasks are cut
+	// from (devices.go).
+	gpuSlab []int
 }
 
 // New builds an engine from cfg.
@@ -171,6 +177,9 @@ func (e *Engine) Apply(ev Event) error {
 		if !knownWorkerState(ev.Worker.State) && ev.Worker.State != "" {
 			return fmt.Errorf("worker %q: state: %w worker state %q", ev.Worker.Name, ErrInvalid, ev.Worker.State)
 		}
+		if err := checkGPUDevices(&ev.Worker, ev.GPUDevices); err != nil {
+			return err
+		}
 		w, err := e.fleet.Add(ev.Worker)
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrDuplicate, err)
@@ -179,6 +188,7 @@ func (e *Engine) Apply(ev Event) error {
 		for len(e.onWorker) <= w.Idx {
 			e.onWorker = append(e.onWorker, nil)
 		}
+		e.addGPUBook(w, ev.GPUDevices)
 		return nil
 	case RemoveWorker:
 		return e.removeWorker(ev, e.advance(ev.At))
@@ -602,6 +612,7 @@ func (e *Engine) end(t *task, s model.TaskState, r model.Reason, worker string) 
 
 // release frees the slot of a running task.
 func (e *Engine) release(t *task, now time.Time) {
+	e.dropGPUs(t)
 	if t.member() {
 		e.releaseMember(t)
 		return
@@ -748,6 +759,7 @@ func (e *Engine) restore(ev RestoreRunning) error {
 	// calls stay in time order; the task keeps its true start for victim
 	// selection. Usage from before now is History's business.
 	e.occupy(t, w, e.now)
+	e.takeGPUs(t, w, ev.GPUs)
 	e.placed(t, w)
 	t.started = started
 	if j := t.job; j.heapPos >= 0 && j.q.jobOrder == policy.ByFewestRunning {
@@ -855,6 +867,7 @@ func (e *Engine) removeWorker(ev RemoveWorker, now time.Time) error {
 		e.ended = append(e.ended, TaskEnd{Job: t.job.spec.ID, Task: t.spec.Name, Worker: ev.Name, State: model.TaskReady, Reason: r})
 	}
 	e.fleet.Remove(w)
+	e.forgetGPUs(w)
 	return nil
 }
 

@@ -56,6 +56,10 @@ type RestoreRunning struct {
 	// must be restored first, running on Worker; the task joins its batch
 	// and holds no slot of its own.
 	Batch string
+	// GPUs lists the GPU devices the task was given when it started
+	// (Start.GPUs, as recorded): it gets them back when each is still free
+	// on the worker, and the lowest free ones otherwise.
+	GPUs []int
 }
 
 // RestoreTask restores a task that is not running to the state a store
@@ -73,6 +77,12 @@ func (RestoreTask) event() {}
 type AddWorker struct {
 	Worker model.Worker
 	At     time.Time
+	// GPUDevices lists the worker's GPUs, one per Worker.Capacity.GPUs,
+	// which the engine hands to tasks (Start.GPUs); empty stands for
+	// devices 0 to GPUs-1. It is not part of model.Worker, which placement
+	// keeps for every worker and reads on every placement: only the engine's
+	// device book (devices.go) needs it.
+	GPUDevices []model.GPUDevice
 }
 
 // RemoveWorker unregisters a worker; its running tasks are requeued with the

@@ -147,7 +147,7 @@ func (e *Engine) merge(t *task, info place.Info, now time.Time, d *Decisions) {
 		e.occupyMember(m, t, now)
 		j.g.starts++
 		d.Starts = append(d.Starts, Start{Job: j.id, Task: m.spec.Name, Worker: t.worker.Spec.Name, Attempt: m.attempt,
-			Batch: t.spec.Name, Placement: info})
+			Batch: t.spec.Name, GPUs: d.Starts[head].GPUs, Placement: info})
 	}
 	if t.batch != nil {
 		d.Starts[head].Batch = t.spec.Name

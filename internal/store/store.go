@@ -122,6 +122,11 @@ type Task struct {
 	// the database does not let anyone report for a running attempt; nil
 	// for an attempt started before attempts had secrets.
 	SecretHash []byte `json:"-"`
+	// GPUs lists the indices of the GPU devices the latest attempt was
+	// given on Worker, so that a restarted server gives a running task its
+	// devices back; nil for none (or an attempt started before devices
+	// were recorded).
+	GPUs []int `json:"gpus,omitempty"`
 }
 
 // Worker is a registered worker. Spec holds its registration (resources,

@@ -9,14 +9,15 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/allot-sched/allot/internal/model"
 	"github.com/allot-sched/allot/internal/store"
 )
 
 // Column lists of the reads, in the order the scan functions expect.
 const (
 	jobCols   = `seq, id, queue, share, requestor, submitter, state, priority, urgent, submitted, ended, spec`
-	taskCols  = `job, name, idx, state, attempt, fails, worker, started, ended, exit_code, output, result, reason, message, secret_hash, cpu_seconds, peak_memory`
-	tTaskCols = `t.job, t.name, t.idx, t.state, t.attempt, t.fails, t.worker, t.started, t.ended, t.exit_code, t.output, t.result, t.reason, t.message, t.secret_hash, t.cpu_seconds, t.peak_memory`
+	taskCols  = `job, name, idx, state, attempt, fails, worker, started, ended, exit_code, output, result, reason, message, secret_hash, cpu_seconds, peak_memory, gpus`
+	tTaskCols = `t.job, t.name, t.idx, t.state, t.attempt, t.fails, t.worker, t.started, t.ended, t.exit_code, t.output, t.result, t.reason, t.message, t.secret_hash, t.cpu_seconds, t.peak_memory, t.gpus`
 	eventCols = `id, at, kind, job, task, worker, reason, message, data`
 )
 
@@ -291,11 +292,16 @@ func queryTasks(ctx context.Context, q querier, query string, args ...any) ([]st
 			idx, attempt, fails           int64
 			started, ended, exit          *int64
 			output, result, message, hash []byte
+			gpus                          string
 		)
 		if err := rows.Scan(&t.Job, &t.Name, &idx, &t.State, &attempt, &fails, &t.Worker,
 			&started, &ended, &exit, &output, &result, &t.Reason, &message, &hash,
-			&t.CPUSeconds, &t.PeakMemory); err != nil {
+			&t.CPUSeconds, &t.PeakMemory, &gpus); err != nil {
 			return nil, err
+		}
+		var err error
+		if t.GPUs, err = model.ParseDeviceList(gpus); err != nil {
+			return nil, fmt.Errorf("task %s/%s: %w", t.Job, t.Name, err)
 		}
 		t.Index, t.Attempt, t.Fails = int(idx), int(attempt), int(fails)
 		t.Started, t.Ended = timeOf(started), timeOf(ended)

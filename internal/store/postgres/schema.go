@@ -182,6 +182,14 @@ var migrations = []migration{
 			)`,
 		},
 	},
+	{
+		name: "task gpus",
+		stmts: []string{
+			// The GPU devices of the running attempt (store.Task.GPUs),
+			// as "0,2"; '' for none.
+			`ALTER TABLE tasks ADD COLUMN gpus text NOT NULL DEFAULT ''`,
+		},
+	},
 }
 
 // fencedCode is the SQLSTATE allot_fence raises: a class of its own, so

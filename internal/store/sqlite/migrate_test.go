@@ -74,3 +74,23 @@ func mustJobOf(t *testing.T, s *Store, id string) (store.Job, []store.Task) {
 	}
 	return j, tasks
 }
+
+func TestTasksOfAnOlderSchemaHaveNoGPUs(t *testing.T) {
+	path := tempPath(t)
+	db := createAtVersion(t, path, 4) // before task GPUs
+	for _, stmt := range []string{
+		`INSERT INTO jobs (id, queue, share, requestor, state, priority, urgent, submitted, spec) VALUES ('old', 'q', '', '', 'running', 0, 0, 1, CAST('{}' AS BLOB))`,
+		`INSERT INTO tasks (job, name, idx, state, attempt, fails, worker, reason, message) VALUES ('old', 'a', 0, 'running', 1, 0, 'w1', '', '')`,
+	} {
+		if _, err := db.Exec(stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+
+	s := openFile(t, path)
+	defer s.Close()
+	if _, tasks := mustJobOf(t, s, "old"); len(tasks) != 1 || tasks[0].GPUs != nil || tasks[0].Worker != "w1" {
+		t.Errorf("a task stored before GPUs were: %+v, want no GPUs", tasks)
+	}
+}

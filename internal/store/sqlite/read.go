@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/allot-sched/allot/internal/model"
 	"github.com/allot-sched/allot/internal/store"
 )
 
@@ -292,11 +293,16 @@ func queryTasks(ctx context.Context, q querier, query string, args ...any) ([]st
 			idx, attempt, fails  int64
 			started, ended, exit sql.NullInt64
 			output, result, hash []byte
+			gpus                 string
 		)
 		if err := rows.Scan(&t.Job, &t.Name, &idx, &t.State, &attempt, &fails, &t.Worker,
 			&started, &ended, &exit, &output, &result, &t.Reason, &t.Message, &hash,
-			&t.CPUSeconds, &t.PeakMemory); err != nil {
+			&t.CPUSeconds, &t.PeakMemory, &gpus); err != nil {
 			return nil, err
+		}
+		var err error
+		if t.GPUs, err = model.ParseDeviceList(gpus); err != nil {
+			return nil, fmt.Errorf("task %s/%s: %w", t.Job, t.Name, err)
 		}
 		t.Index, t.Attempt, t.Fails = int(idx), int(attempt), int(fails)
 		t.Started, t.Ended = timeOf(started), timeOf(ended)

@@ -177,6 +177,14 @@ var migrations = []migration{
 			) STRICT`,
 		},
 	},
+	{
+		name: "task gpus",
+		stmts: []string{
+			// The GPU devices of the running attempt (store.Task.GPUs),
+			// as "0,2"; '' for none.
+			`ALTER TABLE tasks ADD COLUMN gpus TEXT NOT NULL DEFAULT ''`,
+		},
+	},
 }
 
 // unfinishedWhere selects jobs that have not ended (store.JobEnded). It is

@@ -437,10 +437,10 @@ func testCommitUpsertsTasks(t *testing.T, o opener) {
 	mustCreate(t, s, newJob("j", "q", ""), newTasks("j", 2))
 	code := 0
 	running := store.Task{Job: "j", Name: "t1", Index: 1, State: "running", Attempt: 1, Worker: "w1", Started: t0.Add(time.Second),
-		SecretHash: bytes.Repeat([]byte{0xa5}, 32)}
+		SecretHash: bytes.Repeat([]byte{0xa5}, 32), GPUs: []int{0, 3}}
 	mustCommit(t, s, store.Batch{Tasks: []store.Task{running}})
 	// A restarted server checks the running attempt's reports against the
-	// digest it reads back.
+	// digest it reads back, and gives it its GPU devices back.
 	if _, unfinished, err := s.Unfinished(t.Context()); err != nil || len(unfinished["j"]) != 2 {
 		t.Fatalf("Unfinished: %v, %v", unfinished, err)
 	} else {
