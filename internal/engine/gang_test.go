@@ -222,14 +222,15 @@ func runGangs(t *testing.T, e *Engine, horizon time.Duration, check func(now tim
 	for range 10000 {
 		d := e.Cycle(clock)
 		check(clock, d)
-		for _, s := range d.Starts {
-			task, _ := e.lookup(s.Job, s.Task)
-			ends.Start(task, clock.Add(task.spec.Duration))
-		}
+		// Stops come before the cycle's starts.
 		for _, s := range d.Stops {
 			if task, err := e.lookup(s.Job, s.Task); err == nil {
 				ends.Stop(task)
 			}
+		}
+		for _, s := range d.Starts {
+			task, _ := e.lookup(s.Job, s.Task)
+			ends.Start(task, clock.Add(task.spec.Duration))
 		}
 		next, ok := ends.Next()
 		if !ok || next.Sub(t0) > horizon {
