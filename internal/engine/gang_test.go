@@ -8,6 +8,7 @@ import (
 
 	"github.com/allot-sched/allot/internal/engine/drive"
 	"github.com/allot-sched/allot/internal/engine/policy"
+	"github.com/allot-sched/allot/internal/engine/policy/priority"
 	"github.com/allot-sched/allot/internal/model"
 )
 
@@ -180,7 +181,7 @@ func TestAGangThatCanNeverFitHoldsNothing(t *testing.T) {
 	}
 }
 
-func TestPreemptingAGangMemberStopsTheWholeGang(t *testing.T) {
+func TestLosingAGangMemberStopsTheWholeGang(t *testing.T) {
 	e := engineWith(t, Config{Queues: []QueueConfig{{Name: "default", Policy: policy.Config{Kind: "priority"}}}})
 	for i := range 4 {
 		mustApply(t, e, newWorker(fmt.Sprintf("w%d", i)).add())
@@ -244,5 +245,34 @@ func runGangs(t *testing.T, e *Engine, horizon time.Duration, check func(now tim
 			}
 			mustApply(t, e, FinishTask{Job: task.job.id, Task: task.spec.Name, Outcome: model.Succeeded, At: at})
 		}
+	}
+}
+
+func TestPreemptionTakesAWholeGang(t *testing.T) {
+	e := engineWith(t, Config{Queues: []QueueConfig{{Name: "default", Policy: policy.Config{Kind: "priority", Settings: &priority.Config{PreemptablePercent: 100}}}}})
+	for i := range 4 {
+		mustApply(t, e, newWorker(fmt.Sprintf("w%d", i)).add())
+	}
+	g := gangJob("g", 4, 0, time.Hour)
+	g.Priority = 1
+	mustApply(t, e, SubmitJob{Job: g})
+	if d := e.Cycle(t0); startedJobs(d)["g"] != 4 {
+		t.Fatalf("starts = %v", startsOf(d))
+	}
+	urgent := smallJob("urgent", 1, time.Minute)
+	urgent.Priority, urgent.Urgent, urgent.Submitted = 5, true, t0.Add(time.Minute)
+	mustApply(t, e, SubmitJob{Job: urgent})
+	d := e.Cycle(t0.Add(time.Minute))
+	if startedJobs(d)["urgent"] != 1 {
+		t.Fatalf("the urgent job did not start: stops %+v, starts %v", d.Stops, startsOf(d))
+	}
+	running := 0
+	for _, task := range e.jobs["g"].tasks {
+		if task.state == model.TaskRunning {
+			running++
+		}
+	}
+	if running != 0 || len(d.Stops) != 4 {
+		t.Fatalf("%d gang tasks still run after a preemption; stops %+v", running, d.Stops)
 	}
 }
