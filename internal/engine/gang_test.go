@@ -58,6 +58,14 @@ func TestGangOfFourOnThreeFreeSlotsWaitsThenStartsWhole(t *testing.T) {
 	if p.Reason.Code != model.ReasonGangWaiting || !strings.Contains(p.Reason.Message, "gang of 4 needs 4 slots at once; 3 free") {
 		t.Fatalf("reason = %+v", p.Reason)
 	}
+	x, _ := e.Explain("g")
+	if x.Gang == nil || x.Gang.Need != 4 || x.Gang.Free != 3 || x.Gang.EarliestStart == nil || !x.Gang.EarliestStart.Equal(t0.Add(time.Hour)) ||
+		!strings.Contains(x.Gang.Message, "gang of 4 needs 4 slots at once; 3 free; earliest start 2026-01-01T01:00:00Z, when 1 running task(s) end") {
+		t.Fatalf("explain's gang = %+v", x.Gang)
+	}
+	if len(x.Help) == 0 || x.Help[len(x.Help)-1].Kind != "gang" {
+		t.Fatalf("explain's help = %+v", x.Help)
+	}
 	// Nothing is held by the failed try: the three free workers are free.
 	if _, free := e.fleet.PoolSlots(nil); free != 3 {
 		t.Fatalf("free slots = %d, want 3", free)
