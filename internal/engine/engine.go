@@ -505,6 +505,7 @@ func (e *Engine) finish(ev FinishTask, now time.Time) error {
 		}
 		e.end(t, model.TaskFailed, model.Because(model.ReasonFailed, "attempt %d of %d failed: %s", t.fails, max, msg), worker)
 		e.cascade(t)
+		e.gangFailed(t, now)
 	case model.Requeued:
 		e.makeReady(t)
 		r := model.Because(requeueCode(ev), "requeued: %s", ev.Message)

@@ -458,3 +458,32 @@ func (e *Engine) gangLost(t *task, now time.Time, stops *[]Stop) {
 		*stops = append(*stops, Stop{Job: m.job.id, Task: m.spec.Name, Worker: worker, Reason: r})
 	}
 }
+
+// gangFailed ends the other members of t's gang, which failed for good:
+// the gang cannot run whole again, and members left running would wait on
+// a peer that is gone. Running members stop; every member not ended fails,
+// and so do the tasks that need them.
+func (e *Engine) gangFailed(t *task, now time.Time) {
+	gg := t.gang
+	if gg == nil {
+		return
+	}
+	gg.launched = false
+	r := model.Because(model.ReasonGangStopped, "task %q of the %s of job %q failed, so the gang cannot run whole", t.spec.Name, gg.label(), gg.job.id)
+	for _, m := range gg.members {
+		worker := ""
+		switch m.state {
+		case model.TaskRunning:
+			worker = m.worker.Spec.Name
+			e.release(m, now)
+			e.stops = append(e.stops, Stop{Job: m.job.id, Task: m.spec.Name, Worker: worker, Reason: r})
+		case model.TaskReady:
+			e.dropWaiting(m)
+		case model.TaskBlocked:
+		default:
+			continue
+		}
+		e.end(m, model.TaskFailed, r, worker)
+		e.cascade(m)
+	}
+}

@@ -284,3 +284,24 @@ func TestPreemptionTakesAWholeGang(t *testing.T) {
 		t.Fatalf("%d gang tasks still run after a preemption; stops %+v", running, d.Stops)
 	}
 }
+
+func TestAGangMemberThatFailsForGoodFailsTheGang(t *testing.T) {
+	e := newFIFO(t, 4)
+	mustApply(t, e, SubmitJob{Job: gangJob("g", 4, 0, time.Hour)})
+	if d := e.Cycle(t0); startedJobs(d)["g"] != 4 {
+		t.Fatalf("starts = %v", startsOf(d))
+	}
+	mustApply(t, e, finishFail("g", "w1"))
+	d := e.Cycle(t0.Add(time.Minute))
+	if len(d.Stops) != 3 || len(d.Starts) != 0 {
+		t.Fatalf("stops %+v, starts %v: want the 3 other members stopped, none started again", d.Stops, startsOf(d))
+	}
+	if got := jobsDoneOf(d); !same(got, []string{"g:failed"}) {
+		t.Fatalf("jobs done = %v", got)
+	}
+	for _, name := range []string{"w0", "w2", "w3"} {
+		if s := stateOf(t, e, "g", name); s != model.TaskFailed {
+			t.Fatalf("%s is %s, want failed", name, s)
+		}
+	}
+}
