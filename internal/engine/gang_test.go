@@ -305,3 +305,50 @@ func TestAGangMemberThatFailsForGoodFailsTheGang(t *testing.T) {
 		}
 	}
 }
+
+func TestAStageGangStartsTogetherOnceItsDependenciesSucceed(t *testing.T) {
+	e := newFIFO(t, 3)
+	j := newJob("dag").task("prep").task("train-0", "prep").task("train-1", "prep").task("train-2", "prep").task("eval", "train-0", "train-1", "train-2").j
+	for i := 1; i <= 3; i++ {
+		j.Tasks[i].Gang, j.Tasks[i].GangMin = "train", 3
+	}
+	mustApply(t, e, SubmitJob{Job: j})
+	mustApply(t, e, SubmitJob{Job: smallJob("other", 1, time.Hour)})
+	if d := e.Cycle(t0); !same(startsOf(d), []string{"dag/prep@w000", "other/t0@w001"}) {
+		t.Fatalf("starts = %v", startsOf(d))
+	}
+	mustApply(t, e, finishOK("dag", "prep"))
+	d := e.Cycle(t0.Add(time.Minute))
+	if p := pendingOf(d, "dag"); len(d.Starts) != 0 || len(p) == 0 || p[0].Tasks != 3 || p[0].Reason.Code != model.ReasonGangWaiting {
+		t.Fatalf("starts %v, pending %+v: the stage needs 3 slots and has 2", startsOf(d), d.Pending)
+	}
+	mustApply(t, e, finishOK("other", "t0"))
+	d = e.Cycle(t0.Add(2 * time.Minute))
+	if !same(startsOf(d), []string{"dag/train-0@w000", "dag/train-1@w001", "dag/train-2@w002"}) {
+		t.Fatalf("starts = %v", startsOf(d))
+	}
+}
+
+func TestGangsThatCannotHoldAreRefusedAtSubmission(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		edit func(j *model.Job)
+	}{
+		{"a minimum above the members", func(j *model.Job) { j.Tasks[0].GangMin, j.Tasks[1].GangMin = 3, 3 }},
+		{"a minimum of 0", func(j *model.Job) { j.Tasks[0].GangMin, j.Tasks[1].GangMin = 0, 0 }},
+		{"members that disagree", func(j *model.Job) { j.Tasks[1].GangMin = 1 }},
+		{"maxSlots below the minimum", func(j *model.Job) { j.MaxSlots = 1 }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newFIFO(t, 2)
+			j := gangJob("g", 2, 0, time.Minute)
+			tt.edit(&j)
+			if err := e.Apply(SubmitJob{Job: j}); err == nil {
+				t.Fatal("accepted")
+			}
+			if _, ok := e.jobs["g"]; ok {
+				t.Fatal("a refused job is in the engine")
+			}
+		})
+	}
+}
