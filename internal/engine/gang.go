@@ -279,7 +279,6 @@ func (e *Engine) estimateGang(gg *gang) *reservation {
 		t  *task
 	}
 	var ends []end
-	unknown := false
 	type scratch struct {
 		free int
 		used model.Resources
@@ -306,8 +305,7 @@ func (e *Engine) estimateGang(gg *gang) *reservation {
 					continue // rides in a batch, holds no slot
 				}
 				if t.spec.Duration <= 0 {
-					unknown = true
-					continue
+					continue // no expected end: it frees nothing by then
 				}
 				ends = append(ends, end{at: t.started.Add(t.spec.Duration), w: w, t: t})
 			}
@@ -349,9 +347,8 @@ func (e *Engine) estimateGang(gg *gang) *reservation {
 			return res
 		}
 	}
-	// Some running tasks have no declared duration (unknown), so when
-	// enough frees is unknown: hold only the workers free now.
-	_ = unknown
+	// Some running tasks have no declared duration, so when enough frees
+	// is unknown: hold only the workers free now.
 	res.workers = slices.DeleteFunc(res.workers, func(w *place.Worker) bool { return w.FreeSlots() == 0 })
 	return res
 }

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/allot-sched/allot/internal/engine/drive"
 	"github.com/allot-sched/allot/internal/engine/policy"
 	"github.com/allot-sched/allot/internal/engine/policy/priority"
 	"github.com/allot-sched/allot/internal/model"
@@ -222,69 +221,6 @@ func TestLosingAGangMemberStopsTheWholeGang(t *testing.T) {
 	}
 }
 
-// runGangs drives e over virtual time from t0 for at most horizon: each
-// attempt runs for its task's duration; check sees every cycle's decisions.
-func runGangs(t *testing.T, e *Engine, horizon time.Duration, check func(now time.Time, d *Decisions)) {
-	t.Helper()
-	ends := drive.NewAttempts(func(task *task) bool { return task.state == model.TaskRunning })
-	clock := t0
-	for range 10000 {
-		d := e.Cycle(clock)
-		check(clock, d)
-		// Stops come before the cycle's starts.
-		for _, s := range d.Stops {
-			if task, err := e.lookup(s.Job, s.Task); err == nil {
-				ends.Stop(task)
-			}
-		}
-		for _, s := range d.Starts {
-			task, _ := e.lookup(s.Job, s.Task)
-			ends.Start(task, clock.Add(task.spec.Duration))
-		}
-		next, ok := ends.Next()
-		if !ok || next.Sub(t0) > horizon {
-			return
-		}
-		clock = next
-		for {
-			task, at, ok := ends.Pop(clock)
-			if !ok {
-				break
-			}
-			mustApply(t, e, FinishTask{Job: task.job.id, Task: task.spec.Name, Outcome: model.Succeeded, At: at})
-		}
-	}
-}
-
-func TestPreemptionTakesAWholeGang(t *testing.T) {
-	e := engineWith(t, Config{Queues: []QueueConfig{{Name: "default", Policy: policy.Config{Kind: "priority", Settings: &priority.Config{PreemptablePercent: 100}}}}})
-	for i := range 4 {
-		mustApply(t, e, newWorker(fmt.Sprintf("w%d", i)).add())
-	}
-	g := gangJob("g", 4, 0, time.Hour)
-	g.Priority = 1
-	mustApply(t, e, SubmitJob{Job: g})
-	if d := e.Cycle(t0); startedJobs(d)["g"] != 4 {
-		t.Fatalf("starts = %v", startsOf(d))
-	}
-	urgent := smallJob("urgent", 1, time.Minute)
-	urgent.Priority, urgent.Urgent, urgent.Submitted = 5, true, t0.Add(time.Minute)
-	mustApply(t, e, SubmitJob{Job: urgent})
-	d := e.Cycle(t0.Add(time.Minute))
-	if startedJobs(d)["urgent"] != 1 {
-		t.Fatalf("the urgent job did not start: stops %+v, starts %v", d.Stops, startsOf(d))
-	}
-	running := 0
-	for _, task := range e.jobs["g"].tasks {
-		if task.state == model.TaskRunning {
-			running++
-		}
-	}
-	if running != 0 || len(d.Stops) != 4 {
-		t.Fatalf("%d gang tasks still run after a preemption; stops %+v", running, d.Stops)
-	}
-}
-
 func TestAGangMemberThatFailsForGoodFailsTheGang(t *testing.T) {
 	e := newFIFO(t, 4)
 	mustApply(t, e, SubmitJob{Job: gangJob("g", 4, 0, time.Hour)})
@@ -350,5 +286,34 @@ func TestGangsThatCannotHoldAreRefusedAtSubmission(t *testing.T) {
 				t.Fatal("a refused job is in the engine")
 			}
 		})
+	}
+}
+
+func TestPreemptionTakesAWholeGang(t *testing.T) {
+	e := engineWith(t, Config{Queues: []QueueConfig{{Name: "default", Policy: policy.Config{Kind: "priority", Settings: &priority.Config{PreemptablePercent: 100}}}}})
+	for i := range 4 {
+		mustApply(t, e, newWorker(fmt.Sprintf("w%d", i)).add())
+	}
+	g := gangJob("g", 4, 0, time.Hour)
+	g.Priority = 1
+	mustApply(t, e, SubmitJob{Job: g})
+	if d := e.Cycle(t0); startedJobs(d)["g"] != 4 {
+		t.Fatalf("starts = %v", startsOf(d))
+	}
+	urgent := smallJob("urgent", 1, time.Minute)
+	urgent.Priority, urgent.Urgent, urgent.Submitted = 5, true, t0.Add(time.Minute)
+	mustApply(t, e, SubmitJob{Job: urgent})
+	d := e.Cycle(t0.Add(time.Minute))
+	if startedJobs(d)["urgent"] != 1 {
+		t.Fatalf("the urgent job did not start: stops %+v, starts %v", d.Stops, startsOf(d))
+	}
+	running := 0
+	for _, task := range e.jobs["g"].tasks {
+		if task.state == model.TaskRunning {
+			running++
+		}
+	}
+	if running != 0 || len(d.Stops) != 4 {
+		t.Fatalf("%d gang tasks still run after a preemption; stops %+v", running, d.Stops)
 	}
 }
