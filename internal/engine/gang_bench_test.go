@@ -53,5 +53,6 @@ func BenchmarkCycleFillGangs(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(started)/b.Elapsed().Seconds(), "placements/s")
+	b.ReportMetric(float64(started)/float64(b.N), "starts/op")
 	reportCPU(b, cpu)
 }
