@@ -251,11 +251,13 @@ func (e *Engine) holdAhead(q *queue, free int) {
 	if gg == nil {
 		return
 	}
-	if gg.launched || gg.job.done || gg.job.q != q || free == 0 || gg.count(model.TaskReady) < gg.need() {
+	if gg.launched || gg.job.done || gg.job.q != q || gg.count(model.TaskReady) < gg.need() {
 		q.reserved = nil
 		return
 	}
-	e.reserve(gg)
+	if free > 0 { // nothing to hold in a full pool; it waits on
+		e.reserve(gg)
+	}
 }
 
 // estimateGang finds how much of gg fits now, how much could ever fit, and
