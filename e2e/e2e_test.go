@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -179,9 +180,23 @@ func (c *cluster) startWorker(name string, args ...string) *exec.Cmd {
 }
 
 func (c *cluster) stop() {
+	// SIGTERM first, so that each worker removes the cgroups it made;
+	// SIGKILL for one that does not stop soon (its server gone).
 	for _, w := range c.workers {
-		_ = w.Process.Kill()
-		_ = w.Wait()
+		_ = w.Process.Signal(syscall.SIGTERM)
+	}
+	for _, w := range c.workers {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = w.Wait()
+		}()
+		select {
+		case <-done:
+		case <-time.After(3 * time.Second):
+			_ = w.Process.Kill()
+			<-done
+		}
 	}
 	if c.server != nil && c.server.Process != nil {
 		_ = c.server.Process.Kill()

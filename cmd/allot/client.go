@@ -127,6 +127,7 @@ func addClientCommands(root *cobra.Command) {
 	f := &clientFlags{}
 	cmds := []*cobra.Command{newSubmitCmd(f), newGetCmd(f), newListCmd(f), newCancelCmd(f), newPriorityCmd(f), newLogsCmd(f),
 		newEventsCmd(f), newWorkersCmd(f), newQueuesCmd(f), newTokensCmd(f)}
+	cmds = append(cmds, newHoldCmd(f), newReleaseCmd(f), newUpdateCmd(f))
 	for _, c := range cmds {
 		f.register(c)
 		root.AddCommand(c)
@@ -299,6 +300,9 @@ func jobTable(w io.Writer, j api.Job) error {
 		fmt.Fprintf(w, "  submitter %s", j.Submitter)
 	}
 	fmt.Fprintf(w, "  submitted %s\n", j.Submitted.Format(time.RFC3339))
+	if j.HeldBy != "" {
+		fmt.Fprintf(w, "held by %s: starts nothing until released (allot release %s)\n", j.HeldBy, j.ID)
+	}
 	if a := j.Admission; a != nil {
 		fmt.Fprintf(w, "endpoint %s", a.Endpoint)
 		if a.Variant != "" {
@@ -318,7 +322,7 @@ func jobTable(w io.Writer, j api.Job) error {
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TASK\tSTATE\tATTEMPT\tWORKER\tEXIT\tREASON")
+	fmt.Fprintln(tw, "TASK\tSTATE\tATTEMPT\tWORKER\tEXIT\tCPU\tPEAK MEM\tREASON")
 	for _, t := range j.Tasks {
 		exit := ""
 		if t.ExitCode != nil {
@@ -328,7 +332,14 @@ func jobTable(w io.Writer, j api.Job) error {
 		if t.Reason != nil {
 			reason = t.Reason.Code + ": " + t.Reason.Message
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", t.Name, t.State, t.Attempt, t.Worker, exit, reason)
+		cpu, peak := "", ""
+		if t.CPUSeconds > 0 {
+			cpu = fmt.Sprintf("%.2fs", t.CPUSeconds)
+		}
+		if t.PeakMemory > 0 {
+			peak = fmt.Sprintf("%.1fMi", float64(t.PeakMemory)/(1<<20))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", t.Name, t.State, t.Attempt, t.Worker, exit, cpu, peak, reason)
 	}
 	return tw.Flush()
 }
@@ -592,12 +603,27 @@ func newWorkersCmd(f *clientFlags) *cobra.Command {
 			}
 			return f.print(cmd.OutOrStdout(), ws, func(w io.Writer) error {
 				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-				fmt.Fprintln(tw, "WORKER\tSTATE\tRUNNING\tSLOTS\tCPU\tMEMORY\tGPUS\tLABELS\tLAST SEEN")
+				fmt.Fprintln(tw, "WORKER\tSTATE\tRUNNING\tSLOTS\tCPU\tMEMORY\tGPUS\tCGROUPS\tLABELS\tLAST SEEN")
 				for _, wk := range ws {
-					fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%g\t%dMi\t%d\t%s\t%s\n", wk.Name, workerStateText(wk), wk.Running, wk.Slots,
-						float64(wk.Resources.CPU)/1000, int64(wk.Resources.Memory), wk.Resources.GPUs, labels(wk.Labels), wk.LastSeen.Format(time.RFC3339))
+					confined := "yes"
+					if wk.Unconfined != "" {
+						confined = "no"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%g\t%dMi\t%d\t%s\t%s\t%s\n", wk.Name, workerStateText(wk), wk.Running, wk.Slots,
+						float64(wk.Resources.CPU)/1000, int64(wk.Resources.Memory), wk.Resources.GPUs, confined, labels(wk.Labels),
+						wk.LastSeen.Format(time.RFC3339))
 				}
-				return tw.Flush()
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+				// Why, for each worker that does not hold its tasks to
+				// their limits.
+				for _, wk := range ws {
+					if wk.Unconfined != "" {
+						fmt.Fprintf(w, "worker %s runs tasks unconfined: %s\n", wk.Name, wk.Unconfined)
+					}
+				}
+				return nil
 			})
 		},
 	}

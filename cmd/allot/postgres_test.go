@@ -184,10 +184,13 @@ func TestSecondServerStandsByAndTakesOverWhenTheLeaderStops(t *testing.T) {
 	if _, err := c1.SubmitJob(t.Context(), []byte(`{"id": "j-before", "tasks": [{"name": "a", "command": ["true"]}]}`), "application/json"); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := c1.Hold(t.Context(), "j-before"); err != nil {
+		t.Fatal(err)
+	}
 	// The standby serves the job reads from the store, and sends the rest
 	// to the leader.
-	if j, err := client2(t, second.URL).Job(t.Context(), "j-before"); err != nil || j.ID != "j-before" {
-		t.Fatalf("a job read on the standby: %+v, %v", j, err)
+	if j, err := client2(t, second.URL).Job(t.Context(), "j-before"); err != nil || j.ID != "j-before" || j.HeldBy == "" {
+		t.Fatalf("a job read on the standby: %+v, %v (want it held)", j, err)
 	}
 	resp, err := http.Get(second.URL + "/v1/workers")
 	if err != nil {
@@ -210,8 +213,8 @@ func TestSecondServerStandsByAndTakesOverWhenTheLeaderStops(t *testing.T) {
 		// A change only the leader takes.
 		j, err := c2.SetPriority(t.Context(), "j-before", 5, false)
 		if err == nil {
-			if j.ID != "j-before" {
-				t.Fatalf("job %+v", j)
+			if j.ID != "j-before" || j.HeldBy == "" {
+				t.Fatalf("job %+v: want it still held after the takeover", j)
 			}
 			break
 		}

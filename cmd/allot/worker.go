@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/allot-sched/allot/internal/agent"
+	"github.com/allot-sched/allot/internal/agent/cgroup"
 	"github.com/allot-sched/allot/internal/client"
 	"github.com/allot-sched/allot/internal/spec"
 )
@@ -24,6 +25,7 @@ func newWorkerCmd() *cobra.Command {
 		caFile                 string
 		cache                  []string
 		token                  workerTokenFlags
+		pidsLimit              int64
 	)
 	cmd := &cobra.Command{
 		Use:   "worker --server URL",
@@ -41,7 +43,15 @@ ALLOT_TOKEN; the agent sheds it from its environment and command line at
 start, so its tasks cannot read it there. Started as root, it runs tasks
 as nobody (--run-as), or as the user a job names if --allow-user allows it.
 Tasks die with the agent; a restarted agent kills what they left behind
-before it registers (see docs/agent.md).`,
+before it registers (see docs/agent.md).
+
+Each attempt runs in a cgroup of its own (v2, or v1 where the host mounts
+its controllers that way): a CPU quota from the task's cpu (and CPUs of its
+own when it asks for whole ones), its memory as a limit, and --pids-limit.
+The cgroup measures its CPU time and peak memory and kills all of it on a
+stop, what it detached included. Where no cgroup can be made (not root, no
+delegation) the agent says so at start and runs tasks unconfined, and
+allot workers shows it.`,
 		Example: `  allot worker --server http://allot:7070 --token-file /etc/allot/worker.token
   ALLOT_TOKEN=$(cat worker.token) allot worker --server http://allot:7070 --slots 4 --label zone=eu-1 --gpus 2 --gpu-memory 80Gi
   allot worker --server http://allot:7070 --token-file worker.token --run-as allot-task --allow-user 'svc-*'
@@ -75,6 +85,14 @@ before it registers (see docs/agent.md).`,
 			}
 			if cmd.Flags().Changed("cost-per-hour") {
 				cfg.CostPerHour = &cost
+			}
+			switch {
+			case pidsLimit < 0:
+				return fmt.Errorf("--pids-limit: must not be negative (0 for no limit), got %d", pidsLimit)
+			case pidsLimit == 0:
+				cfg.PidsLimit = -1 // none
+			default:
+				cfg.PidsLimit = pidsLimit
 			}
 			if cfg.Server == "" {
 				return fmt.Errorf("--server: the URL of the Allot server is required (or set ALLOT_SERVER)")
@@ -140,6 +158,9 @@ before it registers (see docs/agent.md).`,
 	f.StringSliceVar(&cfg.Cached, "cached", nil, "models or datasets already on this machine (comma-separated, repeatable)")
 	f.StringArrayVar(&cache, "cache", nil, "a model or dataset this machine holds, as model=NAME or dataset=NAME (repeatable); kept fresh by heartbeats")
 	f.StringVar(&cfg.WorkDir, "workdir", "", "working directory of tasks that name none (default: a fresh temporary directory per attempt)")
+	f.StringVar(&cfg.Cgroups, "cgroups", agent.CgroupsAuto, "how attempts are confined: auto (a cgroup each, on the hierarchy the host gives controllers to), v1, v2, or off (unconfined)")
+	f.StringVar(&cfg.CgroupRoot, "cgroup-root", "", "directory to make the attempts' cgroups in (default: under the agent's own cgroup in each mounted hierarchy); with --cgroups v1, a directory of per-controller hierarchies")
+	f.Int64Var(&pidsLimit, "pids-limit", cgroup.DefaultPids, "processes and threads each attempt may run at once (its cgroup's pids.max; 0 for no limit)")
 	f.DurationVar(&cfg.Grace, "grace", agent.DefaultGrace, "time between SIGTERM and SIGKILL on timeouts and shutdown")
 	f.IntVar(&cfg.OutputTailBytes, "output-tail", agent.DefaultOutputTailBytes, "bytes of each task's output kept and reported")
 	f.DurationVar(&cfg.HeartbeatEvery, "heartbeat", agent.DefaultHeartbeatEvery, "interval between heartbeats")

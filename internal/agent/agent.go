@@ -16,10 +16,12 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/allot-sched/allot/internal/agent/cgroup"
 	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/client"
 	"github.com/allot-sched/allot/internal/model"
@@ -110,6 +112,20 @@ type Config struct {
 	// OutputTailBytes is how much of the end of a task's output (stdout and
 	// stderr together) travels with its report.
 	OutputTailBytes int
+	// Cgroups says how attempts are confined (confine.go): CgroupsAuto
+	// (or empty) in a cgroup of their own on the hierarchy the host gives
+	// controllers to, CgroupsV1 or CgroupsV2 on that one, CgroupsOff not
+	// at all. Where no cgroup can be made the agent runs tasks unconfined
+	// and registers why (api.Register.Unconfined).
+	Cgroups string
+	// CgroupRoot, when set, is the directory the attempts' groups are made
+	// in, instead of under the agent's own group in the mounted
+	// hierarchies: a cgroup v2 tree, or with CgroupsV1 a directory of
+	// v1 hierarchies (one per controller).
+	CgroupRoot string
+	// PidsLimit bounds the processes and threads of each attempt at once
+	// (its cgroup's pids.max): 0 is cgroup.DefaultPids, negative none.
+	PidsLimit int64
 	// Grace is the time between SIGTERM and SIGKILL on a timeout, at
 	// shutdown, and on a stop order that gives none.
 	Grace time.Duration
@@ -154,6 +170,10 @@ type Agent struct {
 	busy     int                      // attempts with a slot
 	closing  bool                     // shutting down: start nothing
 	wg       sync.WaitGroup           // attempts being run
+
+	// noUsage is set once the server refused the reports' usage fields:
+	// it predates them, and gets reports without them.
+	noUsage atomic.Bool
 
 	// regMu makes registering again single-flight; gen counts successful
 	// registrations, so a caller whose request failed under generation g
@@ -218,6 +238,20 @@ func New(cfg Config) (*Agent, error) {
 			return nil, fmt.Errorf("agent: %s: must not be negative", f.name)
 		}
 	}
+	switch cfg.Cgroups {
+	case "":
+		cfg.Cgroups = CgroupsAuto
+	case CgroupsAuto, CgroupsV1, CgroupsV2, CgroupsOff:
+	default:
+		return nil, fmt.Errorf("agent: cgroups: must be auto, v1, v2 or off, got %q", cfg.Cgroups)
+	}
+	pids := cfg.PidsLimit
+	switch {
+	case pids == 0:
+		pids = cgroup.DefaultPids
+	case pids < 0:
+		pids = 0
+	}
 	if cfg.OutputTailBytes > MaxOutputTailBytes {
 		return nil, fmt.Errorf("agent: outputTailBytes: must be at most %d (the server keeps the last 1 MiB of an output), got %d",
 			MaxOutputTailBytes, cfg.OutputTailBytes)
@@ -264,7 +298,7 @@ func New(cfg Config) (*Agent, error) {
 		reg: api.Register{Name: cfg.Name, Resources: cfg.Resources, Labels: cfg.Labels, Slots: cfg.Slots, Prefetch: cfg.Prefetch,
 			CostPerHour: cfg.CostPerHour, Cached: cfg.Cached, Cache: cfg.Cache},
 		run: runner{workDir: cfg.WorkDir, tailBytes: cfg.OutputTailBytes, grace: cfg.Grace, log: log, users: users,
-			started: cfg.Started},
+			started: cfg.Started, pids: pids},
 		attempts:  map[api.Attempt]*attempt{},
 		away:      context.Background(),
 		leave:     func() {},
@@ -299,6 +333,10 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 		defer sd.close()
 	}
+	// Before the first registration, which says whether tasks run
+	// confined; the groups go once every attempt ended.
+	unconfine := a.confine()
+	defer unconfine()
 	if err := a.register(ctx, true); err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -327,7 +365,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	<-tidied
 	repStop()
 	<-repDone
-	flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(a.cfg.Grace, 3*time.Second))
+	flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportFlushTime(a.cfg.Grace))
 	defer cancel()
 	if err := a.report.flush(flushCtx); err != nil {
 		return fmt.Errorf("agent: shutting down: %w", err)
@@ -341,6 +379,24 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.log.Info("worker stopped")
 	return nil
 }
+
+// ShutdownTime is the longest Run takes to return once its context ends,
+// for an agent whose Config.Grace is grace (zero: DefaultGrace): its
+// running tasks get grace between SIGTERM and SIGKILL, then it delivers the
+// reports it holds and tells the server it leaves, for up to
+// max(grace, 3s). Whatever stops the agent must wait longer (Kubernetes'
+// terminationGracePeriodSeconds, systemd's TimeoutStopSec), or the last
+// reports are lost and the server learns how those tasks ended only when
+// it declares the worker lost.
+func ShutdownTime(grace time.Duration) time.Duration {
+	if grace == 0 {
+		grace = DefaultGrace
+	}
+	return grace + reportFlushTime(grace)
+}
+
+// reportFlushTime bounds the delivery of the last reports at shutdown.
+func reportFlushTime(grace time.Duration) time.Duration { return max(grace, 3*time.Second) }
 
 // takeStateDir locks the state directory, kills what the agent's previous
 // run left running, and has the runner record the groups of the tasks it
@@ -417,6 +473,13 @@ func (a *Agent) register(ctx context.Context, first bool) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		if refusesField(err, "unconfined") && a.reg.Unconfined != "" {
+			// A server older than the field: it learns nothing of it,
+			// the agent's log says it.
+			a.log.Warn("the server does not know unconfined workers; registering without saying so", "err", err)
+			a.reg.Unconfined = ""
+			continue
+		}
 		if refusesPrefetch(err) && a.reg.Prefetch > 0 {
 			// A server older than prefetching knows no such field: run
 			// without it rather than not at all.
@@ -441,9 +504,13 @@ func (a *Agent) register(ctx context.Context, first bool) error {
 
 // refusesPrefetch reports whether a registration was refused for its
 // prefetch field (a server that predates it names it as unknown).
-func refusesPrefetch(err error) bool {
+func refusesPrefetch(err error) bool { return refusesField(err, "prefetch") }
+
+// refusesField reports whether a request was refused for its field
+// (a server that predates it names it as unknown).
+func refusesField(err error, field string) bool {
 	var ce *client.Error
-	return errors.As(err, &ce) && ce.Status == 400 && ce.Field == "prefetch"
+	return errors.As(err, &ce) && ce.Status == 400 && ce.Field == field
 }
 
 // generation returns the number of successful registrations so far.
@@ -773,6 +840,9 @@ func (a *Agent) shutdown() {
 // that forgot the worker gets a registration first (the batch is retried
 // after it); a batch refused for its content is dropped.
 func (a *Agent) sendReports(ctx context.Context, b []api.Report) error {
+	if a.noUsage.Load() {
+		b = withoutUsage(b)
+	}
 	gen := a.generation()
 	rctx, cancel := a.onServer(ctx, requestTimeout)
 	err := a.c.Report(rctx, a.reg.Name, api.Reports{Reports: b})
@@ -785,6 +855,12 @@ func (a *Agent) sendReports(ctx context.Context, b []api.Report) error {
 	case client.IsNotFound(err):
 		a.reregister(ctx, gen)
 		return err
+	case refusesUsage(err) && !a.noUsage.Load():
+		// A server older than the usage fields: the batch goes again
+		// without them, and so do the next.
+		a.log.Warn("the server does not know the attempts' CPU time and peak memory; reporting without them", "err", err)
+		a.noUsage.Store(true)
+		return err
 	case client.IsInvalid(err), client.IsTooLarge(err), client.IsForbidden(err):
 		// Forbidden: a report the server will never take (a secret it
 		// does not know); sent alone, the others of the batch go through.
@@ -792,6 +868,31 @@ func (a *Agent) sendReports(ctx context.Context, b []api.Report) error {
 	default:
 		return err
 	}
+}
+
+// refusesUsage reports whether reports were refused for their usage
+// fields (a server that predates them names one as unknown).
+func refusesUsage(err error) bool {
+	var ce *client.Error
+	if !errors.As(err, &ce) || ce.Status != 400 {
+		return false
+	}
+	for _, f := range []string{"cpuSeconds", "peakMemory"} {
+		if ce.Field == f || strings.HasSuffix(ce.Field, "."+f) {
+			return true
+		}
+	}
+	return false
+}
+
+// withoutUsage is b without the usage fields.
+func withoutUsage(b []api.Report) []api.Report {
+	out := make([]api.Report, len(b))
+	for i, r := range b {
+		r.CPUSeconds, r.PeakMemory = 0, 0
+		out[i] = r
+	}
+	return out
 }
 
 // attemptAttrs are the log attributes naming an attempt.

@@ -14,8 +14,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
+	"github.com/allot-sched/allot/internal/agent/cgroup"
 	"github.com/allot-sched/allot/internal/api"
 )
 
@@ -47,6 +49,7 @@ type attempt struct {
 
 	mu      sync.Mutex
 	proc    *os.Process // nil until the process started
+	cg      *confined   // the attempt's cgroup, nil when unconfined
 	exited  bool        // the process was reaped: its group is not ours to signal
 	cause   string      // why the agent ended it (stop, timeout, shutdown), "" if it did not
 	stopped bool        // a stop order came for it
@@ -85,6 +88,7 @@ func (at *attempt) terminate(cause string, stopOrder bool, grace time.Duration) 
 		at.kill.Stop()
 	} else {
 		_ = terminateGroup(at.proc)
+		at.cg.signal(syscall.SIGTERM) // what left the process group
 	}
 	at.killAt = deadline
 	at.kill = time.AfterFunc(grace, func() {
@@ -92,17 +96,19 @@ func (at *attempt) terminate(cause string, stopOrder bool, grace time.Duration) 
 		defer at.mu.Unlock()
 		if !at.exited {
 			_ = killGroup(at.proc)
+			at.cg.kill()
 		}
 	})
 }
 
 // reaped records that the process ended. Whatever it left behind in its
-// group (a background child) is killed: a finished task must not keep
-// holding the worker's resources.
+// process group or its cgroup (a background child, a daemon) is killed: a
+// finished task must not keep holding the worker's resources.
 func (at *attempt) reaped() (cause string, stopped bool) {
 	at.mu.Lock()
 	defer at.mu.Unlock()
 	_ = killGroup(at.proc)
+	at.cg.kill()
 	at.exited = true
 	if at.kill != nil {
 		at.kill.Stop()
@@ -126,6 +132,12 @@ type runner struct {
 	users *userPolicy
 	// started, when set, is told of every process started (Config.Started).
 	started func(api.Attempt)
+	// cg makes the attempts' cgroups (confine.go); nil runs them
+	// unconfined. cpus are the CPUs it may give attempts of their own;
+	// pids is each attempt's pids limit (0: none).
+	cg   *cgroup.Manager
+	cpus *cpuPool
+	pids int64
 }
 
 // leftover is what remains of an attempt once its report is made: its
@@ -133,9 +145,10 @@ type runner struct {
 // the directory did, so that an agent that crashes in between removes the
 // directory when it starts again.
 type leftover struct {
-	dir   string // "" if none was made
-	pid   int    // the group's ID, 0 if none was recorded
-	start uint64 // its leader's start time, as recorded
+	cg    *confined // the attempt's cgroup, nil if none
+	dir   string    // "" if none was made
+	pid   int       // the group's ID, 0 if none was recorded
+	start uint64    // its leader's start time, as recorded
 }
 
 // run runs the attempt to its end and returns its report; it never fails,
@@ -196,7 +209,16 @@ func (r runner) run(at *attempt) (api.Report, leftover) {
 	}
 	cmd.Stdout, cmd.Stderr = pw, pw
 
+	cg, err := r.newGroup(as)
+	if err != nil {
+		pr.Close()
+		pw.Close()
+		rep.Error = fmt.Sprintf("could not make the attempt's cgroup: %v", err)
+		return rep, left
+	}
+	left.cg = cg
 	at.mu.Lock()
+	at.cg = cg
 	if at.cause != "" {
 		rep.Error, rep.Stopped = at.cause+" before it started", at.stopped
 		at.mu.Unlock()
@@ -204,7 +226,7 @@ func (r runner) run(at *attempt) (api.Report, leftover) {
 		pw.Close()
 		return rep, left
 	}
-	err = startTask(cmd)
+	err = startTask(cmd, cg.group())
 	pw.Close()
 	if err != nil {
 		at.mu.Unlock()
@@ -240,6 +262,8 @@ func (r runner) run(at *attempt) (api.Report, leftover) {
 		timer.Stop()
 	}
 	cause, stopped := at.reaped()
+	oom := cg.usage(&rep, cmd.ProcessState)
+	r.giveCPUs(cg)
 	select {
 	case <-copied:
 	case <-time.After(outputDrain):
@@ -251,7 +275,15 @@ func (r runner) run(at *attempt) (api.Report, leftover) {
 	rep.ExitCode = exitCode(cmd.ProcessState)
 	rep.Stopped = stopped
 	rep.Output = out.String()
+	if oom != "" {
+		// Where the task's output stops, as a line of its own: allot
+		// logs shows why it did.
+		rep.Output = withNote(rep.Output, "allot: "+oom, r.tailBytes)
+	}
 	var problems []string
+	if oom != "" {
+		problems = append(problems, oom)
+	}
 	if cause != "" {
 		problems = append(problems, cause)
 	}
@@ -271,6 +303,7 @@ func (r runner) run(at *attempt) (api.Report, leftover) {
 // clean removes what an attempt left: its directory, then the record of
 // its process group (killed when the process was reaped).
 func (r runner) clean(left leftover) {
+	r.removeGroup(left.cg)
 	if left.dir != "" {
 		if err := os.RemoveAll(left.dir); err != nil {
 			r.log.Warn("could not remove an attempt's directory", "dir", left.dir, "err", err)

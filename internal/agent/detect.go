@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -18,22 +19,63 @@ import (
 
 // detectResources fills the resources left zero with what this machine
 // has, so `allot worker` needs no flags on a typical host: CPUs the process
-// may use, memory from /proc/meminfo, GPUs and their memory from
-// nvidia-smi. Anything it cannot read (another OS, no NVIDIA driver) stays
-// zero; detection never fails.
+// may use, memory from /proc/meminfo, each capped by the limits of the
+// agent's cgroup (a container's), GPUs and their memory from nvidia-smi.
+// Anything it cannot read (another OS, no NVIDIA driver) stays zero;
+// detection never fails.
 func detectResources(r model.ResourceSpec, log *slog.Logger) model.ResourceSpec {
-	if r.CPU == 0 {
-		r.CPU = model.CPU(runtime.NumCPU() * 1000)
-	}
-	if r.Memory == 0 {
-		if m, err := readMeminfo("/proc/meminfo"); err != nil {
-			log.Debug("memory not detected", "err", err)
-		} else {
-			r.Memory = m
+	return machine{root: "/", cpus: runtime.NumCPU(), gpus: queryGPUs}.detect(r, log)
+}
+
+// machine is where detection looks: the root of the file system holding
+// /proc and the cgroup mounts, the CPUs the process may run on, and the
+// GPU query. Tests give a fake tree.
+type machine struct {
+	root string
+	cpus int
+	gpus func() (int, model.Memory, error)
+}
+
+func (m machine) detect(r model.ResourceSpec, log *slog.Logger) model.ResourceSpec {
+	var lim cgroupLimits
+	if r.CPU == 0 || r.Memory == 0 {
+		var err error
+		if lim, err = readCgroupLimits(m.root); err != nil {
+			log.Debug("cgroup limits not read in full", "err", err)
 		}
 	}
+	// One line says what was detected and where each figure came from: the
+	// host, or the cgroup file whose limit is below it.
+	var detected []any
+	if r.CPU == 0 {
+		host := model.CPU(m.cpus * 1000)
+		if lim.cpu > 0 && lim.cpu < host {
+			r.CPU = lim.cpu
+			detected = append(detected, "cpu", milli(r.CPU), "cpuFrom", lim.cpuFrom, "hostCPU", milli(host))
+		} else {
+			r.CPU = host
+			detected = append(detected, "cpu", milli(r.CPU), "cpuFrom", "host")
+		}
+	}
+	if r.Memory == 0 {
+		host, err := readMeminfo(filepath.Join(m.root, "proc/meminfo"))
+		if err != nil {
+			log.Debug("memory not detected", "err", err)
+		}
+		switch {
+		case lim.memory > 0 && (host == 0 || lim.memory < host):
+			r.Memory = lim.memory
+			detected = append(detected, "memory", mebi(r.Memory), "memoryFrom", lim.memFrom, "hostMemory", mebi(host))
+		case host > 0:
+			r.Memory = host
+			detected = append(detected, "memory", mebi(r.Memory), "memoryFrom", "host")
+		}
+	}
+	if len(detected) > 0 {
+		log.Info("resources detected", detected...)
+	}
 	if r.GPUs == 0 || r.GPUMemory == 0 {
-		n, mem, err := queryGPUs()
+		n, mem, err := m.gpus()
 		switch {
 		case err != nil:
 			log.Debug("GPUs not detected", "err", err)
@@ -48,6 +90,10 @@ func detectResources(r model.ResourceSpec, log *slog.Logger) model.ResourceSpec 
 	}
 	return r
 }
+
+// milli and mebi write quantities as a job spec does, for the log.
+func milli(c model.CPU) string   { return strconv.FormatInt(int64(c), 10) + "m" }
+func mebi(m model.Memory) string { return strconv.FormatInt(int64(m), 10) + "Mi" }
 
 func readMeminfo(path string) (model.Memory, error) {
 	f, err := os.Open(path)

@@ -1,10 +1,14 @@
 package agent
 
 import (
+	"errors"
+	"fmt"
 	"os/exec"
 	"runtime"
 	"sync"
 	"syscall"
+
+	"github.com/allot-sched/allot/internal/agent/cgroup"
 )
 
 // Tasks die with the agent: each gets SIGKILL as its parent-death signal
@@ -34,18 +38,22 @@ var (
 
 type forkRequest struct {
 	cmd  *exec.Cmd
+	g    *cgroup.Group // nil: started unconfined
 	done chan error
 }
 
-// startTask starts cmd from a forking thread.
-func startTask(cmd *exec.Cmd) error {
+// startTask starts cmd from a forking thread, inside the cgroup g when it
+// is not nil: on cgroup v1 the forking thread traces the task to its exec
+// (or enters the group for the fork), which is why it must be one of
+// these locked threads.
+func startTask(cmd *exec.Cmd, g *cgroup.Group) error {
 	forkerOnce.Do(func() {
 		forks = make(chan forkRequest)
 		for range forkers {
 			go forker()
 		}
 	})
-	req := forkRequest{cmd: cmd, done: make(chan error, 1)}
+	req := forkRequest{cmd: cmd, g: g, done: make(chan error, 1)}
 	forks <- req
 	return <-req.done
 }
@@ -53,6 +61,20 @@ func startTask(cmd *exec.Cmd) error {
 func forker() {
 	runtime.LockOSThread() // for good: see above
 	for req := range forks {
-		req.done <- req.cmd.Start()
+		if req.g == nil {
+			req.done <- req.cmd.Start()
+			continue
+		}
+		startErr, leaveErr := req.g.Start(req.cmd, req.cmd.Start)
+		if leaveErr != nil {
+			// The thread is stuck in the task's cgroup: it must fork
+			// nothing more. The goroutine ends locked, which ends the
+			// thread (and, through the parent-death signal, the task
+			// it just started); another forker takes its place.
+			go forker()
+			req.done <- errors.Join(startErr, fmt.Errorf("the forking thread could not leave the task's cgroup: %w", leaveErr))
+			return
+		}
+		req.done <- startErr
 	}
 }

@@ -5,6 +5,8 @@ package agent
 import (
 	"os/exec"
 	"syscall"
+
+	"github.com/allot-sched/allot/internal/agent/cgroup"
 )
 
 // Other systems have no parent-death signal in SysProcAttr: tasks are
@@ -12,4 +14,5 @@ import (
 
 func parentDeath(*syscall.SysProcAttr) {}
 
-func startTask(cmd *exec.Cmd) error { return cmd.Start() }
+// startTask starts cmd; there is never a cgroup to start it in here.
+func startTask(cmd *exec.Cmd, _ *cgroup.Group) error { return cmd.Start() }

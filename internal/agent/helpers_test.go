@@ -75,14 +75,17 @@ type fakeServer struct {
 	// unknownFields are registration fields the server refuses as unknown
 	// (400, naming the field), as a server that predates them does.
 	unknownFields []string
-	leases        []api.Lease
-	leaseWake     chan struct{}
-	reportStatus  func(batch []api.Report) int // nil: 204
-	reportCalls   [][]api.Report               // every batch received, delivered or not
-	delivered     []api.Report
-	heartbeats    int
-	hbCache       [][]api.CacheHint // the cache hints of every heartbeat with a body
-	leaseHolds    [][]api.Attempt   // the Running list of every lease request
+	// refuseUsage refuses reports with usage fields, as a server that
+	// predates them does.
+	refuseUsage  bool
+	leases       []api.Lease
+	leaseWake    chan struct{}
+	reportStatus func(batch []api.Report) int // nil: 204
+	reportCalls  [][]api.Report               // every batch received, delivered or not
+	delivered    []api.Report
+	heartbeats   int
+	hbCache      [][]api.CacheHint // the cache hints of every heartbeat with a body
+	leaseHolds   [][]api.Attempt   // the Running list of every lease request
 	// secrets are those of the attempts given out; like the real server,
 	// it refuses (403) a batch with a report that lacks its attempt's.
 	secrets map[api.Attempt]string
@@ -244,6 +247,17 @@ func (fs *fakeServer) reports(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	fs.reportCalls = append(fs.reportCalls, rs.Reports)
+	if fs.refuseUsage {
+		for i, rep := range rs.Reports {
+			if rep.CPUSeconds != 0 || rep.PeakMemory != 0 {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(400)
+				_ = json.NewEncoder(w).Encode(api.ErrorBody{Error: api.Error{Code: api.CodeInvalid,
+					Field: fmt.Sprintf("reports[%d].cpuSeconds", i), Message: `unknown field "cpuSeconds"`}})
+				return
+			}
+		}
+	}
 	for _, rep := range rs.Reports {
 		if want, ok := fs.secrets[rep.Attempt]; ok && rep.Secret != want {
 			fs.forged = append(fs.forged, rep)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"syscall"
+	"time"
 )
 
 // setTaskAttrs shapes a task's process: a process group of its own, so
@@ -43,4 +44,23 @@ func exitCode(ps *os.ProcessState) int {
 		return 128 + int(ws.Signal())
 	}
 	return ps.ExitCode()
+}
+
+// rusage is the CPU time and peak resident memory (bytes) of the process
+// and of the children it waited for, from its resource usage: what an
+// attempt used when no cgroup measures it.
+func rusage(ps *os.ProcessState) (time.Duration, int64) {
+	if ps == nil {
+		return 0, 0
+	}
+	ru, ok := ps.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return 0, 0
+	}
+	return usageTime(ru.Utime) + usageTime(ru.Stime), maxRSS(ru)
+}
+
+// usageTime converts a resource usage time to a duration.
+func usageTime(tv syscall.Timeval) time.Duration {
+	return time.Duration(tv.Sec)*time.Second + time.Duration(tv.Usec)*time.Microsecond
 }

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/allot-sched/allot/internal/agent/cgroup"
 	"github.com/allot-sched/allot/internal/api"
 )
 
@@ -29,6 +30,9 @@ import (
 //	          environment, pipe and tail, process group recorded in the
 //	          state directory, result read; then, in one goroutine, the
 //	          directory removed and the record dropped
+//	runner-cgroup-v1, runner-cgroup-v2
+//	          the same, each attempt in a cgroup of its own (made,
+//	          joined, measured, killed and removed) on that hierarchy
 func BenchmarkSpawn(b *testing.B) {
 	truePath, err := exec.LookPath("true")
 	if err != nil {
@@ -45,36 +49,54 @@ func BenchmarkSpawn(b *testing.B) {
 				return startAndWait(cmd)
 			})
 		})
-		b.Run(fmt.Sprintf("runner/g=%d", g), func(b *testing.B) {
-			sd, err := openStateDir(filepath.Join(b.TempDir(), "state"))
-			if err != nil {
-				b.Fatal(err)
+		for _, v := range []int{0, 1, 2} {
+			name := fmt.Sprintf("runner/g=%d", g)
+			if v > 0 {
+				name = fmt.Sprintf("runner-cgroup-v%d/g=%d", v, g)
 			}
-			defer sd.close()
-			r := runner{tailBytes: DefaultOutputTailBytes, grace: DefaultGrace, log: slog.New(slog.DiscardHandler), groups: sd.groups}
-			// What attempts leave is cleaned by one goroutine, as the
-			// agent's tidy does.
-			leftovers := make(chan leftover, 4*g+16)
-			tidied := make(chan struct{})
-			go func() {
-				defer close(tidied)
-				for left := range leftovers {
-					r.clean(left)
-				}
-			}()
-			spawnParallel(b, g, func(i int) error {
-				as := api.Assignment{Attempt: api.Attempt{Job: "j", Task: fmt.Sprintf("t%d", i), Attempt: 1}, Command: []string{"true"}}
-				rep, left := r.run(newAttempt(as))
-				leftovers <- left
-				if rep.ExitCode != 0 || rep.Error != "" {
-					return fmt.Errorf("exit code %d, error %q", rep.ExitCode, rep.Error)
-				}
-				return nil
-			})
-			close(leftovers)
-			<-tidied
-		})
+			b.Run(name, func(b *testing.B) { benchRunner(b, g, v) })
+		}
 	}
+}
+
+// benchRunner runs the agent's whole per-attempt path from g goroutines,
+// unconfined (version 0) or in a cgroup each on cgroup v1 or v2.
+func benchRunner(b *testing.B, g, version int) {
+	sd, err := openStateDir(filepath.Join(b.TempDir(), "state"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sd.close()
+	r := runner{tailBytes: DefaultOutputTailBytes, grace: DefaultGrace, log: slog.New(slog.DiscardHandler), groups: sd.groups}
+	if version > 0 {
+		m, err := cgroup.Open(cgroup.Options{Version: version})
+		if err != nil {
+			b.Skipf("no cgroup v%d here: %v", version, err)
+		}
+		defer m.Close()
+		r.cg, r.pids = m, cgroup.DefaultPids
+	}
+	// What attempts leave is cleaned by one goroutine, as the agent's
+	// tidy does.
+	leftovers := make(chan leftover, 4*g+16)
+	tidied := make(chan struct{})
+	go func() {
+		defer close(tidied)
+		for left := range leftovers {
+			r.clean(left)
+		}
+	}()
+	spawnParallel(b, g, func(i int) error {
+		as := api.Assignment{Attempt: api.Attempt{Job: "j", Task: fmt.Sprintf("t%d", i), Attempt: 1}, Command: []string{"true"}}
+		rep, left := r.run(newAttempt(as))
+		leftovers <- left
+		if rep.ExitCode != 0 || rep.Error != "" {
+			return fmt.Errorf("exit code %d, error %q", rep.ExitCode, rep.Error)
+		}
+		return nil
+	})
+	close(leftovers)
+	<-tidied
 }
 
 // startAndWait starts cmd as the agent does, output to a pipe it drains,
@@ -85,7 +107,7 @@ func startAndWait(cmd *exec.Cmd) error {
 		return err
 	}
 	cmd.Stdout, cmd.Stderr = pw, pw
-	err = startTask(cmd)
+	err = startTask(cmd, nil)
 	pw.Close()
 	if err != nil {
 		pr.Close()

@@ -96,7 +96,7 @@ type PendingExplain struct {
 // Kind is stable for scripts: smaller_request, selector, enable_worker,
 // share_above_entitlement, below_entitlement, endpoint_capacity,
 // starvation_reservation, priority, dependency, suspended,
-// assigned_worker, affinity_wait, gang.
+// assigned_worker, affinity_wait, held, gang.
 type Help struct {
 	Kind    string `json:"kind"`
 	Message string `json:"message"`

@@ -89,6 +89,9 @@ type Job struct {
 	// Admission is set for a job with an endpoint or a dead-lettered job
 	// (docs/endpoints.md).
 	Admission *Admission `json:"admission,omitempty"`
+	// HeldBy names who holds the job (allot hold): it starts no task until
+	// released. Empty when it is not held.
+	HeldBy string `json:"heldBy,omitempty"`
 }
 
 // Task is a task as the API shows it.
@@ -106,6 +109,11 @@ type Task struct {
 	// Reason is why the task waits (while pending) or why it ended the way
 	// it did.
 	Reason *model.Reason `json:"reason,omitempty"`
+	// CPUSeconds and PeakMemory (bytes) are what the task's last ended
+	// attempt used, as its worker reported them (Report.CPUSeconds,
+	// Report.PeakMemory); absent while it runs or when not measured.
+	CPUSeconds float64 `json:"cpuSeconds,omitempty"`
+	PeakMemory int64   `json:"peakMemory,omitempty"`
 }
 
 // JobList is the answer of GET /v1/jobs.
@@ -146,6 +154,9 @@ type Worker struct {
 	DisabledBy string `json:"disabledBy,omitempty"`
 	// Cache lists the worker's fresh cache hints (context reuse).
 	Cache []CacheHint `json:"cache,omitempty"`
+	// Unconfined says why the worker runs its tasks without cgroups
+	// (Register.Unconfined); empty when it confines them.
+	Unconfined string `json:"unconfined,omitempty"`
 }
 
 // Queue is a queue and its policy as the API shows them.
@@ -189,6 +200,12 @@ type Register struct {
 	// Running lists the attempts the worker still runs, when it registers
 	// again after a restart of the server or of its own connection.
 	Running []Attempt `json:"running,omitempty"`
+	// Unconfined, when set, says why the worker runs its tasks without a
+	// cgroup (not root, no delegation, no hierarchy mounted): then it
+	// does not hold them to their CPU, memory and pids limits, and it
+	// cannot kill what a task detached. Empty: each attempt runs in a
+	// cgroup of its own (docs/agent.md#enforced-resources).
+	Unconfined string `json:"unconfined,omitempty"`
 }
 
 // Attempt names one attempt of a task.
@@ -231,6 +248,10 @@ type Assignment struct {
 	Env     map[string]string `json:"env,omitempty"`
 	WorkDir string            `json:"workdir,omitempty"`
 	Timeout model.Duration    `json:"timeout,omitempty"`
+	// Resources are what the task asked for: the worker holds the attempt
+	// to them (a cgroup with a CPU quota, memory and pids limits) where
+	// it can.
+	Resources model.ResourceSpec `json:"resources,omitzero"`
 	// User is the Unix user the job asks its tasks to run as (the job's
 	// user field); the worker runs the attempt as that user only if its
 	// --allow-user list allows it, and fails the attempt otherwise.
@@ -283,6 +304,14 @@ type Report struct {
 	// Secret is the attempt's secret, as its assignment carried it. A
 	// report without it is refused (403) and changes nothing.
 	Secret string `json:"secret,omitempty"`
+	// CPUSeconds is the CPU time (user and system) the attempt's
+	// processes used, in seconds; PeakMemory is the most memory they held
+	// at once, in bytes. From the attempt's cgroup, which counts every
+	// process of the task; on a worker without cgroups, from the
+	// process's own resource usage (its waited-for children included,
+	// not what it detached). 0: not measured (it did not start).
+	CPUSeconds float64 `json:"cpuSeconds,omitempty"`
+	PeakMemory int64   `json:"peakMemory,omitempty"`
 }
 
 // Event is one entry of the event log.

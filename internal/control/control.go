@@ -114,6 +114,8 @@ type Controller struct {
 	inflight *txn
 	// recent keeps each queue's recent runtimes, for explain's estimate.
 	recent map[string]*whatif.Window
+	// held names who holds each held job (hold.go).
+	held map[string]string
 	// features are the loop's features (features.go), and what each hook
 	// point runs of them, in the order registerFeatures documents.
 	features  []hook.Feature

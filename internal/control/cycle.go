@@ -85,6 +85,7 @@ func (c *Controller) record(t *txn, d *engine.Decisions) (again bool) {
 		rec.State, rec.Worker, rec.Attempt, rec.Started = string(model.TaskRunning), s.Worker, s.Attempt, t.now
 		c.indexRunning(rec)
 		rec.Ended, rec.ExitCode, rec.Output, rec.Result, rec.Reason, rec.Message = time.Time{}, nil, "", nil, "", ""
+		rec.CPUSeconds, rec.PeakMemory = 0, 0
 		secret, hash := newAttemptSecret()
 		rec.SecretHash = hash
 		t.touchTask(rec)
@@ -111,6 +112,7 @@ func (c *Controller) record(t *txn, d *engine.Decisions) (again bool) {
 		}
 		lj.rec.State, lj.rec.Ended = string(je.State), t.now
 		t.touchJob(&lj.rec)
+		c.endHold(t, je.Job)
 		t.event(EventJobEnded, je.Job, "", "", model.Reason{Code: string(je.State)}, nil)
 		t.finished = append(t.finished, je.Job)
 	}
@@ -137,7 +139,8 @@ func (c *Controller) assignment(lj *liveJob, s engine.Start) (api.Assignment, er
 		// Nothing to substitute: the common case, and it must not cost
 		// a walk over the job's tasks.
 		a := api.Assignment{Attempt: api.Attempt{Job: s.Job, Task: s.Task, Attempt: s.Attempt},
-			Run: entry.Run, Command: entry.Command, Env: entry.Env, WorkDir: entry.WorkDir, Timeout: entry.Timeout, User: lj.spec.User}
+			Run: entry.Run, Command: entry.Command, Env: entry.Env, WorkDir: entry.WorkDir, Timeout: entry.Timeout, User: lj.spec.User,
+			Resources: entry.Resources}
 		return a, nil
 	}
 	results := make(map[string]json.RawMessage, len(refs))
@@ -154,7 +157,7 @@ func (c *Controller) assignment(lj *liveJob, s engine.Start) (api.Assignment, er
 		return out, nil
 	}
 	a := api.Assignment{Attempt: api.Attempt{Job: s.Job, Task: s.Task, Attempt: s.Attempt},
-		WorkDir: entry.WorkDir, Timeout: entry.Timeout, User: lj.spec.User}
+		WorkDir: entry.WorkDir, Timeout: entry.Timeout, User: lj.spec.User, Resources: entry.Resources}
 	var err error
 	if a.Run, err = sub(entry.Run); err != nil {
 		return a, err

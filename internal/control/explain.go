@@ -113,6 +113,7 @@ func (c *Controller) replayState(now time.Time) *whatif.Copy {
 		queueMedian, _ := c.recent[lj.rec.Queue].Median()
 		r.Runtimes[m.ID] = lj.runtimes(queueMedian)
 	}
+	r.Held = c.heldCopy()
 	for _, q := range c.engCfg.Queues {
 		if h, ok := c.eng.History(q.Name); ok {
 			r.History[q.Name] = h

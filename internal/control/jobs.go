@@ -402,6 +402,7 @@ func (c *Controller) view(lj *liveJob, withTasks bool) api.Job {
 	spec := lj.spec
 	out.Spec = (*model.JobSpec)(&spec)
 	out.Admission = c.admissionView(lj.rec.ID)
+	out.HeldBy = c.held[lj.rec.ID]
 	for _, mt := range lj.model.Tasks {
 		rec := lj.tasks[mt.Name]
 		state := rec.State
@@ -456,7 +457,7 @@ func storedView(j store.Job, tasks []store.Task) api.Job {
 
 func taskView(r store.Task) api.Task {
 	tv := api.Task{Name: r.Name, State: r.State, Attempt: r.Attempt, Fails: r.Fails, Worker: r.Worker,
-		ExitCode: r.ExitCode, Result: r.Result}
+		ExitCode: r.ExitCode, Result: r.Result, CPUSeconds: r.CPUSeconds, PeakMemory: r.PeakMemory}
 	if !r.Started.IsZero() {
 		s := r.Started
 		tv.Started = &s

@@ -67,7 +67,7 @@ func (r *StoreReader) Job(ctx context.Context, id string) (api.Job, error) {
 	if err != nil {
 		return api.Job{}, err
 	}
-	return withDeadLetter(ctx, r.st, storedView(j, tasks), j), nil
+	return withHold(ctx, r.st, withDeadLetter(ctx, r.st, storedView(j, tasks), j)), nil
 }
 
 // Jobs lists jobs, as Controller.Jobs.
@@ -83,6 +83,7 @@ func (r *StoreReader) Jobs(ctx context.Context, f store.JobFilter) (api.JobList,
 	for _, j := range jobs {
 		out.Jobs = append(out.Jobs, jobHeader(j))
 	}
+	withHolds(ctx, r.st, out.Jobs)
 	if len(jobs) == f.Limit {
 		out.Next = jobs[len(jobs)-1].Seq
 	}

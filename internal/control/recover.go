@@ -75,6 +75,9 @@ func (c *Controller) recover(ctx context.Context) error {
 	if err := ra.finish(); err != nil {
 		return err
 	}
+	if err := c.recoverHolds(ctx, q); err != nil {
+		return err
+	}
 	return q.commit(ctx)
 }
 

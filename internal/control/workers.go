@@ -394,6 +394,9 @@ func (c *Controller) report(t *txn, worker string, r api.Report) {
 	}
 	exit := r.ExitCode
 	rec.ExitCode, rec.Output = &exit, r.Output
+	// A usage that is not a quantity (a faulty worker) is not stored:
+	// the store refuses it, and the round with it.
+	rec.CPUSeconds, rec.PeakMemory = max(r.CPUSeconds, 0), max(r.PeakMemory, 0)
 	if len(r.Result) > 0 {
 		rec.Result = r.Result
 	}
@@ -438,7 +441,7 @@ func (c *Controller) workerView(lw *liveWorker) api.Worker {
 	c.mu.Unlock()
 	return api.Worker{Name: lw.rec.Name, State: lw.rec.State, Resources: lw.reg.Resources, Labels: lw.reg.Labels,
 		Slots: slots, Prefetch: lw.reg.Prefetch, Running: len(c.runningOn(lw.rec.Name)), CostPerHour: cost, LastSeen: seen.UTC(),
-		DisabledBy: c.disabledBy(lw), Cache: c.cacheView(lw.rec.Name, c.cfg.Clock())}
+		DisabledBy: c.disabledBy(lw), Cache: c.cacheView(lw.rec.Name, c.cfg.Clock()), Unconfined: lw.reg.Unconfined}
 }
 
 // SetWorkerState drains, disables or readies a worker.

@@ -45,6 +45,9 @@ func (e *Engine) allocate(q *queue, now time.Time, d *Decisions) {
 	for i, g := range groups {
 		g.view, g.starts, g.stops, g.reason = i, 0, 0, model.Reason{}
 		vg := policy.Group{Key: g.key, Running: len(g.running), Waiting: g.waiting, Usable: g.usable()}
+		if len(e.held) > 0 {
+			e.withoutHeld(&vg, g)
+		}
 		if j := g.oldest(); j != nil {
 			vg.Priority, vg.Urgent, vg.Submitted, vg.Seq = j.spec.Priority, j.spec.Urgent, j.spec.Submitted, j.seq
 			vg.Share, vg.Requestor, vg.SLAGroup = j.spec.Share, j.spec.Requestor, j.spec.SLAGroup
@@ -64,7 +67,7 @@ func (e *Engine) allocate(q *queue, now time.Time, d *Decisions) {
 		out := make([]policy.RunningTask, len(g.running))
 		for k, t := range g.running {
 			out[k] = policy.RunningTask{ID: t.id, Group: gi, Priority: t.job.spec.Priority, Urgent: t.job.spec.Urgent,
-				Started: t.started, StartSeq: t.startSeq}
+				Started: t.started, StartSeq: t.startSeq, Holds: model.AmountsOf(t.spec.Resources)}
 		}
 		sort.Slice(out, func(a, b int) bool { return out[a].StartSeq < out[b].StartSeq })
 		return out
@@ -343,6 +346,9 @@ func (e *Engine) appendPending(out []Pending, j *job) []Pending {
 // can never run, or that only drained or disabled workers could run, so the
 // head task's placement diagnosis is given instead in those cases.
 func (e *Engine) readyReason(j *job) model.Reason {
+	if j.held != "" {
+		return heldReason(j)
+	}
 	if j.reasonCycle == e.cycle && e.cycle > 0 {
 		return j.reason
 	}
@@ -362,6 +368,9 @@ func (e *Engine) readyReason(j *job) model.Reason {
 // message is kept until that task, or the number of needs it waits for,
 // changes: a cycle does not format one message per DAG job.
 func (e *Engine) jobBlockedReason(j *job) model.Reason {
+	if !j.admitted && j.held != "" {
+		return heldReason(j)
+	}
 	if !j.admitted {
 		return e.admissionReason(j)
 	}
@@ -374,6 +383,9 @@ func (e *Engine) jobBlockedReason(j *job) model.Reason {
 }
 
 func (e *Engine) blockedReason(t *task) model.Reason {
+	if !t.job.admitted && t.job.held != "" {
+		return heldReason(t.job)
+	}
 	if !t.job.admitted {
 		return e.admissionReason(t.job)
 	}

@@ -90,6 +90,8 @@ type Engine struct {
 	// reservations are the capacity held for waiting gangs in the
 	// current cycle (gang.go).
 	reservations []*reservation
+	// held lists the held jobs (hold.go).
+	held map[*job]struct{}
 }
 
 // New builds an engine from cfg.
@@ -223,6 +225,9 @@ func (e *Engine) Apply(ev Event) error {
 		return err
 	}
 	if handled, err := e.applyAdmission(ev); handled {
+		return err
+	}
+	if handled, err := e.applyHold(ev); handled {
 		return err
 	}
 	return fmt.Errorf("%w event %T", ErrInvalid, ev)

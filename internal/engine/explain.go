@@ -80,7 +80,7 @@ const maxExamples = 3
 // Kind is stable for scripts: smaller_request, selector, enable_worker,
 // share_above_entitlement, below_entitlement, endpoint_capacity,
 // starvation_reservation, priority, dependency, suspended,
-// assigned_worker, affinity_wait, gang.
+// assigned_worker, affinity_wait, held, gang.
 type Help struct {
 	Kind    string `json:"kind"`
 	Message string `json:"message"`
@@ -103,6 +103,7 @@ func (e *Engine) Explain(id string) (Explanation, bool) {
 	if j.done {
 		return x, true
 	}
+	x.Help = append(x.Help, holdHelp(j)...)
 	var ready PendingExplain
 	if j.ready.Len() > 0 {
 		x.Allocation = e.explainAllocation(j)

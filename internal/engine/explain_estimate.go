@@ -108,6 +108,9 @@ func EstimateStart(e *Engine, job string, from time.Time, w WhatIf) Estimate {
 	case j.left == j.running:
 		x.Note = "no task of the job waits"
 		return x
+	case j.held != "":
+		x.Note = fmt.Sprintf("unknown: the job is held by %s and starts nothing until it is released", j.held)
+		return x
 	}
 	from = e.advance(from)
 	s := &whatIfSim{e: e, w: w, ends: drive.NewAttempts(func(t *task) bool { return t.state == model.TaskRunning })}

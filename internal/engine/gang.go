@@ -251,7 +251,7 @@ func (e *Engine) holdAhead(q *queue, free int) {
 	if gg == nil {
 		return
 	}
-	if gg.launched || gg.job.done || gg.job.q != q || gg.count(model.TaskReady) < gg.need() {
+	if gg.launched || gg.job.done || gg.job.held != "" || gg.job.q != q || gg.count(model.TaskReady) < gg.need() {
 		q.reserved = nil
 		return
 	}

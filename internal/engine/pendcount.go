@@ -206,6 +206,9 @@ func (e *Engine) PendingSummary() PendingSummary {
 			by[j.reason.Code] += n
 		}
 	}
+	if len(e.held) > 0 {
+		e.heldSummary(by)
+	}
 	// Jobs waiting for admission: their endpoint's reason, counted by the
 	// admission stage; a job it does not hold (none should be) waits
 	// with not_admitted, as admissionReason says.

@@ -186,6 +186,34 @@ func (s *summarySim) cancel(t *rapid.T) {
 	_ = s.apply(t, CancelJob{Job: rapid.SampledFrom(s.jobs).Draw(t, "cancelled").ID, At: s.now})
 }
 
+// hold holds or releases a job, which moves its waiting tasks to held and
+// back (an endpoint job out of admission and back).
+func (s *summarySim) hold(t *rapid.T) {
+	if len(s.jobs) == 0 {
+		return
+	}
+	id := rapid.SampledFrom(s.jobs).Draw(t, "held").ID
+	if rapid.Bool().Draw(t, "release") {
+		_ = s.apply(t, ReleaseJob{Job: id})
+		return
+	}
+	_ = s.apply(t, HoldJob{Job: id, By: rapid.SampledFrom([]string{"alice", "ops"}).Draw(t, "holder")})
+}
+
+// resize changes what a job's tasks ask for, which moves its waiting tasks
+// between head shapes (refused once a task started).
+func (s *summarySim) resize(t *rapid.T) {
+	if len(s.jobs) == 0 {
+		return
+	}
+	j := rapid.SampledFrom(s.jobs).Draw(t, "resized")
+	res := make([]model.Resources, len(j.Tasks))
+	for i := range res {
+		res[i] = rapid.SampledFrom(propRequests).Draw(t, "newRequest")
+	}
+	_ = s.apply(t, SetJobResources{Job: j.ID, Resources: res})
+}
+
 // setPolicy changes a queue's policy, or its policy's settings: the queue's
 // jobs are regrouped.
 func (s *summarySim) setPolicy(t *rapid.T) {
@@ -266,10 +294,10 @@ func TestPropertyPendingSummaryMatchesList(t *testing.T) {
 		actions := map[string]func(*rapid.T){
 			"cycle": s.cycle, "submit": s.submit, "finish": s.finish, "addWorker": s.addWorker,
 			"removeWorker": s.removeWorker, "setWorkerState": s.setWorkerState, "cancel": s.cancel,
-			"setPolicy": s.setPolicy, "setCapacity": s.setCapacity,
+			"setPolicy": s.setPolicy, "setCapacity": s.setCapacity, "hold": s.hold, "resize": s.resize,
 		}
 		weighted := []string{"cycle", "cycle", "cycle", "submit", "submit", "submit", "finish", "finish", "finish",
-			"addWorker", "removeWorker", "setWorkerState", "cancel", "setPolicy", "setCapacity"}
+			"addWorker", "removeWorker", "setWorkerState", "cancel", "setPolicy", "setCapacity", "hold", "resize"}
 		for steps := rapid.IntRange(1, 100).Draw(t, "steps"); steps > 0; steps-- {
 			action := rapid.SampledFrom(weighted).Draw(t, "action")
 			actions[action](t)

@@ -54,6 +54,7 @@ type propSim struct {
 	nWorkers int
 	jobs     []model.Job // accepted jobs
 	nJobs    int
+	held     map[string]bool // jobs held (hold), as the test knows them
 }
 
 func newPropSim(t *rapid.T) *propSim {
@@ -255,6 +256,32 @@ func (s *propSim) setPriority(t *rapid.T) {
 	}
 }
 
+// hold holds a job, or releases a held one; a held job starts nothing
+// (checked in cycle).
+func (s *propSim) hold(t *rapid.T) {
+	if len(s.jobs) == 0 {
+		return
+	}
+	j := rapid.SampledFrom(s.jobs).Draw(t, "held")
+	if s.held[j.ID] {
+		if err := s.apply(ReleaseJob{Job: j.ID}); err != nil && !errors.Is(err, ErrUnknownJob) { // it may have ended
+			t.Fatalf("release %s: %v", j.ID, err)
+		}
+		delete(s.held, j.ID)
+		return
+	}
+	if err := s.apply(HoldJob{Job: j.ID, By: "prop"}); err != nil {
+		if errors.Is(err, ErrUnknownJob) {
+			return // it ended
+		}
+		t.Fatalf("hold %s: %v", j.ID, err)
+	}
+	if s.held == nil {
+		s.held = map[string]bool{}
+	}
+	s.held[j.ID] = true
+}
+
 // regroup reinstalls a queue's policy, which rebuilds its groups.
 func (s *propSim) regroup(t *rapid.T) {
 	q := rapid.SampledFrom([]string{"default", "zone-a"}).Draw(t, "regrouped")
@@ -369,6 +396,9 @@ func (s *propSim) cycle(t *rapid.T) {
 		if started[key] || wasRunning[key] {
 			t.Fatalf("start of %s while it runs", key)
 		}
+		if s.held[st.Job] {
+			t.Fatalf("start of %s, whose job is held", key)
+		}
 		started[key] = true
 		startsOfJob[st.Job]++
 		j := specs[st.Job]
@@ -441,7 +471,8 @@ func (s *propSim) cycle(t *rapid.T) {
 	}
 
 	// Work conservation: no ready worker with room is left idle next to the
-	// head task of a job that may still start tasks and that it could run.
+	// head task of a job that may still start tasks (not held) and that it
+	// could run.
 	used, n := load(after)
 	heads := map[string]*model.Task{}
 	for _, tv := range after {
@@ -458,7 +489,7 @@ func (s *propSim) cycle(t *rapid.T) {
 	}
 	for id, h := range heads {
 		j := specs[id]
-		if j.MaxSlots > 0 && runningAfter[id] >= j.MaxSlots {
+		if j.MaxSlots > 0 && runningAfter[id] >= j.MaxSlots || s.held[id] {
 			continue
 		}
 		for _, name := range s.order {
@@ -560,6 +591,7 @@ func propRun(t *rapid.T) *propSim {
 		{"addWorker", 1, s.addWorker}, {"removeWorker", 1, s.removeWorker},
 		{"setWorkerState", 1, s.setWorkerState}, {"cancel", 1, s.cancel},
 		{"setPriority", 1, s.setPriority}, {"regroup", 1, s.regroup}, {"restore", 1, s.restore},
+		{"hold", 1, s.hold},
 	}
 	var names []string
 	for _, a := range actions {

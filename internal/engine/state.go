@@ -80,6 +80,9 @@ type job struct {
 	// tally is the job's share of the engine's counts of waiting tasks
 	// (pendcount.go).
 	tally jobTally
+	// held names who holds the job, "" when it is not held; heldVariant
+	// keeps the variant of a held endpoint job out of admission (hold.go).
+	held, heldVariant string
 }
 
 // group is one group of a queue: the jobs a policy treats as one unit.
@@ -161,7 +164,7 @@ func (g *group) oldest() *job {
 
 // push makes j's ready tasks visible to the group.
 func (g *group) push(j *job) {
-	if j.heapPos < 0 && !j.parked && j.ready.Len() > 0 {
+	if j.heapPos < 0 && !j.parked && j.held == "" && j.ready.Len() > 0 {
 		g.jobs.push(j)
 	}
 }

@@ -52,13 +52,12 @@ func TestDominantUsageEqualisesAGPUAndACPUTeam(t *testing.T) {
 	}
 }
 
-// A policy that does not measure usage by dominant share (fifo, classload)
-// refuses usage:
-// dominant at the field, and an unknown usage is refused for every policy.
+// A policy that does not measure usage by dominant share (fifo) refuses
+// usage: dominant at the field, and an unknown usage is refused for every
+// policy.
 func TestUsageDominantIsRefusedWhereThePolicyCannotMeasureIt(t *testing.T) {
 	cases := []struct{ name, policy, want string }{
 		{"fifo", `{kind: fifo, usage: dominant}`, "queues[0].policy.usage"},
-		{"classload", `{kind: classload, usage: dominant, classload: {classes: [{name: a, percent: 100}]}}`, "queues[0].policy.usage"},
 		{"unknown usage", `{kind: fairshare, usage: cores}`, "queues[0].policy.usage"},
 	}
 	for _, tc := range cases {
@@ -71,6 +70,7 @@ func TestUsageDominantIsRefusedWhereThePolicyCannotMeasureIt(t *testing.T) {
 		})
 	}
 	for _, pol := range []string{`{kind: fairshare, usage: slots}`, `{kind: fairshare, usage: dominant}`, `{kind: priority, usage: dominant}`,
+		`{kind: classload, usage: dominant, classload: {classes: [{name: a, percent: 100}]}}`,
 		`{kind: sla, usage: dominant, sla: {groups: [{name: a, value: 1}]}}`} {
 		doc := "queues:\n  - name: q\n    policy: " + pol + "\nworkers: [{name: w}]\njobs: [{id: j, slaGroup: a, tasks: [{name: t}]}]\n"
 		if _, err := Parse([]byte(doc)); err != nil {

@@ -21,6 +21,7 @@ func TestExamplesPlan(t *testing.T) {
 		{"fairshare-weights.yaml", map[string]int{"green": 6, "blue": 3}, nil},
 		{"fairshare-prefix.yaml", map[string]int{"UserA1": 6, "UserA2": 3, "UserB": 3}, nil},
 		{"fairshare-dominant.yaml", map[string]int{"train": 7, "etl": 57}, nil},
+		{"classload-dominant.yaml", map[string]int{"train": 3, "etl": 5}, nil},
 		{"priority-aggregation.yaml", map[string]int{"six": 60, "four-a": 20, "four-b": 20}, nil},
 		{"sla-groups.yaml", map[string]int{"ja": 22, "jb": 33, "jc": 54}, nil},
 		{"fifo.yaml", map[string]int{"all": 5}, nil},

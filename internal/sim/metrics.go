@@ -31,14 +31,20 @@ type Result struct {
 	// SlotSeconds is the slot time all task attempts used.
 	SlotSeconds float64 `json:"slotSeconds"`
 	// Utilisation is SlotSeconds / (Slots × makespan).
-	Utilisation float64         `json:"utilisation"`
-	Fairness    Fairness        `json:"fairness"`
-	Wait        WaitStats       `json:"wait"`
-	Counts      Counts          `json:"counts"`
-	Groups      []GroupResult   `json:"groups"`
-	Series      Series          `json:"series"`
-	Unfinished  []Unfinished    `json:"unfinished"`
-	Timeline    []TimelineEntry `json:"timeline"`
+	Utilisation float64 `json:"utilisation"`
+	// LostSlotSeconds is the part of SlotSeconds spent by attempts the
+	// engine stopped before they ended (preemption, rebalancing): work a
+	// later attempt does again. UsefulUtilisation leaves it out:
+	// (SlotSeconds − LostSlotSeconds) / (Slots × makespan).
+	LostSlotSeconds   float64         `json:"lostSlotSeconds"`
+	UsefulUtilisation float64         `json:"usefulUtilisation"`
+	Fairness          Fairness        `json:"fairness"`
+	Wait              WaitStats       `json:"wait"`
+	Counts            Counts          `json:"counts"`
+	Groups            []GroupResult   `json:"groups"`
+	Series            Series          `json:"series"`
+	Unfinished        []Unfinished    `json:"unfinished"`
+	Timeline          []TimelineEntry `json:"timeline"`
 	// Cost is what the enabled workers cost; disabled ones are left out.
 	Cost CostResult `json:"cost"`
 	// Elastic is what the elastic coordinator did, when it ran.
@@ -303,6 +309,8 @@ func (r *runner) result() *Result {
 	span := time.Duration(end).Seconds()
 	capacity := float64(r.slots) * span
 	res.Utilisation = ratio(res.SlotSeconds, capacity)
+	res.LostSlotSeconds = r.lost.seconds()
+	res.UsefulUtilisation = ratio(res.SlotSeconds-res.LostSlotSeconds, capacity)
 	res.Wait = waitStats(allWaits)
 	res.Fairness.Groups = len(order)
 	res.Fairness.JainTimeAveraged = jain(busy)

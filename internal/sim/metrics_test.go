@@ -4,6 +4,11 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/allot-sched/allot/internal/engine"
+	"github.com/allot-sched/allot/internal/engine/policy"
+	"github.com/allot-sched/allot/internal/engine/policy/fairshare"
+	"github.com/allot-sched/allot/internal/model"
 )
 
 func TestPercentileIsNearestRank(t *testing.T) {
@@ -117,4 +122,29 @@ func TestSampleStep(t *testing.T) {
 			t.Errorf("step %s gives %d samples, want just under %d", time.Duration(step), n, maxSamples)
 		}
 	})
+}
+
+// Two slots, share a's two 100 s tasks from 0 s, share b's two from 10 s,
+// under fairshare with preemption: at 10 s a's newest task stops after 10 s
+// of work, which is slot time used but lost. Utilisation counts it;
+// UsefulUtilisation does not.
+func TestLostSlotSecondsCountStoppedWork(t *testing.T) {
+	cfg := engine.Config{Queues: []engine.QueueConfig{{Name: "default",
+		Policy: policy.Config{Kind: fairshare.Name, Settings: &fairshare.Config{Preemption: &fairshare.Preemption{}}}}}}
+	in := Input{Config: cfg, Workers: workers(2), Jobs: []model.Job{
+		job("a", "a", 0, task("t1", 100*sec), task("t2", 100*sec)),
+		job("b", "b", 10*sec, task("t1", 100*sec), task("t2", 100*sec)),
+	}}
+	res := mustRun(t, in, Options{})
+	if res.Counts.Stops != 1 || res.LostSlotSeconds != 10 {
+		t.Fatalf("stops %d, lost %g slot-seconds; want 1 stop and 10", res.Counts.Stops, res.LostSlotSeconds)
+	}
+	// 400 s of work plus the 10 s lost.
+	if res.SlotSeconds != 410 {
+		t.Fatalf("slot-seconds %g, want 410", res.SlotSeconds)
+	}
+	capacity := 2 * res.MakespanSeconds
+	if math.Abs(res.Utilisation-410/capacity) > 1e-9 || math.Abs(res.UsefulUtilisation-400/capacity) > 1e-9 {
+		t.Errorf("utilisation %g and useful %g, want %g and %g", res.Utilisation, res.UsefulUtilisation, 410/capacity, 400/capacity)
+	}
 }

@@ -161,6 +161,8 @@ type change struct {
 }
 
 type runner struct {
+	// lost is the slot time of attempts stopped before they ended.
+	lost  nsSum
 	in    Input
 	opt   Options
 	eng   *engine.Engine
@@ -712,6 +714,9 @@ func (r *runner) stopped(s engine.Stop) {
 	t := &r.tasks[ti]
 	if t.state != tsRunning {
 		return // a cancel, already ended through Decisions.Ended
+	}
+	if s.Reason.Code != model.ReasonCancelled {
+		r.lost.add(r.now - t.startAt) // the attempt's work is redone
 	}
 	if t.merged {
 		r.unmerge(t)

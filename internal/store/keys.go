@@ -34,6 +34,11 @@ func JobDeadLetterKey(job string) string { return "job/" + job + "/deadletter" }
 // restart keeps the choice.
 func JobVariantKey(job string) string { return "job/" + job + "/variant" }
 
+// HeldJobsKey holds the held jobs (allot hold), as a JSON object from job
+// ID to who holds it: one key, read once at a start, since few jobs are
+// held at a time.
+const HeldJobsKey = "jobs/held"
+
 // JobThrottledKey holds when a job waiting for admission was first
 // throttled, so that its starvation wait survives a restart.
 func JobThrottledKey(job string) string { return "job/" + job + "/throttled" }

@@ -111,6 +111,10 @@ type Task struct {
 	Result   json.RawMessage `json:"result,omitempty"` // small JSON the task published
 	Reason   string          `json:"reason,omitempty"` // reason code of the last transition
 	Message  string          `json:"message,omitempty"`
+	// CPUSeconds and PeakMemory (bytes) are what the last ended attempt
+	// used, as its worker measured them; 0 when not measured.
+	CPUSeconds float64 `json:"cpuSeconds,omitempty"`
+	PeakMemory int64   `json:"peakMemory,omitempty"`
 
 	// SecretHash is the SHA-256 digest of the secret the server issued
 	// with the current attempt's lease entry: a report for the attempt

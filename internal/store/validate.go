@@ -57,13 +57,19 @@ func CheckJob(j Job) error {
 }
 
 // CheckTask checks a task row: its job and name, representable times, a
-// JSON result.
+// JSON result, a usage that is a quantity (not negative, not NaN).
 func CheckTask(t Task) error {
 	if t.Job == "" {
 		return fmt.Errorf("job: empty: %w", ErrInvalid)
 	}
 	if t.Name == "" {
 		return fmt.Errorf("name: empty: %w", ErrInvalid)
+	}
+	if !(t.CPUSeconds >= 0) || math.IsInf(t.CPUSeconds, 0) {
+		return fmt.Errorf("cpuSeconds: %v is not a CPU time: %w", t.CPUSeconds, ErrInvalid)
+	}
+	if t.PeakMemory < 0 {
+		return fmt.Errorf("peakMemory: %d is negative: %w", t.PeakMemory, ErrInvalid)
 	}
 	if err := CheckTime("started", t.Started); err != nil {
 		return err

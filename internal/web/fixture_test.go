@@ -244,9 +244,9 @@ func (f *fixture) scenario() {
 		}
 	}
 	f.must(201, "POST", "/v1/jobs", pipelineJob, nil)
-	f.must(201, "POST", "/v1/jobs", "id: bulk-a\nqueue: build\nrequestor: team-a\ntasks:\n  - {name: shard, count: 12, run: 'true'}\n", nil)
+	f.must(201, "POST", "/v1/jobs", "id: bulk-a\nqueue: build\nrequestor: team-a\ntasks:\n  - {name: shard, count: 12, run: 'true', resources: {cpu: 1, memory: 2Gi}}\n", nil)
 	step(3)
-	f.must(201, "POST", "/v1/jobs", "id: bulk-b\nqueue: build\nrequestor: team-b\ntasks:\n  - {name: shard, count: 14, run: 'true'}\n", nil)
+	f.must(201, "POST", "/v1/jobs", "id: bulk-b\nqueue: build\nrequestor: team-b\ntasks:\n  - {name: shard, count: 14, run: 'true', resources: {cpu: 1.5, memory: 3Gi}}\n", nil)
 	step(2)
 	finish("bulk-a", "", 3)
 	step(2)
@@ -273,6 +273,6 @@ queue: build
 requestor: team-a
 tasks:
   - {name: prepare, run: 'true'}
-  - {name: train, count: 3, needs: [prepare], run: 'true'}
+  - {name: train, count: 3, needs: [prepare], run: 'true', resources: {cpu: 2, memory: 6Gi}}
   - {name: report, needs: [train], run: 'true'}
 `

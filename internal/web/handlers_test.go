@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -76,8 +77,30 @@ func expectations(t *testing.T, f *fixture) map[string][]string {
 	var workers []api.Worker
 	f.must(200, "GET", "/v1/workers", "", &workers)
 	wl := []string{"8 CPU, 32Gi memory, 1 GPU × 24Gi", "zone=eu-1"}
+	running, err := f.ctrl.RunningTasks(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy := 0
 	for _, w := range workers {
 		wl = append(wl, fmt.Sprintf("%s %s %d %d", w.Name, w.State, w.Slots, w.Running))
+		// Each running task is listed on its worker, and the CPU its
+		// tasks ask for is summed against the worker's.
+		var cpu int64
+		for _, rt := range running[w.Name] {
+			wl = append(wl, rt.Job+"/"+rt.Task)
+			cpu += rt.Resources.MilliCPU
+		}
+		if len(running[w.Name]) != w.Running {
+			t.Errorf("worker %s runs %d tasks, RunningTasks lists %d", w.Name, w.Running, len(running[w.Name]))
+		}
+		if w.Resources.CPU > 0 {
+			wl = append(wl, fmt.Sprintf("CPU %s / %s", strconv.FormatFloat(float64(cpu)/1000, 'f', -1, 64), strconv.FormatFloat(float64(w.Resources.CPU)/1000, 'f', -1, 64)))
+		}
+		busy += w.Running
+	}
+	if busy == 0 {
+		t.Fatal("the scenario left no worker running a task")
 	}
 	want["/workers"] = wl
 
@@ -106,6 +129,21 @@ func expectations(t *testing.T, f *fixture) map[string][]string {
 	if len(reasons) != len(pendingJobs) {
 		t.Errorf("reasons for %d jobs, %d jobs have waiting tasks", len(reasons), len(pendingJobs))
 	}
+	for _, lj := range live.Jobs {
+		j, err := f.ctrl.Job(ctx, lj.ID) // the list has no counts; the job has
+		if err != nil {
+			t.Fatal(err)
+		}
+		ended := j.Counts["succeeded"] + j.Counts["failed"] + j.Counts["cancelled"]
+		total := 0
+		for _, n := range j.Counts {
+			total += n
+		}
+		if total == 0 {
+			t.Fatalf("job %s counts no task", j.ID)
+		}
+		jobs = append(jobs, fmt.Sprintf("%s %s %d %d/%d ended", j.Submitter, j.State, j.Priority, ended, total))
+	}
 	want["/jobs"] = jobs
 
 	var pipeline api.Job
@@ -122,6 +160,23 @@ func expectations(t *testing.T, f *fixture) map[string][]string {
 		}
 	}
 	want["/jobs/pipeline"] = dag
+
+	// An endpoint job's page names its endpoint, variant and load, and
+	// explains why it waits.
+	var detect api.Job
+	f.must(200, "GET", "/v1/jobs/detect-4", "", &detect)
+	if detect.Admission == nil || detect.Admission.Variant == "" {
+		t.Fatalf("detect-4 has no admission: %+v", detect.Admission)
+	}
+	var x api.Explanation
+	f.must(200, "GET", "/v1/jobs/detect-4/explain", "", &x)
+	if len(x.Pending) == 0 {
+		t.Fatal("detect-4 has nothing to explain")
+	}
+	want["/jobs/detect-4"] = []string{
+		fmt.Sprintf("Endpoint detector · variant %s · load %d (%s) · admission %s", detect.Admission.Variant, detect.Admission.Load, detect.Admission.LoadSource, detect.Admission.State),
+		"Why it waits", x.Pending[0].Reason.Code + " " + x.Pending[0].Reason.Message, "Hold", "Set priority", "Cancel job",
+	}
 
 	if len(snap.Endpoints) == 0 {
 		t.Fatal("the scenario left no endpoint stats")

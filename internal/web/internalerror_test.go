@@ -32,6 +32,16 @@ func (failingControl) Job(context.Context, string) (api.Job, error) { return api
 func (failingControl) PendingOf(context.Context, []string) (map[string][]engine.Pending, error) {
 	return nil, errInternal
 }
+func (failingControl) Explain(context.Context, string) (api.Explanation, error) {
+	return api.Explanation{}, errInternal
+}
+func (failingControl) Logs(context.Context, string) (api.Logs, error) { return api.Logs{}, errInternal }
+func (failingControl) RunningTasks(context.Context) (map[string][]control.WorkerTask, error) {
+	return nil, errInternal
+}
+func (failingControl) TaskCounts(context.Context, []string) (map[string]map[string]int, error) {
+	return nil, errInternal
+}
 
 // A page that fails for an internal reason answers 500 without the
 // internal error's text, which the log keeps.

@@ -11,8 +11,9 @@ import (
 )
 
 // CookieName is the cookie that carries a logged-in browser's token. Only
-// the dashboard's GET pages read it; the API under /v1 ignores it, so a
-// request a foreign page makes the browser send cannot act on the API.
+// the dashboard reads it (its pages, and its forms once checked:
+// actions.go); the API under /v1 ignores it, so a request a foreign page
+// makes the browser send cannot act on the API.
 const CookieName = "allot_token"
 
 // principal finds who makes r: everyone is auth.Anonymous (an admin) with

@@ -51,6 +51,8 @@ var funcs = template.FuncMap{
 	"pct":        func(v float64) string { return fmt.Sprintf("%.0f%%", v) },
 	"cost":       func(v float64) string { return fmt.Sprintf("%.2f/h", v) },
 	"resources":  resources,
+	"since":      since,
+	"list":       func(v ...any) []any { return v },
 	"labels": func(m map[string]string) string {
 		parts := make([]string, 0, len(m))
 		for _, k := range slices.Sorted(maps.Keys(m)) {
@@ -138,6 +140,10 @@ type queueRow struct {
 	Groups   []groupRow
 	// MoreGroups counts the groups left out of Groups (maxGroupRows).
 	MoreGroups int
+	// Shares is a fairshare queue's usage against entitlement per share
+	// (details.go); PoolSlots the pool's size it is measured against.
+	Shares    []shareRow
+	PoolSlots int
 }
 
 // Caps that keep each page bounded on a large system: past them a page
@@ -179,13 +185,24 @@ func (d *Dashboard) overview(r *http.Request, _ auth.Principal) (string, string,
 	keys := groupKeys(snap)
 	out := overviewData{Chart: historyChart(snap.History, keys), ReadyTasks: snap.ReadyTasks}
 	byQueue := map[string]int{}
+	var fleet []api.Worker // read once, for the first fair-share queue
 	for _, q := range qs {
 		var pol struct {
 			Kind string `json:"kind"`
 		}
 		_ = json.Unmarshal(q.Policy, &pol)
 		byQueue[q.Name] = len(out.Queues)
-		out.Queues = append(out.Queues, queueRow{Name: q.Name, Policy: pol.Kind, Priority: q.Priority})
+		row := queueRow{Name: q.Name, Policy: pol.Kind, Priority: q.Priority}
+		if q.Status != nil && pol.Kind == "fairshare" {
+			if fleet == nil {
+				if fleet, err = d.ctrl.Workers(r.Context()); err != nil {
+					return "", "", "", nil, err
+				}
+			}
+			row.PoolSlots = poolSlots(q.Pool, fleet)
+			row.Shares = shareRows(q.Status, row.PoolSlots)
+		}
+		out.Queues = append(out.Queues, row)
 	}
 	for _, g := range snap.Groups {
 		i, ok := byQueue[g.Queue]
@@ -241,7 +258,7 @@ func (d *Dashboard) overview(r *http.Request, _ auth.Principal) (string, string,
 
 // workersData is the workers page.
 type workersData struct {
-	Workers []api.Worker
+	Workers []workerRow
 	// More counts the workers left out (maxWorkerRows).
 	More int
 	Now  time.Time
@@ -252,9 +269,16 @@ func (d *Dashboard) workers(r *http.Request, _ auth.Principal) (string, string, 
 	if err != nil {
 		return "", "", "", nil, err
 	}
-	data := workersData{Workers: ws, Now: d.ctrl.Snapshot().At}
+	running, err := d.ctrl.RunningTasks(r.Context())
+	if err != nil {
+		return "", "", "", nil, err
+	}
+	data := workersData{Now: d.ctrl.Snapshot().At}
 	if len(ws) > maxWorkerRows {
-		data.More, data.Workers = len(ws)-maxWorkerRows, ws[:maxWorkerRows]
+		data.More, ws = len(ws)-maxWorkerRows, ws[:maxWorkerRows]
+	}
+	for _, w := range ws {
+		data.Workers = append(data.Workers, workerRowOf(w, running[w.Name]))
 	}
 	return "workers", "Workers", "workers", data, nil
 }
@@ -271,7 +295,8 @@ type jobsData struct {
 
 type jobRow struct {
 	api.Job
-	Reasons []pendingReason
+	Reasons  []pendingReason
+	Progress progress
 }
 
 type pendingReason struct {
@@ -323,13 +348,20 @@ func (d *Dashboard) jobs(r *http.Request, p auth.Principal) (string, string, str
 		}
 	}
 	pending := map[string][]engine.Pending{}
+	counts := map[string]map[string]int{}
 	if len(waiting) > 0 {
 		if pending, err = d.ctrl.PendingOf(r.Context(), waiting); err != nil {
+			return "", "", "", nil, err
+		}
+		if counts, err = d.ctrl.TaskCounts(r.Context(), waiting); err != nil {
 			return "", "", "", nil, err
 		}
 	}
 	for _, j := range list.Jobs {
 		row := jobRow{Job: j}
+		if c, ok := counts[j.ID]; ok {
+			row.Progress = progressOf(c)
+		}
 		for _, pe := range pending[j.ID] {
 			row.Reasons = append(row.Reasons, pendingReason{Tasks: pe.Tasks, Code: pe.Reason.Code, Reason: pe.Reason.Message})
 		}
@@ -347,6 +379,9 @@ type jobData struct {
 	// MoreTasks counts the others.
 	Tasks     []api.Task
 	MoreTasks int
+	// Details are the explanation and output (outside the live part).
+	Details jobDetails
+	Now     time.Time
 }
 
 // taskStates orders a job's task counts.
@@ -365,7 +400,11 @@ func (d *Dashboard) job(r *http.Request, p auth.Principal) (string, string, stri
 		// As the API does: another team's job is answered as missing.
 		return "", "", "", nil, notFound
 	}
-	data := jobData{Job: j, DAG: layoutDAG(j.Tasks), Tasks: j.Tasks}
+	data := jobData{Job: j, DAG: layoutDAG(j.Tasks), Tasks: j.Tasks, Now: d.ctrl.Snapshot().At}
+	data.Details.Ended = j.State != "pending" && j.State != "running"
+	if r.Header.Get("HX-Request") != "true" { // the live part's polls show neither
+		data.Details = d.jobDetails(r.Context(), j)
+	}
 	if len(j.Tasks) > maxTaskRows {
 		data.MoreTasks, data.Tasks = len(j.Tasks)-maxTaskRows, j.Tasks[:maxTaskRows]
 	}
@@ -385,9 +424,12 @@ func (d *Dashboard) job(r *http.Request, p auth.Principal) (string, string, stri
 // endpointRow is an endpoint or one of its variants with its bars.
 type endpointRow struct {
 	admit.EndpointStats
-	// UtilW and TargetW are CSS widths on a 0–100% utilisation scale.
+	// UtilW and TargetW are CSS widths on a 0–100% utilisation scale;
+	// Over says the utilisation is above 100%, which the bar shows as
+	// over (a full bar in the over colour, and the figure).
 	UtilW, TargetW string
 	TargetPct      float64
+	Over           bool
 	Rows           []variantRow
 }
 
@@ -395,18 +437,19 @@ type variantRow struct {
 	admit.VariantStats
 	UtilW, TargetW string
 	TargetPct      float64
+	Over           bool
 }
 
 func endpointRows(stats []admit.EndpointStats) []endpointRow {
 	out := make([]endpointRow, 0, len(stats))
 	for _, e := range stats {
-		row := endpointRow{EndpointStats: e, UtilW: percent(e.Utilization, 100)}
+		row := endpointRow{EndpointStats: e, UtilW: percent(e.Utilization, 100), Over: e.Utilization > 100}
 		if e.MaxCapacity > 0 {
 			row.TargetPct = 100 * float64(e.TargetCapacity) / float64(e.MaxCapacity)
 		}
 		row.TargetW = percent(row.TargetPct, 100)
 		for _, v := range e.Variants {
-			vr := variantRow{VariantStats: v, UtilW: percent(v.Utilization, 100)}
+			vr := variantRow{VariantStats: v, UtilW: percent(v.Utilization, 100), Over: v.Utilization > 100}
 			if v.MaxCapacity > 0 {
 				vr.TargetPct = 100 * float64(v.TargetCapacity) / float64(v.MaxCapacity)
 			}

@@ -15,13 +15,18 @@
 // Authentication is the API's: the same tokens, checked by the same
 // auth.Authenticator. A browser cannot send a bearer header, so /login
 // takes a token once and keeps it in an HttpOnly, SameSite=Strict cookie
-// that only the dashboard's own GET pages read; the API under /v1 never
-// accepts it, so a page elsewhere cannot make the browser act on the API.
+// that only the dashboard reads (its pages and its action forms); the API
+// under /v1 never accepts it, so a page elsewhere cannot make the browser
+// act on the API.
+// The pages' actions (hold, release, priority, cancel, worker states) are
+// forms the dashboard checks (same origin, the visitor's form token) and
+// turns into API calls made with the visitor's token (actions.go).
 package web
 
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"embed"
 	"errors"
 	"fmt"
@@ -60,17 +65,29 @@ type Options struct {
 	// Density, when set, draws the task and worker density on the
 	// overview. See DensitySource.
 	Density DensitySource
+	// API is the API's handler: the dashboard's forms (cancel, hold,
+	// release, priority, worker states) become API requests made with the
+	// visitor's token and served by it, so they take the API's
+	// authorisation (actions.go). Nil leaves the pages without actions.
+	API http.Handler
 }
 
 // Controller is what the dashboard reads of the scheduling loop: the
 // published snapshot and the lists its pages show. control.Controller is
-// one; the dashboard only reads, so it needs nothing that changes state.
+// one; the dashboard only reads: its actions go through the API (Options.API).
 type Controller interface {
 	Snapshot() *control.Snapshot
 	Queues(ctx context.Context) ([]api.Queue, error)
 	Workers(ctx context.Context) ([]api.Worker, error)
 	Jobs(ctx context.Context, f store.JobFilter) (api.JobList, error)
 	Job(ctx context.Context, id string) (api.Job, error)
+	// Explain and Logs are the job page's explanation and output tails.
+	Explain(ctx context.Context, id string) (api.Explanation, error)
+	Logs(ctx context.Context, id string) (api.Logs, error)
+	// RunningTasks gives the tasks each worker runs (the workers page);
+	// TaskCounts the task counts of live jobs (the jobs page).
+	RunningTasks(ctx context.Context) (map[string][]control.WorkerTask, error)
+	TaskCounts(ctx context.Context, ids []string) (map[string]map[string]int, error)
 	// PendingOf gives why the waiting tasks of the jobs ids wait (the jobs
 	// page asks for its own jobs only).
 	PendingOf(ctx context.Context, ids []string) (map[string][]engine.Pending, error)
@@ -85,6 +102,8 @@ type Dashboard struct {
 	opt   Options
 	mux   *http.ServeMux
 	pages map[string]*template.Template
+	// csrfKey signs the form tokens (actions.go); drawn at start.
+	csrfKey []byte
 }
 
 // New builds the dashboard on a controller. If opt.Density is nil and the
@@ -102,7 +121,8 @@ func New(ctrl Controller, opt Options) *Dashboard {
 			opt.Density = ds
 		}
 	}
-	d := &Dashboard{ctrl: ctrl, opt: opt, mux: http.NewServeMux(), pages: parsePages()}
+	d := &Dashboard{ctrl: ctrl, opt: opt, mux: http.NewServeMux(), pages: parsePages(), csrfKey: make([]byte, 32)}
+	_, _ = rand.Read(d.csrfKey) // never fails (crypto/rand)
 	static, _ := fs.Sub(staticFS, "static")
 	d.mux.Handle("GET /static/", http.StripPrefix("/static/", staticHandler(static)))
 	d.mux.HandleFunc("GET /login", d.loginPage)
@@ -113,6 +133,8 @@ func New(ctrl Controller, opt Options) *Dashboard {
 	d.mux.HandleFunc("GET /jobs", d.page(d.jobs))
 	d.mux.HandleFunc("GET /jobs/{id}", d.page(d.job))
 	d.mux.HandleFunc("GET /endpoints", d.page(d.endpoints))
+	d.mux.HandleFunc("POST /jobs/{id}/{action}", d.jobAction)
+	d.mux.HandleFunc("POST /workers/{name}/state", d.workerAction)
 	d.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		d.errorPage(w, r, http.StatusNotFound, fmt.Sprintf("There is no page %s.", r.URL.Path))
 	})
@@ -161,6 +183,12 @@ type view struct {
 	Path    string // the page's own URL, which its live part polls
 	Now     time.Time
 	Data    any
+	// CSRF is the visitor's form token; Actions says the forms may be
+	// shown (Options.API is set); Admin that the visitor may change
+	// workers.
+	CSRF    string
+	Actions bool
+	Admin   bool
 }
 
 // pageFunc builds one page's data for its template; an error with a
@@ -209,7 +237,8 @@ func (d *Dashboard) page(fn pageFunc) http.HandlerFunc {
 			return
 		}
 		v := view{Title: title, Nav: nav, Auth: d.opt.Auth != nil, Refresh: fmt.Sprintf("every %ds", max(1, int(d.opt.Refresh/time.Second))),
-			Path: r.URL.RequestURI(), Now: d.ctrl.Snapshot().At, Data: data}
+			Path: r.URL.RequestURI(), Now: d.ctrl.Snapshot().At, Data: data,
+			CSRF: d.csrf(r), Actions: d.opt.API != nil, Admin: p.Allow(auth.ChangeWorkers) == nil}
 		if d.opt.Auth != nil {
 			v.User = p.Name
 		}

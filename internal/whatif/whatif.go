@@ -37,6 +37,9 @@ type Copy struct {
 	// Runtimes estimates the attempts of the live jobs' unfinished tasks,
 	// by job and task (see Runtimes).
 	Runtimes map[string]map[string]time.Duration
+	// Held names who holds each held job: they start nothing in the
+	// simulation either.
+	Held map[string]string
 }
 
 // Task is a task's record as the copy restores it.
@@ -93,6 +96,11 @@ func (c *Copy) Build() (*engine.Engine, error) {
 					apply(engine.RestoreTask{Job: t.Job, Task: t.Name, State: t.State, Attempt: t.Attempt, Fails: t.Fails})
 				}
 			}
+		}
+	}
+	for _, j := range c.Jobs { // in submission order: the engine's answer does not depend on a map's
+		if by, ok := c.Held[j.ID]; ok {
+			apply(engine.HoldJob{Job: j.ID, By: by})
 		}
 	}
 	queues := make([]string, 0, len(c.History))

@@ -151,6 +151,9 @@ func (s *Server) routes() {
 	s.handle("GET /v1/jobs/{id}", s.getJob)
 	s.handle("POST /v1/jobs/{id}/cancel", s.cancel)
 	s.handle("POST /v1/jobs/{id}/priority", s.setPriority)
+	s.handle("POST /v1/jobs/{id}/hold", s.hold)
+	s.handle("POST /v1/jobs/{id}/release", s.release)
+	s.handle("POST /v1/jobs/{id}/resources", s.setResources)
 	s.handle("GET /v1/jobs/{id}/logs", s.logs)
 	s.handle("GET /v1/jobs/{id}/explain", s.explain)
 	s.handle("GET /v1/events", s.events)
@@ -178,7 +181,8 @@ func (s *Server) routes() {
 		writeError(w, http.StatusNotFound, api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)})
 	})
 	// The dashboard (internal/web) answers every other path; it checks the same tokens itself (see authenticate).
-	s.mux.Handle(dashboardPattern, web.New(s.ctrl, web.Options{Auth: s.opt.Auth, Logger: s.opt.Logger}))
+	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) })
+	s.mux.Handle(dashboardPattern, web.New(s.ctrl, web.Options{Auth: s.opt.Auth, Logger: s.opt.Logger, API: api}))
 }
 
 // handle registers an API route and records its pattern (see routes).
@@ -233,6 +237,7 @@ const (
 
 var routeBodyLimits = map[string]int64{
 	"POST /v1/jobs/{id}/priority":       smallBodyBytes,
+	"POST /v1/jobs/{id}/resources":      smallBodyBytes,
 	"POST /v1/workers/{name}/state":     smallBodyBytes,
 	"POST /v1/workers/{name}/elastic":   smallBodyBytes,
 	"POST /v1/workers/{name}/lease":     mediumBodyBytes,
@@ -769,4 +774,36 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(v)
+}
+
+// hold and release take the same authorisation as cancel: a submitter acts
+// on the jobs it may see (its own), an admin on all.
+func (s *Server) hold(w http.ResponseWriter, r *http.Request) {
+	if !s.allow(w, r, auth.CancelJobs) || !s.visible(w, r, r.PathValue("id")) {
+		return
+	}
+	job, err := s.ctrl.Hold(r.Context(), r.PathValue("id"), principal(r).SubmitterName())
+	s.reply(w, job, err)
+}
+
+func (s *Server) release(w http.ResponseWriter, r *http.Request) {
+	if !s.allow(w, r, auth.CancelJobs) || !s.visible(w, r, r.PathValue("id")) {
+		return
+	}
+	job, err := s.ctrl.Release(r.Context(), r.PathValue("id"))
+	s.reply(w, job, err)
+}
+
+// setResources changes what a pending job's tasks ask for, with cancel's
+// authorisation.
+func (s *Server) setResources(w http.ResponseWriter, r *http.Request) {
+	if !s.allow(w, r, auth.CancelJobs) || !s.visible(w, r, r.PathValue("id")) {
+		return
+	}
+	var req api.ResourcesChange
+	if !s.decodeJSON(w, r, &req) {
+		return
+	}
+	job, err := s.ctrl.SetResources(r.Context(), r.PathValue("id"), req)
+	s.reply(w, job, err)
 }

@@ -82,6 +82,9 @@ type RunningTask struct {
 	Urgent   bool
 	Started  time.Time
 	StartSeq uint64 // start order; larger is newer
+	// Holds is what the task asks for, which a policy that measures
+	// dominant shares subtracts when it stops the task.
+	Holds model.Amounts
 }
 
 // View is the state of one queue at the start of a cycle.

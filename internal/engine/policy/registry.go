@@ -79,7 +79,7 @@ func New(cfg Config) (Policy, error) {
 	case UsageDominant:
 		d, ok := p.(DominantPolicy)
 		if !ok {
-			return nil, model.Invalid("usage", "the %s policy does not measure usage by dominant share (fairshare, priority and sla do); leave usage out, or set slots", k.Name)
+			return nil, model.Invalid("usage", "the %s policy does not measure usage by dominant share (fairshare, classload, priority and sla do); leave usage out, or set slots", k.Name)
 		}
 		d.Dominant()
 	default:

@@ -32,6 +32,10 @@ func WriteText(w io.Writer, r *sim.Result) error {
 	}
 	fmt.Fprintln(bw)
 	fmt.Fprintf(bw, "Utilisation: %s of %d slots (%.0f slot-seconds)\n", pct(r.Utilisation), r.Slots, r.SlotSeconds)
+	if r.LostSlotSeconds > 0 {
+		fmt.Fprintf(bw, "Lost to stops: %.0f slot-seconds of stopped attempts, done again; useful utilisation %s\n",
+			r.LostSlotSeconds, pct(r.UsefulUtilisation))
+	}
 	fmt.Fprintf(bw, "Fairness:    Jain %.3f over the time-averaged slot shares of %s; %.3f mean over %s\n",
 		r.Fairness.JainTimeAveraged, plural(r.Fairness.Groups, "group"), r.Fairness.JainMeanOverTime, plural(r.Fairness.Samples, "sample"))
 	id := r.Fairness.Ideal

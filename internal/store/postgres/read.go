@@ -15,8 +15,8 @@ import (
 // Column lists of the reads, in the order the scan functions expect.
 const (
 	jobCols   = `seq, id, queue, share, requestor, submitter, state, priority, urgent, submitted, ended, spec`
-	taskCols  = `job, name, idx, state, attempt, fails, worker, started, ended, exit_code, output, result, reason, message, secret_hash`
-	tTaskCols = `t.job, t.name, t.idx, t.state, t.attempt, t.fails, t.worker, t.started, t.ended, t.exit_code, t.output, t.result, t.reason, t.message, t.secret_hash`
+	taskCols  = `job, name, idx, state, attempt, fails, worker, started, ended, exit_code, output, result, reason, message, secret_hash, cpu_seconds, peak_memory`
+	tTaskCols = `t.job, t.name, t.idx, t.state, t.attempt, t.fails, t.worker, t.started, t.ended, t.exit_code, t.output, t.result, t.reason, t.message, t.secret_hash, t.cpu_seconds, t.peak_memory`
 	eventCols = `id, at, kind, job, task, worker, reason, message, data`
 )
 
@@ -281,7 +281,8 @@ func queryTasks(ctx context.Context, q querier, query string, args ...any) ([]st
 			output, result, message, hash []byte
 		)
 		if err := rows.Scan(&t.Job, &t.Name, &idx, &t.State, &attempt, &fails, &t.Worker,
-			&started, &ended, &exit, &output, &result, &t.Reason, &message, &hash); err != nil {
+			&started, &ended, &exit, &output, &result, &t.Reason, &message, &hash,
+			&t.CPUSeconds, &t.PeakMemory); err != nil {
 			return nil, err
 		}
 		t.Index, t.Attempt, t.Fails = int(idx), int(attempt), int(fails)

@@ -135,6 +135,16 @@ var migrations = []migration{
 			$$`,
 		},
 	},
+	{
+		name: "attempt usage",
+		stmts: []string{
+			// What the last ended attempt used (store.Task.CPUSeconds,
+			// PeakMemory); 0 when not measured, as for tasks stored
+			// before this step.
+			`ALTER TABLE tasks ADD COLUMN cpu_seconds double precision NOT NULL DEFAULT 0`,
+			`ALTER TABLE tasks ADD COLUMN peak_memory bigint NOT NULL DEFAULT 0`,
+		},
+	},
 }
 
 // fencedCode is the SQLSTATE allot_fence raises: a class of its own, so

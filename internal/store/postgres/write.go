@@ -36,14 +36,16 @@ const (
 	// Tasks and workers need no order: a batch names each row once
 	// (commitParts folds the others), and they get no IDs.
 	tasksSelect = `SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::bigint[], $7::text[],
-			$8::bigint[], $9::bigint[], $10::bigint[], $11::bytea[], $12::bytea[], $13::text[], $14::bytea[], $15::bytea[])`
-	insertTasksSQL = `INSERT INTO tasks (job, name, idx, state, attempt, fails, worker, started, ended, exit_code, output, result, reason, message, secret_hash) ` +
+			$8::bigint[], $9::bigint[], $10::bigint[], $11::bytea[], $12::bytea[], $13::text[], $14::bytea[], $15::bytea[],
+			$16::float8[], $17::bigint[])`
+	insertTasksSQL = `INSERT INTO tasks (job, name, idx, state, attempt, fails, worker, started, ended, exit_code, output, result, reason, message, secret_hash, cpu_seconds, peak_memory) ` +
 		tasksSelect
 	upsertTasksSQL = insertTasksSQL + `
 		ON CONFLICT (job, name) DO UPDATE SET idx = excluded.idx, state = excluded.state, attempt = excluded.attempt,
 			fails = excluded.fails, worker = excluded.worker, started = excluded.started, ended = excluded.ended,
 			exit_code = excluded.exit_code, output = excluded.output, result = excluded.result, reason = excluded.reason,
-			message = excluded.message, secret_hash = excluded.secret_hash`
+			message = excluded.message, secret_hash = excluded.secret_hash, cpu_seconds = excluded.cpu_seconds,
+			peak_memory = excluded.peak_memory`
 
 	upsertWorkersSQL = `INSERT INTO workers (name, state, registered, last_seen, spec)
 		SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bytea[])
@@ -397,6 +399,7 @@ func taskColumns(tasks []store.Task, name func(int) string) ([]any, error) {
 		idx, attempt, fails               = make([]int64, n), make([]int64, n), make([]int64, n)
 		started, ended, exit              = make([]*int64, n), make([]*int64, n), make([]*int64, n)
 		output, result, message, hash     = make([][]byte, n), make([][]byte, n), make([][]byte, n), make([][]byte, n)
+		cpuSeconds, peakMemory            = make([]float64, n), make([]int64, n)
 	)
 	for i, t := range tasks {
 		if err := store.CheckTask(t); err != nil {
@@ -419,8 +422,10 @@ func taskColumns(tasks []store.Task, name func(int) string) ([]any, error) {
 		if len(t.SecretHash) > 0 {
 			hash[i] = t.SecretHash
 		}
+		cpuSeconds[i], peakMemory[i] = t.CPUSeconds, t.PeakMemory
 	}
-	return []any{job, tname, idx, state, attempt, fails, worker, started, ended, exit, output, result, reason, message, hash}, nil
+	return []any{job, tname, idx, state, attempt, fails, worker, started, ended, exit, output, result, reason, message, hash,
+		cpuSeconds, peakMemory}, nil
 }
 
 // workerColumns are the arrays of upsertWorkersSQL for checked workers.

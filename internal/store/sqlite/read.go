@@ -281,7 +281,8 @@ func queryTasks(ctx context.Context, q querier, query string, args ...any) ([]st
 			output, result, hash []byte
 		)
 		if err := rows.Scan(&t.Job, &t.Name, &idx, &t.State, &attempt, &fails, &t.Worker,
-			&started, &ended, &exit, &output, &result, &t.Reason, &t.Message, &hash); err != nil {
+			&started, &ended, &exit, &output, &result, &t.Reason, &t.Message, &hash,
+			&t.CPUSeconds, &t.PeakMemory); err != nil {
 			return nil, err
 		}
 		t.Index, t.Attempt, t.Fails = int(idx), int(attempt), int(fails)

@@ -128,6 +128,16 @@ var migrations = []migration{
 			`ALTER TABLE tasks ADD COLUMN secret_hash BLOB`,
 		},
 	},
+	{
+		name: "attempt usage",
+		stmts: []string{
+			// What the last ended attempt used (store.Task.CPUSeconds,
+			// PeakMemory); 0 when not measured, as for tasks stored
+			// before this step.
+			`ALTER TABLE tasks ADD COLUMN cpu_seconds REAL NOT NULL DEFAULT 0`,
+			`ALTER TABLE tasks ADD COLUMN peak_memory INTEGER NOT NULL DEFAULT 0`,
+		},
+	},
 }
 
 // unfinishedWhere selects jobs that have not ended (store.JobEnded). It is

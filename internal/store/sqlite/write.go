@@ -80,7 +80,7 @@ func upsertSuffix(table string, key, cols, keepIfNull []string) string {
 
 var (
 	jobColumns    = strings.Split(`id, queue, share, requestor, submitter, state, priority, urgent, submitted, ended, spec`, ", ")
-	taskColumns   = strings.Split(`job, name, idx, state, attempt, fails, worker, started, ended, exit_code, output, result, reason, message, secret_hash`, ", ")
+	taskColumns   = strings.Split(`job, name, idx, state, attempt, fails, worker, started, ended, exit_code, output, result, reason, message, secret_hash, cpu_seconds, peak_memory`, ", ")
 	workerColumns = strings.Split(`name, state, registered, last_seen, spec`, ", ")
 	eventColumns  = strings.Split(`at, kind, job, task, worker, reason, message, data`, ", ")
 )
@@ -365,7 +365,8 @@ func taskRow(t store.Task) ([]any, error) {
 		hash = t.SecretHash
 	}
 	return []any{t.Job, t.Name, int64(t.Index), t.State, int64(t.Attempt), int64(t.Fails), t.Worker,
-		timeValue(t.Started), timeValue(t.Ended), exit, output, jsonValue(t.Result), t.Reason, t.Message, hash}, nil
+		timeValue(t.Started), timeValue(t.Ended), exit, output, jsonValue(t.Result), t.Reason, t.Message, hash,
+		t.CPUSeconds, t.PeakMemory}, nil
 }
 
 // workerRow validates w (store.CheckWorker) and returns its column values.

@@ -444,6 +444,7 @@ func testCommitUpsertsTasks(t *testing.T, o opener) {
 	done := running
 	done.State, done.Ended, done.ExitCode, done.Output = "succeeded", t0.Add(time.Minute), &code, "ok\n"
 	done.Result, done.Reason, done.Message = json.RawMessage(`{"n":1}`), "exited", "exit 0"
+	done.CPUSeconds, done.PeakMemory = 12.345678, 3<<30+17
 	added := store.Task{Job: "j", Name: "t2", Index: 2, State: "blocked"}
 	mustCommit(t, s, store.Batch{Tasks: []store.Task{done, added}})
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/allot-sched/allot/internal/engine/policy"
 	"github.com/allot-sched/allot/internal/model"
 )
 
@@ -11,19 +12,47 @@ import (
 // each, while they have starts left, so a class whose tasks cannot be
 // placed does not hold up the others. A class leaves the turn when its
 // count is used up or the engine finds none of its tasks placeable.
+//
+// Under usage: dominant a class's starts are slot-equivalents: each task
+// uses up what it adds to its class's slot-equivalents (Took), at least
+// one, and the class keeps its turn while any are left, so it may end up to
+// one task past its count, as a task cannot be split. When the first pass
+// (entitlements, then loans of the slot-equivalents the classes leave) is
+// handed out and slots are still free, further passes loan those slots
+// (Input.FreeIsIdle) until no class starts a task: the pool fills until
+// some kind runs out, as under usage: slots.
 type allocator struct {
+	p         *Policy
+	v         *policy.View
 	in        Input
 	out       Output
 	classOf   []int // view group → class, -1 when unknown
-	left      []int // per view group: starts still to hand out
+	groupOf   []int // class → view group, -1 when the view has none
+	left      []int // per view group: starts (or slot-equivalents) still to hand out
 	exhausted []bool
 	ring      []int // view groups with starts left, highest class first
 	pos       int
+	// Under usage: dominant, per view group: the tasks and amounts its
+	// running tasks and this cycle's starts hold, and the cost of the start
+	// Took last told of.
+	tasks []int
+	held  []model.Amounts
+	cost  []int
+	// starts counts each view group's starts this cycle, for the further
+	// passes under usage: dominant.
+	starts []int
 }
 
-func newAllocator(p *Policy, in Input, out Output, classOf, groupOf []int) *allocator {
-	a := &allocator{in: in, out: out, classOf: classOf,
+func newAllocator(p *Policy, v *policy.View, in Input, out Output, classOf, groupOf []int) *allocator {
+	a := &allocator{p: p, v: v, in: in, out: out, classOf: classOf, groupOf: groupOf,
 		left: make([]int, len(classOf)), exhausted: make([]bool, len(classOf))}
+	if p.dominant {
+		a.tasks, a.held, a.cost = make([]int, len(classOf)), make([]model.Amounts, len(classOf)), make([]int, len(classOf))
+		a.starts = make([]int, len(classOf))
+		for gi, g := range v.Groups {
+			a.tasks[gi], a.held[gi] = g.Running, g.Held
+		}
+	}
 	for _, ci := range walkOrder(in.Classes) {
 		if gi := groupOf[ci]; gi >= 0 && out.Classes[ci].Starts > 0 {
 			a.left[gi] = out.Classes[ci].Starts
@@ -35,19 +64,40 @@ func newAllocator(p *Policy, in Input, out Output, classOf, groupOf []int) *allo
 
 // Next implements policy.Allocator.
 func (a *allocator) Next() (int, bool) {
-	if len(a.ring) == 0 {
+	if len(a.ring) == 0 && (a.starts == nil || !a.pass()) {
 		return 0, false
 	}
 	return a.ring[a.pos], true
 }
 
-// Started implements policy.Allocator: the class used one of its starts and
-// the turn passes to the next class.
+// Took implements policy.SizedAllocator (usage: dominant): the task about to
+// be reported Started holds amt; its cost is what it adds to its class's
+// slot-equivalents, at least one.
+func (a *allocator) Took(g int, amt model.Amounts) {
+	if a.tasks == nil || g < 0 || g >= len(a.tasks) {
+		return
+	}
+	before := slotEquivalents(a.tasks[g], a.held[g], a.v.Capacity)
+	a.tasks[g]++
+	a.held[g] = a.held[g].Add(amt)
+	a.cost[g] = max(1, slotEquivalents(a.tasks[g], a.held[g], a.v.Capacity)-before)
+}
+
+// Started implements policy.Allocator: the class used one of its starts (or
+// the slot-equivalents the task took) and the turn passes to the next
+// class.
 func (a *allocator) Started(g int) {
 	if g < 0 || g >= len(a.left) || a.left[g] == 0 {
 		return
 	}
-	a.left[g]--
+	cost := 1
+	if a.cost != nil && a.cost[g] > 0 {
+		cost, a.cost[g] = a.cost[g], 0
+	}
+	a.left[g] = max(0, a.left[g]-cost)
+	if a.starts != nil {
+		a.starts[g]++
+	}
 	if a.left[g] == 0 {
 		a.drop(g)
 		return
@@ -64,6 +114,37 @@ func (a *allocator) Exhausted(g int) {
 	}
 	a.exhausted[g] = true
 	a.drop(g)
+}
+
+// pass runs a further pass under usage: dominant: Distribute over what the
+// classes hold and still wait for now, with the slots still free as idle,
+// and reports whether it handed out any start.
+func (a *allocator) pass() bool {
+	in := Input{Slots: a.in.Slots, Free: a.v.Free, FreeIsIdle: true, Classes: make([]Class, len(a.in.Classes))}
+	for gi := range a.starts {
+		in.Free -= a.starts[gi]
+	}
+	if in.Free <= 0 {
+		return false
+	}
+	for ci, c := range a.in.Classes {
+		in.Classes[ci] = Class{Name: c.Name, Percent: c.Percent}
+		if gi := a.groupOf[ci]; gi >= 0 {
+			in.Classes[ci].Running = slotEquivalents(a.tasks[gi], a.held[gi], a.v.Capacity)
+			if !a.exhausted[gi] {
+				in.Classes[ci].Waiting = max(0, c.Waiting-a.starts[gi])
+			}
+		}
+	}
+	out := Distribute(in)
+	for _, ci := range walkOrder(in.Classes) {
+		if gi := a.groupOf[ci]; gi >= 0 && out.Classes[ci].Starts > 0 {
+			a.left[gi] = out.Classes[ci].Starts
+			a.ring = append(a.ring, gi)
+		}
+	}
+	a.pos = 0
+	return len(a.ring) > 0
 }
 
 func (a *allocator) find(g int) int {
@@ -120,8 +201,8 @@ func (a *allocator) Why(g int) (model.Reason, bool) {
 		return model.Reason{}, false
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "class %s runs %d tasks, %s its entitlement %d (%d%% of %d slots)",
-		c.Name, c.Running, relation(c.Running, r.Target), r.Target, r.Percent, a.in.Slots)
+	fmt.Fprintf(&b, "class %s %s, %s its entitlement %d (%d%% of %d slots)",
+		c.Name, a.p.holds(c.Running), relation(c.Running, r.Target), r.Target, r.Percent, a.in.Slots)
 	if r.Stops > 0 {
 		fmt.Fprintf(&b, "; the rebalance stops %d of them", r.Stops)
 	}

@@ -1,6 +1,8 @@
 package classload
 
 import (
+	"fmt"
+	"math"
 	"regexp"
 	"time"
 
@@ -36,6 +38,9 @@ type Policy struct {
 	threshold int
 	minimum   time.Duration
 	clock     rebalanceClock
+	// dominant says usage is measured by dominant share (usage:
+	// dominant): a class's running tasks count as its slot-equivalents.
+	dominant bool
 	// last is the last Allocate's view and class → view group map, for
 	// ServiceOrder.
 	last struct {
@@ -103,6 +108,25 @@ func (p *Policy) Order() (policy.JobOrder, policy.TaskOrder) {
 // of each cycle and keeps no usage.
 func (p *Policy) Account(string, int, time.Time) {}
 
+// Dominant implements policy.DominantPolicy: a class's running tasks count
+// as its slot-equivalents, its dominant share of the pool times the pool's
+// slots, so its entitlement of N × percent slots becomes a dominant share
+// of percent. Targets, the spread and the rounds are computed on
+// slot-equivalents as on slots, and each start uses up what it adds to its
+// class's slot-equivalents (at least one: a task always takes a slot).
+func (p *Policy) Dominant() { p.dominant = true }
+
+// AccountAmounts implements policy.AmountsAccounter; like Account, it keeps
+// nothing, since each cycle's view carries what every class holds.
+func (p *Policy) AccountAmounts(string, model.Amounts, policy.Capacity, time.Time) {}
+
+// slotEquivalents returns what tasks running tasks holding held count for
+// under usage: dominant: their dominant share of c times its slots, rounded
+// up (a class's slot-equivalents are never fewer than its tasks).
+func slotEquivalents(tasks int, held model.Amounts, c policy.Capacity) int {
+	return int(math.Ceil(policy.DominantShare(tasks, held, c)*float64(c.Slots) - 1e-9))
+}
+
 // History implements policy.HistoryGiver: how long the spread has been
 // above the threshold, as of now.
 func (p *Policy) History(now time.Time) policy.History {
@@ -139,7 +163,11 @@ func (p *Policy) Allocate(v *policy.View) policy.Plan {
 			continue
 		}
 		classOf[gi], groupOf[ci] = ci, gi
-		in.Classes[ci].Running += g.Running
+		running := g.Running
+		if p.dominant {
+			running = slotEquivalents(g.Running, g.Held, v.Capacity)
+		}
+		in.Classes[ci].Running += running
 		in.Classes[ci].Waiting += g.Usable
 	}
 
@@ -157,7 +185,7 @@ func (p *Policy) Allocate(v *policy.View) policy.Plan {
 	if in.Rebalance {
 		plan.Stops = p.stops(v, in, out, groupOf)
 	}
-	plan.Alloc = newAllocator(p, in, out, classOf, groupOf)
+	plan.Alloc = newAllocator(p, v, in, out, classOf, groupOf)
 	p.last.v, p.last.in, p.last.groupOf = v, in, groupOf
 	return plan
 }
@@ -179,7 +207,8 @@ func (p *Policy) ServiceOrder() ([]string, string) {
 	return out, by
 }
 
-// stops picks, per class, its newest running tasks.
+// stops picks, per class, its newest running tasks: n of them, or under
+// usage: dominant as many as bring its slot-equivalents down by n.
 func (p *Policy) stops(v *policy.View, in Input, out Output, groupOf []int) []policy.Stop {
 	var stops []policy.Stop
 	for _, ci := range walkOrder(in.Classes) {
@@ -189,12 +218,34 @@ func (p *Policy) stops(v *policy.View, in Input, out Output, groupOf []int) []po
 		}
 		tasks := v.RunningTasks(gi) // oldest first
 		c, r := in.Classes[ci], out.Classes[ci]
+		what := "its %d newest tasks stop"
+		if p.dominant {
+			what = "its newest tasks stop, %d slot-equivalents"
+		}
 		reason := model.Because(model.ReasonRebalanced,
-			"rebalance: class %s runs %d tasks, above its target %d (%d%% of %d slots); its %d newest tasks stop",
-			c.Name, c.Running, r.Target, r.Percent, in.Slots, n)
-		for k := len(tasks) - 1; k >= 0 && k >= len(tasks)-n; k-- {
+			"rebalance: class %s %s, above its target %d (%d%% of %d slots); "+what,
+			c.Name, p.holds(c.Running), r.Target, r.Percent, in.Slots, n)
+		g := v.Groups[gi]
+		count, held := g.Running, g.Held
+		for k := len(tasks) - 1; k >= 0 && n > 0; k-- {
 			stops = append(stops, policy.Stop{Task: tasks[k].ID, Reason: reason})
+			if !p.dominant {
+				n--
+				continue
+			}
+			before := slotEquivalents(count, held, v.Capacity)
+			count, held = count-1, held.Sub(tasks[k].Holds)
+			n -= max(1, before-slotEquivalents(count, held, v.Capacity))
 		}
 	}
 	return stops
+}
+
+// holds says what a class's running count is: tasks, or slot-equivalents
+// under usage: dominant.
+func (p *Policy) holds(running int) string {
+	if p.dominant {
+		return fmt.Sprintf("holds %d slot-equivalents (its dominant share of the pool times its slots)", running)
+	}
+	return fmt.Sprintf("runs %d tasks", running)
 }

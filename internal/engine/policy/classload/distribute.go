@@ -26,6 +26,13 @@ type Input struct {
 	// Rebalance asks for the rebalance: stop tasks of classes above their
 	// target and start the others toward theirs.
 	Rebalance bool
+	// FreeIsIdle makes the idle slots Free alone. Under usage: dominant,
+	// Running counts slot-equivalents, and those of classes whose scarcest
+	// kinds differ can add up to Slots while every kind still has room;
+	// once a cycle's first pass has handed out the entitlements, the
+	// allocator loans what is really free in further passes with this set,
+	// as dominant resource fairness fills a pool until some kind runs out.
+	FreeIsIdle bool
 }
 
 // Output is Distribute's answer. Classes is in Input order.
@@ -148,6 +155,9 @@ func Distribute(in Input) Output {
 		out.Classes[i].Percent, out.Classes[i].Target = pct[i], target[i]
 	}
 	idle := max(0, min(in.Free, in.Slots-sumRunning))
+	if in.FreeIsIdle {
+		idle = max(0, in.Free)
+	}
 
 	stops := make([]int, n)
 	if in.Rebalance {

@@ -51,6 +51,10 @@ type Config struct {
 	// ReservationModel is ReservationEven (default) or
 	// ReservationExponential.
 	ReservationModel string `yaml:"reservationModel,omitempty" json:"reservationModel,omitempty"`
+	// Preemption, when set, stops tasks of shares above their fair share
+	// for shares below theirs (see Preemption). Without it the policy
+	// never stops a task, as AWS Batch.
+	Preemption *Preemption `yaml:"preemption,omitempty" json:"preemption,omitempty"`
 }
 
 // MaxShareLen is the longest share identifier a job can name (spec's
@@ -159,6 +163,14 @@ func (c *Config) Validate() error {
 	case "", ReservationEven, ReservationExponential:
 	default:
 		return model.Invalid("fairshare.reservationModel", "unknown model %q (known: %s, %s)", c.ReservationModel, ReservationEven, ReservationExponential)
+	}
+	if c.Preemption != nil {
+		if c.ShareDecaySeconds > 0 {
+			// With a decay window the policy serves by past usage, so the
+			// freed slots could go back to the share they were taken from.
+			return model.Invalid("fairshare.preemption", "works on current usage only: leave out shareDecaySeconds (or set it to 0), or leave out preemption")
+		}
+		return c.Preemption.validate()
 	}
 	return nil
 }

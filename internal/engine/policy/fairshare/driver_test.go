@@ -32,6 +32,7 @@ type round struct {
 	waiting map[string]int // waiting per share before the cycle
 	running map[string]int // running per share after the cycle
 	starts  map[string]int
+	stops   map[string]int // preempted per share
 	d       *engine.Decisions
 }
 
@@ -90,6 +91,14 @@ func (d *driver) submit(at time.Duration, share string, priority, n int, dur tim
 	return id
 }
 
+// wakeEvery makes a cycle run every step until end, whether or not
+// anything arrives or ends then.
+func (d *driver) wakeEvery(step, end time.Duration) {
+	for at := step; at <= end; at += step {
+		d.arrivals.Push(int64(at), model.Job{})
+	}
+}
+
 // history hands the policy its past usage per share, in slot-seconds.
 func (d *driver) history(usage map[string]float64) {
 	if err := d.e.Apply(engine.SetHistory{Queue: queue, History: policy.History{Usage: usage}, At: t0}); err != nil {
@@ -121,6 +130,9 @@ func (d *driver) run(end time.Duration) {
 				break
 			}
 			_, job := d.arrivals.Pop()
+			if job.ID == "" {
+				continue // a wake-up (wakeEvery)
+			}
 			if err := d.e.Apply(engine.SubmitJob{Job: job}); err != nil {
 				d.t.Fatal(err)
 			}
@@ -152,8 +164,16 @@ func (d *driver) run(end time.Duration) {
 		}
 		busy := d.busy()
 		rd := round{at: next, free: d.slots - busy, before: copyMap(d.running), waiting: copyMap(d.waiting),
-			starts: map[string]int{}}
+			starts: map[string]int{}, stops: map[string]int{}}
 		rd.d = d.e.Cycle(at)
+		for _, s := range rd.d.Stops {
+			// A stopped task waits again; its end will not come.
+			share := d.shareOf[s.Job]
+			rd.stops[share]++
+			d.running[share]--
+			d.waiting[share]++
+			d.ends.Stop(attempt{s.Job, s.Task})
+		}
 		for _, s := range rd.d.Starts {
 			share := d.shareOf[s.Job]
 			rd.starts[share]++

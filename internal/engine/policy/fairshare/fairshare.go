@@ -56,6 +56,9 @@ type Policy struct {
 	// an end), which the usage from then on is measured against.
 	dominant bool
 	pool     policy.Capacity
+	// below notes since when each share has been below its fair share with
+	// tasks waiting (preemption only).
+	below map[string]time.Time
 }
 
 // share is what the policy remembers about one share identifier.
@@ -310,8 +313,19 @@ func (p *Policy) Allocate(v *policy.View) policy.Plan {
 	}
 	p.seen = p.seen[:0]
 	a := &allocator{p: p, byGroup: make([]int32, len(v.Groups))}
+	var stops []policy.Stop
+	var stopped []int // per group
+	if p.cfg.Preemption != nil && !p.dominant {
+		stops, stopped = p.preempt(v)
+	}
 	running := 0
 	for i, g := range v.Groups {
+		if stopped != nil {
+			// The engine stops these before it hands out slots: they
+			// run no more and wait again.
+			g.Running -= stopped[i]
+			g.Waiting += stopped[i]
+		}
 		s := p.share(g.Key)
 		p.advance(s, v.Now)
 		s.waiting = g.Waiting
@@ -357,7 +371,7 @@ func (p *Policy) Allocate(v *policy.View) policy.Plan {
 	if p.dominant {
 		return policy.Plan{Alloc: a} // no slot targets: see Dominant
 	}
-	return policy.Plan{Targets: p.targets(v.Groups, a.res.cap), Alloc: a}
+	return policy.Plan{Targets: p.targets(v.Groups, a.res.cap), Stops: stops, Alloc: a}
 }
 
 func activeKeys(gs []policy.Group) []string {
