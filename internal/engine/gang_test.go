@@ -317,3 +317,18 @@ func TestPreemptionTakesAWholeGang(t *testing.T) {
 		t.Fatalf("%d gang tasks still run after a preemption; stops %+v", running, d.Stops)
 	}
 }
+
+func TestAHeldGangHoldsNoCapacity(t *testing.T) {
+	e := newFIFO(t, 2)
+	mustApply(t, e, SubmitJob{Job: smallJob("busy", 1, 10*time.Minute)})
+	e.Cycle(t0)
+	mustApply(t, e, SubmitJob{Job: gangJob("g", 2, 0, time.Minute)})
+	e.Cycle(t0) // the gang waits and reserves the free worker
+	mustApply(t, e, HoldJob{Job: "g", By: "ops"})
+	long := smallJob("long", 1, time.Hour)
+	long.Submitted = t0.Add(time.Second)
+	mustApply(t, e, SubmitJob{Job: long})
+	if d := e.Cycle(t0.Add(time.Second)); !same(startsOf(d), []string{"long/t0@w001"}) {
+		t.Fatalf("starts = %v: a held gang must not keep the free worker", startsOf(d))
+	}
+}
