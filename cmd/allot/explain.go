@@ -171,6 +171,12 @@ func writeExplanation(w io.Writer, x api.Explanation) error {
 			p.line("  group reason: %s: %s", a.Reason.Code, a.Reason.Message)
 		}
 	}
+	if g := x.Gang; g != nil {
+		p.section("gang")
+		p.line("  %s: %d tasks, minAvailable %d; needs %d at once; %d running, %d ready; %d could start now, %d at most",
+			g.Name, g.Tasks, g.MinAvailable, g.Need, g.Running, g.Ready, g.Free, g.Capacity)
+		p.line("  %s", g.Message)
+	}
 	if len(x.Pending) > 0 {
 		p.section("pending")
 	}

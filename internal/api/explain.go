@@ -37,6 +37,33 @@ type Explanation struct {
 	// Estimate is when the job's first waiting task should start, from a
 	// what-if simulation of the current state.
 	Estimate *Estimate `json:"estimate,omitempty"`
+	// Gang says what the job's gang waits for, while one waits to start
+	// (docs/explain.md#gang).
+	Gang *GangExplain `json:"gang,omitempty"`
+}
+
+// GangExplain says what a waiting gang waits for: how many of its tasks
+// must start at once, how many of them the workers that can run them could
+// start now, and when enough capacity is expected to free.
+type GangExplain struct {
+	// Name is the gang's task entry (stage), or "job" for the whole job.
+	Name         string `json:"name"`
+	Tasks        int    `json:"tasks"`
+	MinAvailable int    `json:"minAvailable"`
+	// Need is how many tasks must start together now: MinAvailable, or
+	// the tasks left when fewer are.
+	Need    int `json:"need"`
+	Running int `json:"running"`
+	Ready   int `json:"ready"`
+	// Free counts the gang's tasks the ready workers that can run them
+	// could start now; Capacity those they could run when idle.
+	Free     int `json:"free"`
+	Capacity int `json:"capacity"`
+	// EarliestStart is when enough capacity is expected to have freed,
+	// after EndsFirst running tasks end; absent when unknown.
+	EarliestStart *time.Time `json:"earliestStart,omitempty"`
+	EndsFirst     int        `json:"endsFirst,omitempty"`
+	Message       string     `json:"message"`
 }
 
 // TaskCounts counts a job's tasks by state.
@@ -69,7 +96,7 @@ type PendingExplain struct {
 // Kind is stable for scripts: smaller_request, selector, enable_worker,
 // share_above_entitlement, below_entitlement, endpoint_capacity,
 // starvation_reservation, priority, dependency, suspended,
-// assigned_worker, affinity_wait, held.
+// assigned_worker, affinity_wait, held, gang.
 type Help struct {
 	Kind    string `json:"kind"`
 	Message string `json:"message"`

@@ -28,6 +28,7 @@ func (e *Engine) Cycle(now time.Time) *Decisions {
 		e.allocate(q, now, d)
 	}
 	e.settleStarted()
+	e.releaseHolds()
 	e.compact()
 	if !e.lazyPending {
 		d.Pending = e.Pending()
@@ -89,8 +90,10 @@ func (e *Engine) allocate(q *queue, now time.Time, d *Decisions) {
 		t.job.g.stops++
 		d.Stops = append(d.Stops, Stop{Job: t.job.spec.ID, Task: t.spec.Name, Worker: worker, Reason: st.Reason})
 		e.stopMembers(members, st.Reason, now, d)
+		e.gangLost(t, now, &d.Stops)
 	}
 	_, free = e.fleet.PoolSlots(q.pool)
+	e.holdAhead(q, free)
 	waiting := 0
 	for _, g := range groups {
 		waiting += g.waiting
@@ -108,9 +111,23 @@ func (e *Engine) allocate(q *queue, now time.Time, d *Decisions) {
 			break
 		}
 		g := groups[gi]
-		t, ch := e.nextPlaceable(g, &parked, d)
+		t, ch, together := e.nextPlaceable(g, &parked, free, d)
 		if t == nil {
 			plan.Alloc.Exhausted(gi)
+			continue
+		}
+		if together != nil {
+			// A gang starts as a whole: the policy's slot and as many
+			// more as it has members to start.
+			for _, m := range together {
+				e.start(m.t, m.ch, now, d)
+				free--
+				if sized != nil {
+					sized.Took(gi, model.AmountsOf(m.t.spec.Resources))
+				}
+				plan.Alloc.Started(gi)
+			}
+			t.gang.launched = true
 			continue
 		}
 		e.start(t, ch, now, d)
@@ -201,8 +218,10 @@ func (g *group) usable() int {
 // nextPlaceable finds the group's next task that a worker can take now, and
 // the worker. A job whose next task cannot be placed is parked for the rest
 // of the cycle, so later jobs of the group can use the slot (backfill); a
-// task waiting for its sticky worker is also listed in d.Deferred.
-func (e *Engine) nextPlaceable(g *group, parked *[]*job, d *Decisions) (*task, place.Choice) {
+// task waiting for its sticky worker is also listed in d.Deferred. When the
+// next task belongs to a gang that waits to start, together lists the
+// members that start with it (gang.go); free is the pool's free slots.
+func (e *Engine) nextPlaceable(g *group, parked *[]*job, free int, d *Decisions) (t *task, ch place.Choice, together []gangStart) {
 	for g.jobs.Len() > 0 {
 		j := g.jobs.items[0]
 		if m := j.maxSlots; m > 0 && j.running >= m {
@@ -213,10 +232,24 @@ func (e *Engine) nextPlaceable(g *group, parked *[]*job, d *Decisions) (*task, p
 			continue
 		}
 		t := j.ready.items[0]
+		if gg := t.gang; gg != nil && !gg.launched {
+			starts, r, ok := e.tryGang(gg, free)
+			if ok {
+				return t, place.Choice{}, starts
+			}
+			if r.Code == "" {
+				r = e.gangWaits(gg, free)
+			}
+			e.park(j, parked, r)
+			continue
+		}
 		var req place.Request
 		e.request(&req, t)
 		e.withAffinity(&req, t)
 		ch, r := e.fleet.Choose(&req)
+		if ch.Worker == nil && len(e.reservations) > 0 {
+			ch, r = e.backfill(&req, t, r)
+		}
 		if ch.Worker == nil {
 			if r.Code == model.ReasonStickyWorkerBusy {
 				d.Deferred = append(d.Deferred, Deferral{Job: j.id, Task: t.spec.Name, Worker: req.Sticky.Spec.Name, Reason: r})
@@ -224,9 +257,9 @@ func (e *Engine) nextPlaceable(g *group, parked *[]*job, d *Decisions) (*task, p
 			e.park(j, parked, r)
 			continue
 		}
-		return t, ch
+		return t, ch, nil
 	}
-	return nil, place.Choice{}
+	return nil, place.Choice{}, nil
 }
 
 func (e *Engine) park(j *job, parked *[]*job, r model.Reason) {
@@ -242,7 +275,7 @@ func (e *Engine) park(j *job, parked *[]*job, r model.Reason) {
 func (e *Engine) start(t *task, ch place.Choice, now time.Time, d *Decisions) {
 	j := t.job
 	w := ch.Worker
-	j.ready.pop()
+	j.ready.remove(t.heapPos) // the head, but for a gang's members
 	j.g.waiting--
 	e.occupy(t, w, now)
 	gpus := e.takeGPUs(t, w, nil)

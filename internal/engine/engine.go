@@ -87,6 +87,9 @@ type Engine struct {
 	affinity map[*job]*place.Affinity
 	// pend counts the waiting tasks as jobs change (pendcount.go).
 	pend pendingTally
+	// reservations are the capacity held for waiting gangs in the
+	// current cycle (gang.go).
+	reservations []*reservation
 	// held lists the held jobs (hold.go).
 	held map[*job]struct{}
 	// dependents lists, by job ID, the jobs waiting for that job
@@ -364,6 +367,9 @@ func (e *Engine) submit(spec model.Job, others []OtherJob) error {
 			return fmt.Errorf("job %q: needs: %w: dependency cycle %s", spec.ID, ErrInvalid, cyc)
 		}
 	}
+	if err := formGangs(j); err != nil {
+		return err
+	}
 	deps, err := e.checkDependencies(&js, others)
 	if err != nil {
 		return err
@@ -524,14 +530,17 @@ func (e *Engine) finish(ev FinishTask, now time.Time) error {
 			e.makeReady(t)
 			e.ended = append(e.ended, TaskEnd{Job: ev.Job, Task: ev.Task, Worker: worker, State: model.TaskReady,
 				Reason: model.Because(model.ReasonRetry, "attempt %d of %d failed: %s; retrying", t.fails, max, msg)})
+			e.gangLost(t, now, &e.stops)
 			return nil
 		}
 		e.end(t, model.TaskFailed, model.Because(model.ReasonFailed, "attempt %d of %d failed: %s", t.fails, max, msg), worker)
 		e.cascade(t)
+		e.gangFailed(t, now)
 	case model.Requeued:
 		e.makeReady(t)
 		r := model.Because(requeueCode(ev), "requeued: %s", ev.Message)
 		e.ended = append(e.ended, TaskEnd{Job: ev.Job, Task: ev.Task, Worker: worker, State: model.TaskReady, Reason: r})
+		e.gangLost(t, now, &e.stops)
 	default:
 		return fmt.Errorf("%w outcome %q", ErrInvalid, ev.Outcome)
 	}
@@ -755,6 +764,9 @@ func (e *Engine) restore(ev RestoreRunning) error {
 		started = e.now
 	}
 	e.dropWaiting(t)
+	if t.gang != nil {
+		t.gang.launched = true // it ran before the restart
+	}
 	// Policies are told of the start at the engine's time, so their Account
 	// calls stay in time order; the task keeps its true start for victim
 	// selection. Usage from before now is History's business.
@@ -865,6 +877,9 @@ func (e *Engine) removeWorker(ev RemoveWorker, now time.Time) error {
 		e.release(t, now)
 		e.makeReady(t)
 		e.ended = append(e.ended, TaskEnd{Job: t.job.spec.ID, Task: t.spec.Name, Worker: ev.Name, State: model.TaskReady, Reason: r})
+	}
+	for _, t := range victims {
+		e.gangLost(t, now, &e.stops)
 	}
 	e.fleet.Remove(w)
 	e.forgetGPUs(w)

@@ -38,6 +38,9 @@ type Explanation struct {
 	// Estimate is when the job's first waiting task should start, from a
 	// what-if simulation (EstimateStart); the caller fills it.
 	Estimate *Estimate `json:"estimate,omitempty"`
+	// Gang says what the job's gang waits for, while one waits to start
+	// (docs/explain.md#gang).
+	Gang *GangExplain `json:"gang,omitempty"`
 }
 
 // MaxPendingGroups bounds Explanation.Pending: a DAG whose every task waits
@@ -77,7 +80,7 @@ const maxExamples = 3
 // Kind is stable for scripts: smaller_request, selector, enable_worker,
 // add_worker, share_above_entitlement, below_entitlement, endpoint_capacity,
 // starvation_reservation, priority, dependency, suspended,
-// assigned_worker, affinity_wait, held.
+// assigned_worker, affinity_wait, held, gang.
 type Help struct {
 	Kind    string `json:"kind"`
 	Message string `json:"message"`
@@ -104,6 +107,8 @@ func (e *Engine) Explain(id string) (Explanation, bool) {
 	var ready PendingExplain
 	if j.ready.Len() > 0 {
 		x.Allocation = e.explainAllocation(j)
+		x.Gang = e.explainGang(j)
+		x.Help = append(x.Help, gangHelp(x.Gang)...)
 	}
 	groups, more := e.readyGroups(j)
 	for i := range groups {

@@ -130,8 +130,8 @@ func (e *Engine) placed(t *task, w *place.Worker) {
 // configured batch size and the job's slot limit. t has just started.
 func (e *Engine) merge(t *task, info place.Info, now time.Time, d *Decisions) {
 	limit := e.fleet.MergeMax()
-	if limit < 2 || t.spec.Model == "" {
-		return
+	if limit < 2 || t.spec.Model == "" || t.gang != nil {
+		return // a gang's tasks each hold a slot
 	}
 	j := t.job
 	head := len(d.Starts) - 1

@@ -35,6 +35,8 @@ type task struct {
 	// readyAt is when the task last became ready: the affinity wait
 	// counts from it.
 	readyAt time.Time
+	// gang is the gang the task belongs to, or nil (gang.go).
+	gang *gang
 }
 
 // job is the engine's record of one job.
@@ -139,6 +141,10 @@ type queue struct {
 	// full caches the pool-full reason for a pool of fullSlots slots.
 	full      model.Reason
 	fullSlots int
+	// res is the capacity held this cycle for the queue's first waiting
+	// gang; reserved is that gang, held for again next cycle (gang.go).
+	res      *reservation
+	reserved *gang
 }
 
 func (q *queue) group(key string) *group {

@@ -206,6 +206,12 @@ type Task struct {
 	// this task loads. With stage stickiness on, the task runs on the
 	// worker that ran that task while the worker lives, sparing a download.
 	StickTo string `json:"stickTo,omitempty"`
+	// Gang names the gang the task belongs to: the tasks of one job with
+	// the same non-empty Gang start together, at least GangMin of them in
+	// one cycle, or not at all, and a preemption stops them together
+	// (docs/jobs.md#gangs). Every member carries the same GangMin.
+	Gang    string `json:"gang,omitempty"`
+	GangMin int    `json:"gangMin,omitempty"`
 }
 
 // Job is what a user submits: tasks, and the attributes policies divide
@@ -326,6 +332,16 @@ const (
 	// ReasonRequeued makes a task run again at a user's request (allot
 	// requeue): a running attempt is stopped, an ended task waits again.
 	ReasonRequeued = "requeued"
+	// ReasonGangWaiting says a gang's tasks wait until enough of them can
+	// start at once (docs/jobs.md#gangs).
+	ReasonGangWaiting = "gang_waiting"
+	// ReasonGangReserved says a task waits because the free capacity it
+	// could use is held for a waiting gang that would otherwise starve,
+	// and the task would still run when the gang is expected to start.
+	ReasonGangReserved = "gang_reserved"
+	// ReasonGangStopped stops the running tasks of a gang that lost a
+	// member, so that it never runs below its minimum.
+	ReasonGangStopped = "gang_stopped"
 )
 
 // Because formats a Reason.

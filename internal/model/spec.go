@@ -50,6 +50,14 @@ type JobSpec struct {
 	// attempt otherwise (docs/agent.md); empty runs them as the worker's
 	// default user.
 	User string `yaml:"user,omitempty" json:"user,omitempty"`
+
+	// Gang asks that all the job's tasks start together, in one cycle, or
+	// not at all; MinAvailable (which implies Gang) asks that at least that
+	// many start together, the rest following as capacity frees. A stage
+	// of a DAG job asks the same on its task entry instead
+	// (docs/jobs.md#gangs).
+	Gang         bool `yaml:"gang,omitempty" json:"gang,omitempty"`
+	MinAvailable int  `yaml:"minAvailable,omitempty" json:"minAvailable,omitempty" zero:"must be at least 1|leave minAvailable out, or set gang: true, for all the tasks at once"`
 }
 
 // TaskSpec is a task, or with Count a group of identical tasks, as a user
@@ -93,6 +101,13 @@ type TaskSpec struct {
 	// Fails (scenarios only) makes the simulator fail each task this many
 	// times before it succeeds.
 	Fails int `yaml:"fails,omitempty" json:"fails,omitempty"`
+
+	// Gang asks that the Count tasks of this entry (a stage of the job)
+	// start together, in one cycle, or not at all; MinAvailable (which
+	// implies Gang) asks that at least that many start together, the rest
+	// following as capacity frees (docs/jobs.md#gangs).
+	Gang         bool `yaml:"gang,omitempty" json:"gang,omitempty"`
+	MinAvailable int  `yaml:"minAvailable,omitempty" json:"minAvailable,omitempty" zero:"must be at least 1|leave minAvailable out, or set gang: true, for all the entry's tasks at once"`
 }
 
 // ResourceSpec is what a task asks for, or a worker offers, in the

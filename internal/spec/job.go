@@ -206,6 +206,7 @@ func (j Job) Expand(path string, submitted time.Time) (Expanded, error) {
 			pos++
 		}
 	}
+	j.gangs(&c, p, out.Tasks, kept)
 	if len(c.list) == 0 {
 		if _, cyc := newEntryGraph(j.Tasks).order(); cyc != "" {
 			c.add(p("tasks"), "dependency cycle %s", cyc)

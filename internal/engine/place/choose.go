@@ -459,7 +459,7 @@ func (f *Fleet) JobEnded(job string) {
 	}
 	delete(f.bound, job)
 	w.boundTo = ""
-	if w.Takes() && w.FreeSlots() > 0 {
+	if w.Takes() && w.FreeSlots() > 0 && !w.held {
 		w.class.free.add(w.pos)
 	}
 	f.epoch++

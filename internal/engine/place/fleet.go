@@ -34,6 +34,8 @@ type Worker struct {
 	// boundTo is the job the worker is reserved for in the static-worker
 	// mode, or "": a bound worker is out of the general pool.
 	boundTo string
+	// held keeps the worker out of the free workers for now (hold.go).
+	held bool
 	// IdleSince is when the worker last became idle (registration, or its
 	// last running task ended) and StateSince when its state last changed;
 	// the engine keeps both for the elastic coordinator.
@@ -266,7 +268,7 @@ func (f *Fleet) count(w *Worker, sign int) {
 	default:
 		c.slotsUp += sign * w.Spec.Slots
 		c.freeSlots += sign * w.FreeSlots()
-		if sign > 0 && w.FreeSlots() > 0 && w.boundTo == "" {
+		if sign > 0 && w.FreeSlots() > 0 && w.boundTo == "" && !w.held {
 			c.free.add(w.pos)
 		} else if sign < 0 {
 			c.free.remove(w.pos)
@@ -292,7 +294,7 @@ func (f *Fleet) Release(w *Worker, req model.Resources) {
 	w.Used = w.Used.Sub(req)
 	if w.Takes() {
 		w.class.freeSlots++
-		if w.FreeSlots() > 0 && w.boundTo == "" {
+		if w.FreeSlots() > 0 && w.boundTo == "" && !w.held {
 			w.class.free.add(w.pos)
 		}
 	}
