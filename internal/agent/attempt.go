@@ -138,6 +138,10 @@ type runner struct {
 	cg   *cgroup.Manager
 	cpus *cpuPool
 	pids int64
+	// gpuNodes are the device nodes of the worker's GPUs by index
+	// (gpunodes_linux.go): each attempt's cgroup denies those its task was
+	// not given. Nil where they are not found (GPUs declared with --gpus).
+	gpuNodes map[int]cgroup.Device
 	// stream, when set, makes the stream that sends an attempt's output
 	// to the server while it runs (stream.go).
 	stream func(api.Assignment) *outStream

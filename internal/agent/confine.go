@@ -1,8 +1,10 @@
 package agent
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -53,7 +55,8 @@ func (a *Agent) confine() func() {
 	a.reg.Unconfined = ""
 	a.run.cg = m
 	a.run.cpus = newCPUPool()
-	a.log.Info("tasks run in cgroups", "cgroups", m.Describe(), "pidsLimit", a.run.pids)
+	a.run.gpuNodes = gpuNodes("/dev", a.reg)
+	a.log.Info("tasks run in cgroups", "cgroups", m.Describe(), "pidsLimit", a.run.pids, "gpuNodes", len(a.run.gpuNodes))
 	if missing := m.Missing(); len(missing) > 0 {
 		a.log.Warn("the host gives no cgroup controller for some limits: those are not enforced",
 			"missing", strings.Join(missing, ","))
@@ -63,6 +66,22 @@ func (a *Agent) confine() func() {
 			a.log.Warn("could not remove the agent's cgroup", "err", err)
 		}
 	}
+}
+
+// deniedGPUs are the nodes of the worker's GPUs the assignment does not
+// give its task, by index.
+func deniedGPUs(nodes map[int]cgroup.Device, as api.Assignment) []cgroup.Device {
+	given := make(map[int]bool, len(as.GPUs))
+	for _, d := range as.GPUs {
+		given[d.Index] = true
+	}
+	var out []cgroup.Device
+	for _, i := range slices.Sorted(maps.Keys(nodes)) {
+		if !given[i] {
+			out = append(out, nodes[i])
+		}
+	}
+	return out
 }
 
 // confined is the cgroup of one running attempt, with what it holds.
@@ -86,7 +105,14 @@ func (r runner) newGroup(as api.Assignment) (*confined, error) {
 		c.cpus = r.cpus.take(int(milli / 1000))
 	}
 	name := fmt.Sprintf("%s.%s.%d", as.Job, as.Task, as.Attempt.Attempt)
-	g, err := r.cg.New(name, cgroup.Limits{MilliCPU: milli, CPUs: c.cpus, Memory: c.memory, Pids: r.pids})
+	l := cgroup.Limits{MilliCPU: milli, CPUs: c.cpus, Memory: c.memory, Pids: r.pids, DenyDevices: deniedGPUs(r.gpuNodes, as)}
+	g, err := r.cg.New(name, l)
+	if errors.Is(err, cgroup.ErrDevices) {
+		// The hierarchy cannot deny devices (v2): the task still gets
+		// only its GPUs in CUDA_VISIBLE_DEVICES (docs/agent.md).
+		l.DenyDevices = nil
+		g, err = r.cg.New(name, l)
+	}
 	if err != nil {
 		r.cpus.give(c.cpus)
 		return nil, err

@@ -48,6 +48,10 @@ type Limits struct {
 	// Implemented on v1 (devices.allow); v2 needs an eBPF program, not yet
 	// written, so New refuses a non-nil list there (ErrDevices).
 	Devices []Device
+	// DenyDevices are devices the attempt may not open, all others staying
+	// as the agent's own: on a GPU worker, the GPUs the task was not
+	// given. Implemented on v1 (devices.deny); refused on v2 (ErrDevices).
+	DenyDevices []Device
 }
 
 // Device is a character or block device an attempt may use, as the kernel

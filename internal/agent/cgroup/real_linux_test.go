@@ -3,10 +3,12 @@ package cgroup
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -215,5 +217,37 @@ func TestV1StartsByMovingTheThreadWherePtraceIsRefused(t *testing.T) {
 	self, _ := os.ReadFile("/proc/thread-self/cgroup")
 	if strings.Contains(string(self), "/thread") {
 		t.Errorf("the test's thread is still in the group:\n%s", self)
+	}
+}
+
+// A device the group denies cannot be opened, while another of the same
+// driver still can: two nodes of a major no driver serves (so opening one
+// that is allowed fails with ENXIO, "no such device", not EPERM).
+func TestV1DeniesTheDevicesItIsTold(t *testing.T) {
+	m := openReal(t, 1)
+	if !slices.Contains(m.h.(*v1).controllers(), "devices") {
+		t.Skip("no devices controller on this v1 hierarchy")
+	}
+	dir := t.TempDir()
+	const major = 240 // local/experimental use: no driver here
+	for minor := range 2 {
+		dev := int((major << 8) | minor)
+		if err := syscall.Mknod(filepath.Join(dir, "gpu"+strconv.Itoa(minor)), syscall.S_IFCHR|0o666, dev); err != nil {
+			t.Skipf("cannot make device nodes here: %v", err)
+		}
+	}
+	g, err := m.New("deny", Limits{DenyDevices: []Device{{'c', major, 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = g.Remove() }()
+	var out strings.Builder
+	cmd := exec.Command("sh", "-c", "cat "+filepath.Join(dir, "gpu0")+"; cat "+filepath.Join(dir, "gpu1"))
+	cmd.Stdout, cmd.Stderr = &out, &out
+	startIn(t, g, cmd)
+	_ = cmd.Wait()
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "No such device") || !strings.Contains(lines[1], "Operation not permitted") {
+		t.Fatalf("opening an allowed and a denied node: %q; want ENXIO for gpu0, EPERM for gpu1", out.String())
 	}
 }

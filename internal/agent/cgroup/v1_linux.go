@@ -135,7 +135,7 @@ func (h *v1) newGroup(name string, l Limits) (_ *Group, err error) {
 		// kernel serializes them): the attempt stays in the agent's
 		// groups where it has no limit to hold it to.
 		switch {
-		case c == "cpuset" && len(l.CPUs) == 0, c == "devices" && l.Devices == nil,
+		case c == "cpuset" && len(l.CPUs) == 0, c == "devices" && l.Devices == nil && len(l.DenyDevices) == 0,
 			c == "cpu" && l.MilliCPU == 0, c == "pids" && l.Pids == 0:
 			continue
 		}
@@ -188,12 +188,19 @@ func (h *v1) newGroup(name string, l Limits) (_ *Group, err error) {
 			return nil, err
 		}
 	}
-	if d, ok := g.dir["devices"]; ok {
+	if d, ok := g.dir["devices"]; ok && l.Devices != nil {
 		if err := write(d, "devices.deny", "a"); err != nil {
 			return nil, err
 		}
 		for _, dev := range append(slices.Clone(standardDevices), l.Devices...) {
 			if err := write(d, "devices.allow", dev.rule()); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if d, ok := g.dir["devices"]; ok {
+		for _, dev := range l.DenyDevices {
+			if err := write(d, "devices.deny", dev.rule()); err != nil {
 				return nil, err
 			}
 		}

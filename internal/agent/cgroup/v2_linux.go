@@ -112,7 +112,7 @@ func (h *v2) tearDown() error {
 func (h *v2) has(c string) bool { return slices.Contains(h.enabled, c) }
 
 func (h *v2) newGroup(name string, l Limits) (_ *Group, err error) {
-	if l.Devices != nil {
+	if l.Devices != nil || len(l.DenyDevices) > 0 {
 		return nil, ErrDevices
 	}
 	g := &group2{dir: filepath.Join(h.base, name)}
