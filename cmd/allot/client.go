@@ -687,7 +687,7 @@ func newQueuesCmd(f *clientFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return f.print(cmd.OutOrStdout(), qs, func(w io.Writer) error { return queuesTable(w, qs) })
+			return f.print(cmd.OutOrStdout(), qs, func(w io.Writer) error { return queuesTable(w, qs, f) })
 		},
 	}
 	cmd.AddCommand(&cobra.Command{

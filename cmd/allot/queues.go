@@ -17,8 +17,8 @@ import (
 
 // queuesTable is allot queues' table: one line per queue with its policy
 // in words, then each policy's report of its groups.
-func queuesTable(w io.Writer, qs []api.Queue) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+func queuesTable(w io.Writer, qs []api.Queue, f *clientFlags) error {
+	tw := f.tabWriter(w)
 	fmt.Fprintln(tw, "QUEUE\tPRIORITY\tRUNNING\tWAITING\tPOLICY")
 	for _, q := range qs {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\n", q.Name, q.Priority, q.Running, q.Waiting, policySummary(q.Policy))

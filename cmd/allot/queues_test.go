@@ -19,7 +19,14 @@ func TestQueuesTableIsReadable(t *testing.T) {
 		t.Fatal(err)
 	}
 	var b bytes.Buffer
-	if err := queuesTable(&b, qs); err != nil {
+	if err := queuesTable(&b, qs, &clientFlags{noHeaders: true}); err != nil {
+		t.Fatal(err)
+	}
+	if first, _, _ := strings.Cut(b.String(), "\n"); !strings.HasPrefix(first, "batch ") {
+		t.Errorf("with --no-headers the first line is %q, want the batch queue's", first)
+	}
+	b.Reset()
+	if err := queuesTable(&b, qs, &clientFlags{}); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
