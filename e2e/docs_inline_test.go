@@ -13,24 +13,35 @@ import (
 )
 
 // The docs test also covers the commands the docs name outside shell
-// blocks: `allot ...` code spans in the prose and tables of README.md,
-// docs/*.md and docs/*/*.md, `$ allot ...` lines of transcripts (untagged
+// blocks (TestDocsInlineCommands): `allot ...` code spans in the prose and
+// tables of README.md, docs/*.md and docs/*/*.md (a span may wrap onto
+// the paragraph's next line; `\|` in a table cell is "|"), spans that
+// leave "allot" out but start with a subcommand and name a flag
+// (`submit FILE --set K=V`), `$ allot ...` lines of transcripts (untagged
 // fenced blocks), the allot lines of skipped shell blocks, and the
-// `# allot ...` lines of the examples' header comments. Each such command
-// is parsed against the real command tree (the binary's --help: its
-// subcommands and flags), so a doc that names a subcommand or a flag that
-// does not exist fails the test naming the file and the line.
+// `# allot ...` lines of the comments of examples/*.yaml and
+// examples/*/*.yaml (cut at "→" and at the prose after the command).
+//
+// Each is parsed against the real command tree, read from the binary's
+// --help: every subcommand must exist, every flag must be one of its
+// command's, and a command whose usage line names no argument must not be
+// given one. A doc that names a subcommand or flag that does not exist
+// fails the test naming the file and the line. A flag with no value at
+// the end of a span (`allot sim --density`), or a span with only a
+// command's name (`allot plan`), is a mention: checked, not run.
 //
 // A command that is complete and offline is also run, in a scratch
 // directory as the blocks are, with the same per-command timeout:
-// `allot plan`, `allot sim`, `allot explain -f`, `allot version`, and any
+// `allot plan`, `allot sim`, `allot explain -f`, `allot help`, and any
 // command with --help or --version. Complete means no placeholder (an
-// upper-case word such as FILE or JOB, "…", "...", [optional] parts or
-// a|b alternatives) and that its input files (-f, --file, --trace,
-// --azure) are in the repository. By rule, a --trace or --azure file
-// that is not in the repository is a download and the command is skipped
-// with that reason; any other missing input fails the test. Commands with
-// placeholders, or that need a server, are only parsed.
+// upper-case word such as FILE, JOB/TASK or N, "…", "...", [optional]
+// parts, a|b alternatives, $VAR) and that its -f/--file is in the
+// repository (a missing one fails the test). By rule, a --trace or
+// --azure file that is not in the repository is a download, and the
+// command is skipped with that reason in the test's log. A command
+// written in several places runs once; a failure names every place.
+// Commands with placeholders, commands that need a server and the
+// commands of skipped blocks are only parsed.
 
 // docCommand is an allot command named in a doc.
 type docCommand struct {
@@ -44,10 +55,12 @@ type docCommand struct {
 	// parseOnly is set for the commands of a skipped shell block: the
 	// block says why they cannot run here.
 	parseOnly bool
+	// bare is set for a code span that would be a command with "allot"
+	// before it, if its first word is a subcommand.
+	bare bool
 }
 
 var (
-	codeSpanRE     = regexp.MustCompile("`([^`]+)`")
 	promptRE       = regexp.MustCompile(`^\s*\$ (?:\./)?(allot( .*)?)$`)
 	yamlCommentRE  = regexp.MustCompile(`^#\s*(allot .*)$`)
 	helpFlagRE     = regexp.MustCompile(`^\s+(?:-([A-Za-z0-9]), )?--([A-Za-z0-9][A-Za-z0-9-]*)(?: ([A-Za-z0-9.\[\]]+))?(?:\s{2,}|$)`)
@@ -56,7 +69,9 @@ var (
 	shellLineEndRE = regexp.MustCompile(`\s(\||&&|&|;|>|2>|#)(\s|$)`)
 	// spanEndRE ends a command in a code span where the shell would;
 	// "|" separates alternatives there.
-	spanEndRE = regexp.MustCompile(`\s(&&|&|;|>|2>)(\s|$)`)
+	bareFirstRE = regexp.MustCompile(`^[a-z][a-z-]*$`)
+	bareFlagRE  = regexp.MustCompile(`(^|\s)--?[a-z]`)
+	spanEndRE   = regexp.MustCompile(`\s(&&|&|;|>|2>)(\s|$)`)
 )
 
 // markdownCommands returns the allot commands of a doc outside its run
@@ -66,8 +81,42 @@ func markdownCommands(file, text string) []docCommand {
 	lines := strings.Split(text, "\n")
 	var out []docCommand
 	inFence, fenceLang, skipped := false, "", false
+	var para []int // the lines of the paragraph being read
+	flush := func() {
+		if len(para) == 0 {
+			return
+		}
+		var joined strings.Builder
+		starts := make([]int, len(para)) // offset of each line in joined
+		for k, n := range para {
+			if k > 0 {
+				joined.WriteByte(' ')
+			}
+			starts[k] = joined.Len()
+			joined.WriteString(strings.TrimSpace(lines[n]))
+		}
+		for _, sp := range codeSpans(joined.String()) {
+			t := strings.ReplaceAll(sp.text, `\|`, "|") // a pipe in a table cell
+			if loc := spanEndRE.FindStringIndex(t); loc != nil {
+				t = t[:loc[0]]
+			}
+			k := sort.SearchInts(starts, sp.at+1) - 1
+			t = strings.TrimSpace(t)
+			if strings.HasPrefix(t, "allot ") {
+				out = append(out, docCommand{file: file, line: para[k] + 1, text: t, exact: true})
+			} else if first, rest, ok := strings.Cut(t, " "); ok && bareFirstRE.MatchString(first) && bareFlagRE.MatchString(rest) {
+				// Perhaps a command without its "allot" (`submit
+				// FILE --set K=V`): kept when first is a subcommand.
+				// It must name a flag, or it is likely a log line
+				// (`worker registered`).
+				out = append(out, docCommand{file: file, line: para[k] + 1, text: "allot " + t, exact: true, parseOnly: true, bare: true})
+			}
+		}
+		para = para[:0]
+	}
 	for i, l := range lines {
 		if m := fenceRE.FindStringSubmatch(l); m != nil || (inFence && strings.HasPrefix(strings.TrimSpace(l), "```")) {
+			flush()
 			if inFence {
 				inFence = false
 				continue
@@ -104,15 +153,67 @@ func markdownCommands(file, text string) []docCommand {
 			}
 			continue
 		}
-		for _, m := range codeSpanRE.FindAllStringSubmatch(l, -1) {
-			t := strings.ReplaceAll(m[1], `\|`, "|") // a pipe in a table cell
-			if loc := spanEndRE.FindStringIndex(t); loc != nil {
-				t = t[:loc[0]]
-			}
-			if t == "allot" || !strings.HasPrefix(t, "allot ") {
+		// Code spans may wrap onto the paragraph's next lines.
+		t := strings.TrimSpace(l)
+		if t == "" || strings.HasPrefix(t, "|") || strings.HasPrefix(t, "#") {
+			flush()
+		}
+		if t != "" {
+			para = append(para, i)
+		}
+		if strings.HasPrefix(t, "|") || strings.HasPrefix(t, "#") {
+			flush() // a table row or a heading stands alone
+		}
+	}
+	flush()
+	return out
+}
+
+// codeSpan is a code span of a paragraph: its text and the offset of its
+// opening backticks.
+type codeSpan struct {
+	at   int
+	text string
+}
+
+// codeSpans finds the code spans of a paragraph as CommonMark does: a run
+// of n backticks opens one, the next run of exactly n closes it, and a
+// run that is never closed is text.
+func codeSpans(s string) []codeSpan {
+	var out []codeSpan
+	run := func(i int) int {
+		n := 0
+		for i+n < len(s) && s[i+n] == '`' {
+			n++
+		}
+		return n
+	}
+	for i := 0; i < len(s); {
+		if s[i] != '`' {
+			i++
+			continue
+		}
+		n := run(i)
+		closed := false
+		for j := i + n; j < len(s); {
+			if s[j] != '`' {
+				j++
 				continue
 			}
-			out = append(out, docCommand{file: file, line: i + 1, text: strings.TrimSpace(t), exact: true})
+			m := run(j)
+			if m == n {
+				text := s[i+n : j]
+				if len(text) > 1 && text[0] == ' ' && text[len(text)-1] == ' ' {
+					text = text[1 : len(text)-1]
+				}
+				out = append(out, codeSpan{at: i, text: text})
+				i, closed = j+m, true
+				break
+			}
+			j += m
+		}
+		if !closed {
+			i += n
 		}
 	}
 	return out
@@ -433,14 +534,35 @@ func TestDocCommandParsing(t *testing.T) {
 		"```\n$ allot explain -f s.yaml job-a -o json   # the answer\nOUTPUT\n```\n\n" +
 		"<!-- docs-test: skip (needs a host) -->\n```sh\nallot server --listen :1 | tee log\n./allot dev \\\n  --x\n```\n\n" +
 		"```sh\nallot list\n```\n"
-	got := markdownCommands("t.md", doc)
+	nonBare := func(cs []docCommand) (out []docCommand) {
+		for _, c := range cs {
+			if !c.bare {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	got := nonBare(markdownCommands("t.md", doc))
+	if bare := markdownCommands("b.md", "Or `submit FILE --set K=V`, `a-b`, `Foo bar`.\n"); len(bare) != 1 || !bare[0].bare || bare[0].text != "allot submit FILE --set K=V" {
+		t.Errorf("bare commands %v", bare)
+	}
+	wrapped := nonBare(markdownCommands("w.md", "A run, `allot plan\n  -f x.yaml`, and ``allot `sim` x`` and `` allot get a ``.\n\n| `allot list` | `x\n| `allot get b` |\n"))
+	if fmt.Sprint(wrapped) != fmt.Sprint([]docCommand{
+		{"w.md", 1, "allot plan -f x.yaml", true, false, false},
+		{"w.md", 2, "allot `sim` x", true, false, false},
+		{"w.md", 2, "allot get a", true, false, false},
+		{"w.md", 4, "allot list", true, false, false},
+		{"w.md", 5, "allot get b", true, false, false},
+	}) {
+		t.Errorf("wrapped spans %v", wrapped)
+	}
 	want := []docCommand{
-		{"t.md", 1, "allot plan -f x.yaml", true, false},
-		{"t.md", 1, "allot get JOB -o wide", true, false},
-		{"t.md", 1, "allot workers [drain|disable NAME]", true, false},
-		{"t.md", 4, "allot explain -f s.yaml job-a -o json", true, false},
-		{"t.md", 10, "allot server --listen :1", true, true},
-		{"t.md", 11, "allot dev  --x", true, true},
+		{"t.md", 1, "allot plan -f x.yaml", true, false, false},
+		{"t.md", 1, "allot get JOB -o wide", true, false, false},
+		{"t.md", 1, "allot workers [drain|disable NAME]", true, false, false},
+		{"t.md", 4, "allot explain -f s.yaml job-a -o json", true, false, false},
+		{"t.md", 10, "allot server --listen :1", true, true, false},
+		{"t.md", 11, "allot dev  --x", true, true, false},
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("commands\n%v, want\n%v", got, want)
@@ -570,7 +692,14 @@ func TestDocsInlineCommands(t *testing.T) {
 	var order []string
 	skips := map[string][]string{}
 	checked := 0
+	rootHelp, err := tree.help(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, dc := range cmds {
+		if first, _, _ := strings.Cut(strings.TrimPrefix(dc.text, "allot "), " "); dc.bare && !rootHelp.subs[first] {
+			continue
+		}
 		where := fmt.Sprintf("%s:%d", dc.file, dc.line)
 		p, err := tree.parse(dc)
 		if err != nil {
