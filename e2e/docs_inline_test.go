@@ -333,7 +333,9 @@ func (c *commandTree) help(path []string) (*cmdHelp, error) {
 	if h, ok := c.cache[key]; ok {
 		return h, nil
 	}
-	out, err := exec.Command(c.bin, append(append([]string{}, path...), "--help")...).CombinedOutput()
+	ctx, cancel := context.WithTimeout(context.Background(), docsCommandTimeout)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, c.bin, append(append([]string{}, path...), "--help")...).CombinedOutput()
 	if err != nil {
 		return nil, fmt.Errorf("allot %s --help: %v\n%s", key, err, out)
 	}
