@@ -35,6 +35,11 @@ import (
 // test: every skip says why. A command that fails or runs longer than
 // docsCommandTimeout fails the test naming the file, the line and the
 // command.
+//
+// The commands the docs name outside shell blocks (code spans, transcript
+// lines, skipped blocks, the examples' comments) are checked by
+// TestDocsInlineCommands (docs_inline_test.go): each against the real
+// command tree, and the complete offline ones (plan, sim, explain -f) run.
 
 // docsCommandTimeout bounds one command of a block; a block gets it once
 // per command.
@@ -222,23 +227,8 @@ type docsEnv struct {
 
 func newDocsEnv(t *testing.T, root string) *docsEnv {
 	t.Helper()
-	e := &docsEnv{t: t, dir: t.TempDir(), binDir: t.TempDir()}
-	entries, err := os.ReadDir(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, de := range entries {
-		if n := de.Name(); n != ".git" && n != "allot" {
-			if err := os.Symlink(filepath.Join(root, n), filepath.Join(e.dir, n)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	for _, d := range []string{e.dir, e.binDir} {
-		if err := os.Symlink(bin, filepath.Join(d, "allot")); err != nil {
-			t.Fatal(err)
-		}
-	}
+	e := &docsEnv{t: t}
+	e.dir, e.binDir = newScratchDir(t, root)
 	addr := freePort(t)
 	e.url = "http://" + addr
 	dev := exec.Command(bin, "dev", "--listen", addr, "--data-dir", t.TempDir(), "--workers", "2", "--slots", "2")
@@ -270,6 +260,31 @@ func newDocsEnv(t *testing.T, root string) *docsEnv {
 		}
 	}
 	return e
+}
+
+// newScratchDir makes the directory the docs' commands run in: it holds
+// the repository's top-level entries (as links) and ./allot; binDir holds
+// only allot, for the PATH.
+func newScratchDir(t *testing.T, root string) (dir, binDir string) {
+	t.Helper()
+	dir, binDir = t.TempDir(), t.TempDir()
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, de := range entries {
+		if n := de.Name(); n != ".git" && n != "allot" {
+			if err := os.Symlink(filepath.Join(root, n), filepath.Join(dir, n)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, d := range []string{dir, binDir} {
+		if err := os.Symlink(bin, filepath.Join(d, "allot")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir, binDir
 }
 
 // stopGroup interrupts a process group (as Ctrl-C does), then kills it if
