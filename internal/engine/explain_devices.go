@@ -152,6 +152,13 @@ func (b *gpuBook) free() int {
 	return n
 }
 
+// deviceHeld is a task holding n devices of a book, and its expected end.
+type deviceHeld struct {
+	t   *task
+	n   int
+	end time.Time
+}
+
 // freedBy finds the holders of b whose ends free k more devices soonest
 // (known ends first, soonest first, then device order). It appends their
 // names ("job/task") to names when names is not nil, and returns when the
@@ -162,25 +169,25 @@ func (b *gpuBook) freedBy(k int, names []string) (out []string, by time.Time, ok
 	if k <= 0 {
 		return names, time.Time{}, false
 	}
-	type held struct {
-		t   *task
-		n   int
-		end time.Time
-	}
-	var hs []held
+	// A worker has a few GPUs: the holders fit an array on the stack.
+	var buf [16]deviceHeld
+	hs := buf[:0]
+next:
 	for _, h := range b.holder {
 		if h == nil {
 			continue
 		}
-		if i := slices.IndexFunc(hs, func(x held) bool { return x.t == h }); i >= 0 {
-			hs[i].n++
-			continue
+		for i := range hs {
+			if hs[i].t == h {
+				hs[i].n++
+				continue next
+			}
 		}
-		hs = append(hs, held{t: h, n: 1, end: expectedEnd(h)})
+		hs = append(hs, deviceHeld{t: h, n: 1, end: expectedEnd(h)})
 	}
 	// Unknown ends last; a stable sort keeps device order among equal
 	// ends.
-	slices.SortStableFunc(hs, func(x, y held) int {
+	slices.SortStableFunc(hs, func(x, y deviceHeld) int {
 		if x.end.IsZero() != y.end.IsZero() {
 			if x.end.IsZero() {
 				return 1
