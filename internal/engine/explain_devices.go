@@ -232,7 +232,7 @@ func gpuDevicesHelp(g *GPUDeviceWait) []Help {
 	}
 	msg := fmt.Sprintf("the task needs %d free GPU device(s) on one worker: worker %s has them once %s end", g.Need, w.Worker, andList(w.Frees))
 	if w.FreeBy.IsZero() {
-		msg += " (when is unknown: a task holding them declares no duration)"
+		msg += " (one of them declares no duration: the estimate says when the task should start)"
 	} else {
 		msg += ", expected by " + w.FreeBy.UTC().Format(time.RFC3339) + " (from their declared durations)"
 	}

@@ -123,7 +123,7 @@ jobs:
 	if !reflect.DeepEqual(got, want) || g.More != 1 || g.Need != 2 {
 		t.Errorf("workers %q, %d more, need %d\nwant %q, 1 more (gpu-3; gpu-4 drains, spare's slot is taken), need 2", got, g.More, g.Need, want)
 	}
-	hasHelp(t, x, "gpu_devices", "worker gpu-0 has them once hold/t-0 end (when is unknown: a task holding them declares no duration); 3 other worker(s)")
+	hasHelp(t, x, "gpu_devices", "worker gpu-0 has them once hold/t-0 end (one of them declares no duration: the estimate says when the task should start); 3 other worker(s)")
 	if y, _ := e.Explain("big"); y.Pending[0].Placement.GPUDevices != nil || len(helpOf(y, "gpu_devices")) != 0 {
 		t.Errorf("a job that asks for no GPU has a devices section: %+v", y.Pending[0].Placement.GPUDevices)
 	}
