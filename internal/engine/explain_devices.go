@@ -75,6 +75,15 @@ type deviceCandidate struct {
 	freeBy time.Time
 }
 
+// before reports whether c is listed before d: enough devices expected
+// free sooner (unknown last), then more free now, then registration order.
+func (c *deviceCandidate) before(d *deviceCandidate) bool {
+	if c.freeBy.IsZero() != d.freeBy.IsZero() {
+		return d.freeBy.IsZero()
+	}
+	return cmp.Or(c.freeBy.Compare(d.freeBy), cmp.Compare(d.free, c.free), cmp.Compare(c.pos, d.pos)) < 0
+}
+
 // gpuDeviceWait fills the device section for ready tasks of shape s (pn is
 // the worker they are pinned to, if any), which no worker takes now. It
 // returns nil for tasks that ask for no GPU, and when no worker that could
@@ -85,7 +94,10 @@ func (e *Engine) gpuDeviceWait(j *job, s *place.Shape, pn pin) *GPUDeviceWait {
 	if need <= 0 {
 		return nil
 	}
-	var cands []deviceCandidate
+	// Only the first few are listed: keep those, in order, and count
+	// the rest, rather than sort a thousand full workers.
+	var top [MaxDeviceWorkers]deviceCandidate
+	n := 0
 	for i, w := range e.fleet.Workers() {
 		if !w.Takes() || pn.w != nil && w != pn.w {
 			continue
@@ -102,22 +114,25 @@ func (e *Engine) gpuDeviceWait(j *job, s *place.Shape, pn pin) *GPUDeviceWait {
 		}
 		free := min(book.free(), int(w.Capacity().GPUs-w.Used.GPUs))
 		_, by, _ := book.freedBy(int(need)-free, nil)
-		cands = append(cands, deviceCandidate{w: w, pos: i, free: free, freeBy: by})
+		c := deviceCandidate{w: w, pos: i, free: free, freeBy: by}
+		k := min(n, MaxDeviceWorkers)
+		for k > 0 && c.before(&top[k-1]) {
+			if k < MaxDeviceWorkers {
+				top[k] = top[k-1]
+			}
+			k--
+		}
+		if k < MaxDeviceWorkers {
+			top[k] = c
+		}
+		n++
 	}
-	if len(cands) == 0 {
+	if n == 0 {
 		return nil
 	}
-	slices.SortFunc(cands, func(a, b deviceCandidate) int {
-		if a.freeBy.IsZero() != b.freeBy.IsZero() {
-			if a.freeBy.IsZero() {
-				return 1
-			}
-			return -1
-		}
-		return cmp.Or(a.freeBy.Compare(b.freeBy), cmp.Compare(b.free, a.free), cmp.Compare(a.pos, b.pos))
-	})
-	out := &GPUDeviceWait{Need: need, More: max(0, len(cands)-MaxDeviceWorkers)}
-	for _, c := range cands[:min(len(cands), MaxDeviceWorkers)] {
+	cands := top[:min(n, MaxDeviceWorkers)]
+	out := &GPUDeviceWait{Need: need, More: n - len(cands)}
+	for _, c := range cands {
 		book := e.book(c.w)
 		wd := WorkerDevices{Worker: c.w.Spec.Name, Devices: len(book.holder), FreeBy: c.freeBy}
 		for p, h := range book.holder {

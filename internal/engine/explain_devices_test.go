@@ -153,3 +153,44 @@ func TestExplainDevicesChangesNoDecision(t *testing.T) {
 		t.Errorf("the cycles after Explain differ:\n%s\nwithout it:\n%s", with, without)
 	}
 }
+
+// The workers listed are those whose devices free soonest, wherever they
+// were registered: here the last registered.
+func TestExplainDevicesListsTheSoonestFreeFirst(t *testing.T) {
+	s, err := scenario.Parse([]byte(`
+queues: [{name: default}]
+workers:
+  - {name: gpu, count: 5, slots: 4, resources: {cpu: 16, memory: 64Gi, gpus: 2}}
+jobs:
+  - id: hold
+    tasks:
+      - {name: h0, running: 1, duration: 50m, resources: {cpu: 1, gpus: 2}}
+      - {name: h1, running: 1, duration: 40m, resources: {cpu: 1, gpus: 2}}
+      - {name: h2, running: 1, duration: 30m, resources: {cpu: 1, gpus: 2}}
+      - {name: h3, running: 1, duration: 20m, resources: {cpu: 1, gpus: 2}}
+      - {name: h4, running: 1, duration: 10m, resources: {cpu: 1, gpus: 2}}
+  - id: wide
+    tasks: [{name: w, resources: {cpu: 1, gpus: 1}}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := s.Engine()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Cycle(s.Start)
+	x, _ := e.Explain("wide")
+	g := x.Pending[0].Placement.GPUDevices
+	if g == nil {
+		t.Fatalf("placement = %+v, want a gpu devices section", x.Pending[0].Placement)
+	}
+	var got []string
+	for _, w := range g.Workers {
+		got = append(got, fmt.Sprintf("%v %s", w.Frees, w.FreeBy.Sub(s.Start)))
+	}
+	want := []string{"[hold/h4] 10m0s", "[hold/h3] 20m0s", "[hold/h2] 30m0s"}
+	if !reflect.DeepEqual(got, want) || g.More != 2 || g.Need != 1 {
+		t.Errorf("workers %q, %d more, need %d; want %q, 2 more, need 1", got, g.More, g.Need, want)
+	}
+}
