@@ -24,9 +24,10 @@ func newExplainCmd() *cobra.Command {
 		Long: `explain says why a job's waiting tasks are not running: admission (endpoint
 capacity and load), allocation (its group's running slots, target, usage and
 entitlement, its rank), placement (how many workers each filter removed, the
-closest worker and what it lacks) and dependencies; what would help; and an
-estimated start from a short simulation of the current state with the
-production engine. Identical waiting tasks are grouped.
+closest worker and what it lacks, and for a task waiting for free GPU devices
+which tasks hold them) and dependencies; what would help; and an estimated
+start from a short simulation of the current state with the production engine.
+Identical waiting tasks are grouped.
 
 With -f, explain works offline on a scenario file: it runs one plan cycle at
 the scenario's time zero and explains JOB there. docs/explain.md describes
@@ -203,6 +204,7 @@ func writeExplanation(w io.Writer, x api.Explanation) error {
 				p.line("      closest: %s (%s) lacks %s", cl.Worker, cl.State, strings.Join(lacks, "; "))
 			}
 			writeAssigned(p, pl)
+			writeGPUDevices(p, pl.GPUDevices)
 		}
 		if len(pe.Dependencies) > 0 {
 			var deps []string
@@ -274,6 +276,75 @@ func writeAssigned(p *printer, pl *api.PlacementExplain) {
 		p.line("      affinity wait: passes over %d free worker(s) until %s (affinityWait %s since it became ready at %s), waiting for one of the %d worker(s) that ran the job's tasks; then it takes a free worker",
 			aw.PassedOver, aw.Until.Format(time.RFC3339), time.Duration(aw.WaitSeconds*float64(time.Second)), aw.ReadySince.Format(time.RFC3339), aw.AffinityWorkers)
 	}
+}
+
+// writeGPUDevices prints, for tasks that wait for free GPU devices, the
+// devices of the workers that would fit them and the tasks holding them.
+func writeGPUDevices(p *printer, g *api.GPUDeviceWait) {
+	if g == nil {
+		return
+	}
+	p.line("      gpu devices: each task needs %d free on one worker; %d worker(s) that fit it have fewer:", g.Need, len(g.Workers)+g.More)
+	for _, w := range g.Workers {
+		s := "worker " + w.Worker + ": "
+		if len(w.Held) > 0 {
+			s += plural("device", len(w.Held)) + " " + deviceIndices(w.Held) + " held by " + deviceHolders(w.Held)
+		} else {
+			s += "no device held"
+		}
+		if len(w.Free) > 0 {
+			s += "; " + plural("device", len(w.Free)) + " " + model.DeviceList(w.Free) + " free"
+		}
+		s += fmt.Sprintf("; needs %d free", g.Need)
+		if !w.FreeBy.IsZero() {
+			s += "; enough expected free at " + w.FreeBy.Format(time.RFC3339)
+		}
+		p.line("        %s", s)
+	}
+	if g.More > 0 {
+		p.line("        … and %d more worker(s)", g.More)
+	}
+}
+
+// deviceIndices lists the held devices' indices: "0,1".
+func deviceIndices(hs []api.DeviceHolder) string {
+	ds := make([]int, len(hs))
+	for i, h := range hs {
+		ds[i] = h.Device
+	}
+	return model.DeviceList(ds)
+}
+
+// deviceHolders names the tasks holding devices, each once, in device
+// order: "train/t-0, train/t-1". When there are several and one holds
+// more than one device, each task's devices follow it: "train/big (0,1),
+// eval/t (2)".
+func deviceHolders(hs []api.DeviceHolder) string {
+	var names []string
+	devices := map[string][]int{}
+	several := false
+	for _, h := range hs {
+		n := h.Job + "/" + h.Task
+		if _, ok := devices[n]; !ok {
+			names = append(names, n)
+		} else {
+			several = true
+		}
+		devices[n] = append(devices[n], h.Device)
+	}
+	if several && len(names) > 1 {
+		for i, n := range names {
+			names[i] = n + " (" + model.DeviceList(devices[n]) + ")"
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+func plural(word string, n int) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
 }
 
 func taskCounts(c api.TaskCounts) string {

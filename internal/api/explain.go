@@ -96,7 +96,7 @@ type PendingExplain struct {
 // Kind is stable for scripts: smaller_request, selector, enable_worker,
 // share_above_entitlement, below_entitlement, endpoint_capacity,
 // starvation_reservation, priority, dependency, suspended,
-// assigned_worker, affinity_wait, held, gang.
+// assigned_worker, affinity_wait, held, gang, gpu_devices.
 type Help struct {
 	Kind    string `json:"kind"`
 	Message string `json:"message"`
@@ -217,6 +217,53 @@ type PlacementExplain struct {
 	// AffinityWait is set when the tasks pass over free workers, waiting
 	// for one that ran their job's tasks (intrinsic affinity).
 	AffinityWait *AffinityWaitExplain `json:"affinityWait,omitempty"`
+	// GPUDevices, for tasks that ask for GPUs and that no worker takes
+	// now, names the devices held on the workers that could run them but
+	// have too few free, and the tasks holding them.
+	GPUDevices *GPUDeviceWait `json:"gpuDevices,omitempty"`
+}
+
+// GPUDeviceWait is what ready tasks asking for GPUs wait for when every
+// worker that could run them by its hardware, and that takes tasks now, has
+// fewer free GPUs than each task asks for (docs/explain.md#gpu-devices).
+type GPUDeviceWait struct {
+	// Need is the GPUs each task asks for: that many free devices on one
+	// worker.
+	Need int64 `json:"need"`
+	// Workers lists the first few such workers (at most 3): the one
+	// expected to free enough devices soonest first (unknown last), then
+	// the one with the most free devices, then registration order.
+	Workers []WorkerDevices `json:"workers"`
+	// More counts the other such workers.
+	More int `json:"more,omitempty"`
+}
+
+// WorkerDevices is the GPU devices of one worker that a task waits for.
+type WorkerDevices struct {
+	Worker string `json:"worker"`
+	// Devices counts the worker's GPUs; Free lists the indices of those
+	// no task holds.
+	Devices int   `json:"devices"`
+	Free    []int `json:"free,omitempty"`
+	// Held lists the devices tasks hold, by index.
+	Held []DeviceHolder `json:"held"`
+	// FreeBy is when enough devices should be free for the task, the
+	// holders that end soonest ending; zero when one of them declares no
+	// duration.
+	FreeBy time.Time `json:"freeBy,omitzero"`
+	// Frees names the tasks ("job/task") whose end would leave enough
+	// devices free, soonest expected end first.
+	Frees []string `json:"frees,omitempty"`
+}
+
+// DeviceHolder is one device and the task that holds it.
+type DeviceHolder struct {
+	Device int    `json:"device"`
+	Job    string `json:"job"`
+	Task   string `json:"task"`
+	// ExpectedEnd is the task's start plus its declared duration; zero
+	// when it declares none.
+	ExpectedEnd time.Time `json:"expectedEnd,omitzero"`
 }
 
 // AssignedWorker is the one worker some waiting tasks may use now, and what

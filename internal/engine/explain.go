@@ -80,7 +80,7 @@ const maxExamples = 3
 // Kind is stable for scripts: smaller_request, selector, enable_worker,
 // add_worker, share_above_entitlement, below_entitlement, endpoint_capacity,
 // starvation_reservation, priority, dependency, suspended,
-// assigned_worker, affinity_wait, held, gang.
+// assigned_worker, affinity_wait, held, gang, gpu_devices.
 type Help struct {
 	Kind    string `json:"kind"`
 	Message string `json:"message"`

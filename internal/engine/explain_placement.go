@@ -36,6 +36,10 @@ type PlacementExplain struct {
 	// AffinityWait is set when the tasks pass over free workers, waiting
 	// for one that ran their job's tasks (intrinsic affinity).
 	AffinityWait *AffinityWaitExplain `json:"affinityWait,omitempty"`
+	// GPUDevices, for tasks that ask for GPUs and that no worker takes
+	// now, names the devices held on the workers that could run them but
+	// have too few free, and the tasks holding them (explain_devices.go).
+	GPUDevices *GPUDeviceWait `json:"gpuDevices,omitempty"`
 }
 
 // How a task is pinned to one worker, in AssignedWorker.By.
@@ -379,6 +383,9 @@ func (e *Engine) explainPlacement(j *job, s *place.Shape, pn pin) *PlacementExpl
 		}
 		p.Closest = &ClosestWorker{Worker: w.Spec.Name, State: w.Spec.State, Lacks: lacks}
 	}
+	if p.FitNow == 0 {
+		p.GPUDevices = e.gpuDeviceWait(j, s, pn)
+	}
 	return p
 }
 
@@ -452,6 +459,7 @@ func (e *Engine) placementHelp(j *job, g *PendingExplain, a *AllocationExplain) 
 	} else if g.Reason.Code == model.ReasonUnschedulable && neverFits(p) {
 		out = append(out, neverHelp(p))
 	}
+	out = append(out, gpuDevicesHelp(p.GPUDevices)...)
 	var offSelector, offState []string
 	own := e.fleet.Bound(j.id)
 	for _, w := range e.fleet.Workers() {
