@@ -126,7 +126,9 @@ func (s *mixSim) finish(t *rapid.T) {
 }
 
 func (s *mixSim) requeueTask(t *rapid.T) {
-	task := s.pick(t, func(x *task) bool { return x.state == model.TaskRunning || x.state == model.TaskFailed || x.state == model.TaskCancelled })
+	task := s.pick(t, func(x *task) bool {
+		return x.state == model.TaskRunning || x.state == model.TaskFailed || x.state == model.TaskCancelled
+	})
 	if task == nil {
 		return
 	}
