@@ -87,7 +87,9 @@ func (e *Engine) unhold(id string) error {
 	}
 	j.held = ""
 	delete(e.held, j)
-	if j.spec.Endpoint != "" && !j.admitted {
+	if j.spec.Endpoint != "" && !j.admitted && j.waitingJobs == 0 {
+		// Back into the admission queue, unless it still waits for
+		// other jobs: settle enqueues it once they are done.
 		spec := *j.spec
 		if spec.Variant == "" {
 			spec.Variant = j.heldVariant
