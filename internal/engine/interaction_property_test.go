@@ -81,13 +81,14 @@ func (s *mixSim) submit(t *rapid.T) {
 	gpus := rapid.SampledFrom([]int64{0, 0, 1, 2}).Draw(t, "taskGPUs")
 	d := time.Duration(rapid.IntRange(1, 20).Draw(t, "minutes")) * time.Minute
 	n := rapid.IntRange(1, 4).Draw(t, "tasks")
+	attempts := rapid.IntRange(1, 2).Draw(t, "maxAttempts")
 	gang := rapid.IntRange(0, 2).Draw(t, "gang") == 0
 	least := 0
 	if gang {
 		least = rapid.IntRange(1, n).Draw(t, "minAvailable")
 	}
 	for k := range n {
-		ts := model.Task{Name: fmt.Sprintf("t%d", k), Duration: d, MaxAttempts: 2,
+		ts := model.Task{Name: fmt.Sprintf("t%d", k), Duration: d, MaxAttempts: attempts,
 			Resources: model.Resources{MilliCPU: 1000, GPUs: gpus}}
 		if gang {
 			ts.Gang, ts.GangMin = "job", least
@@ -176,6 +177,16 @@ func (s *mixSim) setPolicy(t *rapid.T) {
 	s.apply(SetPolicy{Queue: "default", Policy: mixConfig(t).Queues[0].Policy, At: s.now})
 }
 
+func (s *mixSim) setWorkerState(t *rapid.T) {
+	ws := s.e.fleet.Workers()
+	w := ws[rapid.IntRange(0, len(ws)-1).Draw(t, "worker")]
+	if w.Gone() {
+		return
+	}
+	st := rapid.SampledFrom([]model.WorkerState{model.WorkerReady, model.WorkerReady, model.WorkerDraining, model.WorkerDisabled}).Draw(t, "state")
+	s.apply(SetWorkerState{Name: w.Spec.Name, State: st, At: s.now})
+}
+
 func (s *mixSim) removeWorker(t *rapid.T) {
 	ws := s.e.fleet.Workers()
 	var names []string
@@ -232,6 +243,9 @@ func (s *mixSim) cycle(t *rapid.T) {
 // check holds after every event and cycle.
 func (s *mixSim) check(t *rapid.T) {
 	e := s.e
+	if got, want := e.PendingSummary(), summaryOf(e.Pending()); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("PendingSummary %+v, the list counts %+v", got, want)
+	}
 	used := map[*task]int{}
 	for idx, b := range e.gpus {
 		if b == nil {
@@ -326,7 +340,7 @@ func TestPropertyFeaturesMixed(t *testing.T) {
 			do     func(*rapid.T)
 		}{
 			{6, s.cycle}, {3, s.submit}, {4, s.finish}, {1, s.requeueTask}, {1, s.requeueJob},
-			{1, s.cancelTask}, {1, s.hold}, {1, s.resize}, {1, s.removeWorker}, {1, s.addWorker}, {1, s.setPolicy},
+			{1, s.cancelTask}, {1, s.hold}, {1, s.resize}, {1, s.removeWorker}, {1, s.addWorker}, {1, s.setPolicy}, {1, s.setWorkerState},
 		}
 		var table []func(*rapid.T)
 		for _, op := range ops {
