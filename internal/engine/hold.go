@@ -146,7 +146,8 @@ func holdHelp(j *job) []Help {
 
 // heldSummary moves the ready tasks of held jobs from their group's reason
 // to held in a count of waiting tasks by reason; unadmitted ones are
-// counted as not admitted (p.unadmitted) until then.
+// counted as not admitted (p.unadmitted), or as waiting for other jobs
+// (p.onJobs), until then.
 func (e *Engine) heldSummary(by map[string]int) {
 	for j := range e.held {
 		if j.done {
@@ -162,7 +163,11 @@ func (e *Engine) heldSummary(by map[string]int) {
 		}
 		if !j.admitted {
 			if n := j.tally.waiting; n > 0 {
-				by[model.ReasonNotAdmitted] -= n
+				code := model.ReasonNotAdmitted
+				if j.tally.onJobs {
+					code = model.ReasonWaitingDependency
+				}
+				by[code] -= n
 				by[model.ReasonHeld] += n
 			}
 		}

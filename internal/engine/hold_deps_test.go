@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -48,5 +49,19 @@ func TestHeldEndpointJobIsNotAdmittedWhenItsDependencyIsMet(t *testing.T) {
 	d = e.Cycle(t0.Add(4 * time.Minute))
 	if e.jobs["c"].running != 1 {
 		t.Fatalf("after release c should run: admitted %v, starts %v, pending %+v", d.Admitted, startsOf(d), d.Pending)
+	}
+}
+
+// A held job that waits for another job counts as held in the pending
+// summary, as in the list, and not as waiting for that job too.
+func TestPendingSummaryCountsAHeldJobWaitingForAnotherAsHeld(t *testing.T) {
+	e := engineWith(t, Config{}, newWorker("w1").add(),
+		newJob("p").task("x").submit(),
+		newJob("c").task("x").task("y").after(model.After, "p").submit())
+	mustApply(t, e, HoldJob{Job: "p", By: "alice"})
+	mustApply(t, e, HoldJob{Job: "c", By: "alice"})
+	d := e.Cycle(t0)
+	if got, want := e.PendingSummary(), summaryOf(d.Pending); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("PendingSummary %+v, the list counts %+v", got, want)
 	}
 }

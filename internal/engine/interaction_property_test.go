@@ -49,6 +49,10 @@ func mixConfig(t *rapid.T) Config {
 		pol = policy.Config{Kind: "classload", Usage: string(policy.UsageDominant), Settings: &c}
 	}
 	cfg.Queues = []QueueConfig{{Name: "default", Policy: pol}}
+	if rapid.Bool().Draw(t, "twoQueues") {
+		// A second queue over the same workers takes free slots first.
+		cfg.Queues = append(cfg.Queues, QueueConfig{Name: "hi", Priority: 1, Policy: policy.Config{Kind: "fifo"}})
+	}
 	return cfg
 }
 
@@ -75,8 +79,16 @@ func (s *mixSim) addWorker(t *rapid.T) {
 
 func (s *mixSim) submit(t *rapid.T) {
 	class := rapid.SampledFrom([]string{"a", "b"}).Draw(t, "class")
-	j := model.Job{ID: fmt.Sprintf("j%d", s.jobs), Queue: "default", Submitted: s.now, Share: class, Requestor: class + "-user",
+	queue := "default"
+	if len(s.cfg.Queues) > 1 && rapid.IntRange(0, 3).Draw(t, "hiQueue") == 0 {
+		queue = "hi"
+	}
+	j := model.Job{ID: fmt.Sprintf("j%d", s.jobs), Queue: queue, Submitted: s.now, Share: class, Requestor: class + "-user",
 		Priority: rapid.IntRange(1, 3).Draw(t, "priority")}
+	if s.jobs > 0 && rapid.IntRange(0, 3).Draw(t, "dependsOn") == 0 {
+		j.DependsOn = []model.JobDependency{{Job: fmt.Sprintf("j%d", rapid.IntRange(0, s.jobs-1).Draw(t, "parent")),
+			Type: rapid.SampledFrom([]model.DependencyType{model.After, model.AfterOK, model.AfterNotOK, model.AfterAny}).Draw(t, "depType")}}
+	}
 	s.jobs++
 	gpus := rapid.SampledFrom([]int64{0, 0, 1, 2}).Draw(t, "taskGPUs")
 	d := time.Duration(rapid.IntRange(1, 20).Draw(t, "minutes")) * time.Minute
@@ -316,6 +328,55 @@ func (s *mixSim) check(t *rapid.T) {
 	}
 }
 
+// drain releases every hold, readies every worker, adds two workers that
+// fit any task and gang, and runs the tasks to their ends: every job must
+// end, so that no gang, hold or reservation is stuck.
+func (s *mixSim) drain(t *rapid.T) {
+	for _, j := range s.e.active {
+		if j.held != "" && !j.done {
+			s.apply(ReleaseJob{Job: j.id})
+		}
+	}
+	for _, w := range s.e.fleet.Workers() {
+		if !w.Gone() && w.Spec.State != model.WorkerReady {
+			s.apply(SetWorkerState{Name: w.Spec.Name, State: model.WorkerReady, At: s.now})
+		}
+	}
+	for i := range 2 {
+		s.apply(AddWorker{Worker: model.Worker{Name: fmt.Sprintf("big%d", i), Slots: 8,
+			Capacity: model.Resources{MilliCPU: 64000, MemoryMB: 65536, GPUs: 8}}, At: s.now})
+	}
+	for round := 0; ; round++ {
+		s.now = s.now.Add(time.Minute)
+		s.log = append(s.log, s.now)
+		d := s.e.Cycle(s.now)
+		s.results = append(s.results, fmt.Sprint(*d))
+		s.check(t)
+		live := 0
+		for _, j := range s.e.active {
+			if j.done {
+				continue
+			}
+			live++
+			for _, task := range j.tasks {
+				if task.state == model.TaskRunning && !task.member() {
+					s.apply(FinishTask{Job: j.id, Task: task.spec.Name, Outcome: model.Succeeded, At: s.now})
+				}
+			}
+		}
+		if live == 0 {
+			return
+		}
+		if round > 200 {
+			for _, j := range s.e.active {
+				if !j.done {
+					t.Fatalf("job %s did not end: %d of %d tasks left, pending %+v", j.id, j.left, len(j.tasks), s.e.PendingOf(j.id))
+				}
+			}
+		}
+	}
+}
+
 // TestPropertyFeaturesMixed drives random mixes of gangs, GPUs, holds,
 // requeues, cancels, resource changes, lost workers and stopping policies,
 // checks after every step that no device is held twice or by a task that
@@ -352,6 +413,7 @@ func TestPropertyFeaturesMixed(t *testing.T) {
 			table[rapid.IntRange(0, len(table)-1).Draw(rt, "op")](rt)
 			s.check(rt)
 		}
+		s.drain(rt)
 		// The same events, the same decisions.
 		e2, err := New(cfg)
 		if err != nil {
