@@ -65,3 +65,20 @@ func TestPendingSummaryCountsAHeldJobWaitingForAnotherAsHeld(t *testing.T) {
 		t.Fatalf("PendingSummary %+v, the list counts %+v", got, want)
 	}
 }
+
+// An endpoint job whose dependency is met joins admission with its waiting
+// tasks counted: the pending summary gives them the admission stage's
+// reason, as the list does.
+func TestPendingSummaryOfAnEndpointJobWhoseDependencyIsMet(t *testing.T) {
+	e := engineWith(t, admissionCfg(instanceEP("det", 2, 5)), workers(4)...)
+	mustApply(t, e, newJob("a").endpoint("det", "", 5).task("x").submit())
+	mustApply(t, e, newJob("b").endpoint("det", "", 5).task("x").submit())
+	mustApply(t, e, newJob("p").task("x").submit())
+	mustApply(t, e, newJob("c").endpoint("det", "", 5).task("x").task("y").after(model.After, "p").submit())
+	for i := range 3 {
+		d := e.Cycle(t0.Add(time.Duration(i) * time.Minute))
+		if got, want := e.PendingSummary(), summaryOf(d.Pending); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("cycle %d: PendingSummary %+v, the list counts %+v", i, got, want)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/allot-sched/allot/internal/engine/admit"
 	"github.com/allot-sched/allot/internal/engine/policy"
 	"github.com/allot-sched/allot/internal/engine/policy/classload"
 	"github.com/allot-sched/allot/internal/engine/policy/fairshare"
@@ -49,6 +50,10 @@ func mixConfig(t *rapid.T) Config {
 		pol = policy.Config{Kind: "classload", Usage: string(policy.UsageDominant), Settings: &c}
 	}
 	cfg.Queues = []QueueConfig{{Name: "default", Policy: pol}}
+	if rapid.Bool().Draw(t, "endpoint") {
+		// Jobs of endpoint det are admitted two loads of 5 at a time.
+		cfg.Admission = admit.Config{Settings: admit.Defaults(), Endpoints: []model.Endpoint{instanceEP("det", 2, 5)}}
+	}
 	if rapid.Bool().Draw(t, "twoQueues") {
 		// A second queue over the same workers takes free slots first.
 		cfg.Queues = append(cfg.Queues, QueueConfig{Name: "hi", Priority: 1, Policy: policy.Config{Kind: "fifo"}})
@@ -88,6 +93,9 @@ func (s *mixSim) submit(t *rapid.T) {
 	if s.jobs > 0 && rapid.IntRange(0, 3).Draw(t, "dependsOn") == 0 {
 		j.DependsOn = []model.JobDependency{{Job: fmt.Sprintf("j%d", rapid.IntRange(0, s.jobs-1).Draw(t, "parent")),
 			Type: rapid.SampledFrom([]model.DependencyType{model.After, model.AfterOK, model.AfterNotOK, model.AfterAny}).Draw(t, "depType")}}
+	}
+	if len(s.cfg.Admission.Endpoints) > 0 && rapid.Bool().Draw(t, "endpointJob") {
+		j.Endpoint, j.Load = "det", 5
 	}
 	s.jobs++
 	gpus := rapid.SampledFrom([]int64{0, 0, 1, 2}).Draw(t, "taskGPUs")
@@ -256,7 +264,7 @@ func (s *mixSim) cycle(t *rapid.T) {
 func (s *mixSim) check(t *rapid.T) {
 	e := s.e
 	if got, want := e.PendingSummary(), summaryOf(e.Pending()); fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("PendingSummary %+v, the list counts %+v", got, want)
+		t.Fatalf("PendingSummary %+v, the list counts %+v: %+v\nLOG %s", got, want, e.Pending(), s.short())
 	}
 	used := map[*task]int{}
 	for idx, b := range e.gpus {
@@ -436,4 +444,19 @@ func TestPropertyFeaturesMixed(t *testing.T) {
 			}
 		}
 	})
+}
+
+func (s *mixSim) short() string {
+	out := ""
+	for _, x := range s.log {
+		switch x := x.(type) {
+		case time.Time:
+			out += "C "
+		case SubmitJob:
+			out += fmt.Sprintf("\nsubmit %s ep=%s deps=%v gang=%q n=%d\n", x.Job.ID, x.Job.Endpoint, x.Job.DependsOn, x.Job.Tasks[0].Gang, len(x.Job.Tasks))
+		default:
+			out += fmt.Sprintf("\n%T%+v\n", x, x)
+		}
+	}
+	return out
 }
