@@ -283,6 +283,12 @@ func (s *mixSim) check(t *rapid.T) {
 	}
 	gangs := map[*gang]bool{}
 	for _, j := range e.active {
+		if !j.done && rapid.IntRange(0, 9).Draw(t, "explain") == 0 {
+			// Explain reads every feature's state: it must not fail.
+			if _, ok := e.Explain(j.id); !ok {
+				t.Fatalf("no explanation of live job %s", j.id)
+			}
+		}
 		running, left := 0, 0
 		for _, task := range j.tasks {
 			if task.gang != nil {
