@@ -251,7 +251,10 @@ func (e *Engine) holdAhead(q *queue, free int) {
 	if gg == nil {
 		return
 	}
-	if gg.launched || gg.job.done || gg.job.held != "" || gg.job.q != q || gg.count(model.TaskReady) < gg.need() {
+	// A gang none of whose members is left to run (all cancelled, in a
+	// job that goes on) needs nothing: it would keep the reservation from
+	// the gangs behind it.
+	if gg.launched || gg.job.done || gg.job.held != "" || gg.job.q != q || gg.need() == 0 || gg.count(model.TaskReady) < gg.need() {
 		q.reserved = nil
 		return
 	}

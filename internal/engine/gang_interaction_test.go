@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -119,5 +120,30 @@ func TestRequeueOfAFailedGangMemberRunsTheWholeGangAgain(t *testing.T) {
 	d := e.Cycle(t0.Add(2 * time.Minute))
 	if got := startsByJob(d); got["g"] != 3 {
 		t.Fatalf("starts = %v, want the whole gang of 3 again", startsOf(d))
+	}
+}
+
+// A reserved gang whose members were all cancelled, in a job that goes on,
+// holds its queue's reservation no longer: the next gang reserves.
+func TestACancelledGangGivesUpItsQueuesReservation(t *testing.T) {
+	e := newFIFO(t, 4)
+	mustApply(t, e, SubmitJob{Job: smallJob("busy", 2, time.Hour)})
+	e.Cycle(t0)
+	j := model.Job{ID: "g", Queue: "default", Submitted: t0}
+	for _, name := range []string{"r0", "r1", "r2"} {
+		j.Tasks = append(j.Tasks, model.Task{Name: name, Resources: cpus(1), Duration: time.Hour, Gang: "rank", GangMin: 3})
+	}
+	j.Tasks = append(j.Tasks, model.Task{Name: "side", Resources: cpus(1), Duration: 2 * time.Hour})
+	mustApply(t, e, SubmitJob{Job: j})
+	d := e.Cycle(t0.Add(time.Second))
+	if got := startsByJob(d); got["g"] != 0 || e.queueBy["default"].reserved == nil {
+		t.Fatalf("starts = %v, want g's gang waiting with a reservation", startsOf(d))
+	}
+	mustApply(t, e, CancelTask{Job: "g", Task: "r0", At: t0.Add(time.Minute)})
+	mustApply(t, e, SubmitJob{Job: gangJob("g2", 2, 0, time.Minute)})
+	d = e.Cycle(t0.Add(time.Minute))
+	p := onlyPending(t, d, "g2")
+	if p.Reason.Code != model.ReasonGangWaiting || strings.Contains(p.Reason.Message, `held for the gang "rank" of 3 of job "g"`) {
+		t.Fatalf("g2 waits with %+v", p.Reason)
 	}
 }
