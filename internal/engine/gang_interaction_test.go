@@ -147,3 +147,29 @@ func TestACancelledGangGivesUpItsQueuesReservation(t *testing.T) {
 		t.Fatalf("g2 waits with %+v", p.Reason)
 	}
 }
+
+// A reserved gang that starts gives up its queue's reservation at once: the
+// next gang of the queue reserves in the same cycle, before a smaller job
+// behind it takes what it needs.
+func TestAGangThatStartsHandsTheReservationOn(t *testing.T) {
+	e := newFIFO(t, 6)
+	mustApply(t, e, SubmitJob{Job: smallJob("short", 2, time.Minute)})
+	mustApply(t, e, SubmitJob{Job: smallJob("long", 3, time.Hour)})
+	mustApply(t, e, SubmitJob{Job: gangJob("a", 2, 0, time.Hour)})
+	mustApply(t, e, SubmitJob{Job: gangJob("b", 2, 0, time.Hour)})
+	mustApply(t, e, SubmitJob{Job: jobOf("c", 1)}) // no duration: it may not backfill
+	d := e.Cycle(t0)
+	if got := startsByJob(d); got["short"] != 2 || got["long"] != 3 || len(d.Starts) != 5 {
+		t.Fatalf("starts = %v", startsOf(d))
+	}
+	for _, task := range []string{"t0", "t1"} {
+		mustApply(t, e, FinishTask{Job: "short", Task: task, Outcome: model.Succeeded, At: t0.Add(time.Minute)})
+	}
+	d = e.Cycle(t0.Add(time.Minute))
+	if got := startsByJob(d); got["a"] != 2 || got["c"] != 0 {
+		t.Fatalf("starts = %v, want gang a and not c, which would take what gang b needs", startsOf(d))
+	}
+	if p := onlyPending(t, d, "b"); strings.Contains(p.Reason.Message, `job "a"`) {
+		t.Fatalf("b waits with %+v", p.Reason)
+	}
+}
