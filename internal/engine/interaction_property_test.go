@@ -30,6 +30,8 @@ type mixSim struct {
 	workers int
 }
 
+// mixConfig draws a queue's policy (some that stop tasks, some measuring
+// dominant usage), and at times a second queue and an endpoint.
 func mixConfig(t *rapid.T) Config {
 	cfg := Config{Seed: rapid.Uint64().Draw(t, "seed")}
 	pol := policy.Config{Kind: "fifo"}
@@ -264,7 +266,7 @@ func (s *mixSim) cycle(t *rapid.T) {
 func (s *mixSim) check(t *rapid.T) {
 	e := s.e
 	if got, want := e.PendingSummary(), summaryOf(e.Pending()); fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("PendingSummary %+v, the list counts %+v: %+v\nLOG %s", got, want, e.Pending(), s.short())
+		t.Fatalf("PendingSummary %+v, the list counts %+v: %+v\nafter %s", got, want, e.Pending(), s.short())
 	}
 	used := map[*task]int{}
 	for idx, b := range e.gpus {
@@ -452,6 +454,8 @@ func TestPropertyFeaturesMixed(t *testing.T) {
 	})
 }
 
+// short lists the events and cycles so far, one line each, for a failure
+// message.
 func (s *mixSim) short() string {
 	out := ""
 	for _, x := range s.log {
