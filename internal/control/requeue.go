@@ -202,12 +202,24 @@ func requeued(lj *liveJob, task string) (map[string]bool, error) {
 		return nil, fmt.Errorf("%w: task %q of job %q %s; only a running, failed or cancelled task runs again", ErrConflict, task, lj.rec.ID, rec.State)
 	}
 	again[task] = true
-	// The ended tasks that need one that runs again run again too. A task
-	// may be listed before what it needs, so sweep until nothing changes.
+	// The ended tasks that need one that runs again run again too, and so
+	// do the ended members of its gang, which ended with it: a gang runs
+	// whole. A task may be listed before what it needs, so sweep until
+	// nothing changes.
+	gangs := map[string]bool{}
 	for changed := true; changed; {
 		changed = false
 		for _, mt := range lj.model.Tasks {
+			if again[mt.Name] && mt.Gang != "" {
+				gangs[mt.Gang] = true
+			}
+		}
+		for _, mt := range lj.model.Tasks {
 			if again[mt.Name] || !ended(mt.Name) {
+				continue
+			}
+			if mt.Gang != "" && gangs[mt.Gang] {
+				again[mt.Name], changed = true, true
 				continue
 			}
 			for _, n := range mt.Needs {

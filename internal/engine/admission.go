@@ -256,6 +256,11 @@ func (e *Engine) enqueue(j *job) {
 		return
 	}
 	e.adm.ctl.Enqueue(*j.spec, j.seq, e.now)
+	if n := j.tally.waiting; n > 0 {
+		// A job that waited for other jobs has its tasks counted
+		// already: tally tells the admission stage only of changes.
+		e.adm.ctl.SetWaitingTasks(j.id, n)
+	}
 }
 
 // admissionPass admits the endpoint jobs the capacity check lets through;

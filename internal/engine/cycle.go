@@ -127,7 +127,7 @@ func (e *Engine) allocate(q *queue, now time.Time, d *Decisions) {
 				}
 				plan.Alloc.Started(gi)
 			}
-			t.gang.launched = true
+			e.gangStarted(t.gang)
 			continue
 		}
 		e.start(t, ch, now, d)

@@ -182,6 +182,16 @@ func (e *Engine) tryGang(gg *gang, free int) ([]gangStart, model.Reason, bool) {
 	return out, model.Reason{}, true
 }
 
+// gangStarted marks gg, whose minimum just started together, launched; if
+// it was its queue's reservation, the next gang of the queue that waits
+// reserves in this cycle already.
+func (e *Engine) gangStarted(gg *gang) {
+	gg.launched = true
+	if q := gg.job.q; q.res != nil && q.res.g == gg {
+		q.res, q.reserved = nil, nil
+	}
+}
+
 // gangWaits parks a gang that did not fit, reserving capacity for it when it
 // is the first of its queue to wait this cycle, and returns its reason.
 func (e *Engine) gangWaits(gg *gang, free int) model.Reason {
@@ -251,7 +261,10 @@ func (e *Engine) holdAhead(q *queue, free int) {
 	if gg == nil {
 		return
 	}
-	if gg.launched || gg.job.done || gg.job.held != "" || gg.job.q != q || gg.count(model.TaskReady) < gg.need() {
+	// A gang none of whose members is left to run (all cancelled, in a
+	// job that goes on) needs nothing: it would keep the reservation from
+	// the gangs behind it.
+	if gg.launched || gg.job.done || gg.job.held != "" || gg.job.q != q || gg.need() == 0 || gg.count(model.TaskReady) < gg.need() {
 		q.reserved = nil
 		return
 	}

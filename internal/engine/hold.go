@@ -87,7 +87,9 @@ func (e *Engine) unhold(id string) error {
 	}
 	j.held = ""
 	delete(e.held, j)
-	if j.spec.Endpoint != "" && !j.admitted {
+	if j.spec.Endpoint != "" && !j.admitted && j.waitingJobs == 0 {
+		// Back into the admission queue, unless it still waits for
+		// other jobs: settle enqueues it once they are done.
 		spec := *j.spec
 		if spec.Variant == "" {
 			spec.Variant = j.heldVariant
@@ -144,7 +146,8 @@ func holdHelp(j *job) []Help {
 
 // heldSummary moves the ready tasks of held jobs from their group's reason
 // to held in a count of waiting tasks by reason; unadmitted ones are
-// counted as not admitted (p.unadmitted) until then.
+// counted as not admitted (p.unadmitted), or as waiting for other jobs
+// (p.onJobs), until then.
 func (e *Engine) heldSummary(by map[string]int) {
 	for j := range e.held {
 		if j.done {
@@ -160,7 +163,11 @@ func (e *Engine) heldSummary(by map[string]int) {
 		}
 		if !j.admitted {
 			if n := j.tally.waiting; n > 0 {
-				by[model.ReasonNotAdmitted] -= n
+				code := model.ReasonNotAdmitted
+				if j.tally.onJobs {
+					code = model.ReasonWaitingDependency
+				}
+				by[code] -= n
 				by[model.ReasonHeld] += n
 			}
 		}

@@ -163,7 +163,12 @@ func (e *Engine) settle(id string, started bool, ended model.TaskState) {
 			c.waitingJobs--
 			if c.waitingJobs == 0 {
 				c.admitReason = model.Reason{}
-				e.enqueue(c)
+				if c.held == "" || c.spec.Endpoint == "" {
+					// A held endpoint job joins admission when
+					// released (unhold): held, it takes no
+					// endpoint capacity.
+					e.enqueue(c)
+				}
 				e.tally(c)
 			}
 		default:

@@ -70,13 +70,19 @@ func (e *Engine) requeue(ev RequeueTasks, now time.Time) error {
 		picked = append(picked, t)
 	}
 	r := model.Because(model.ReasonRequeued, "requeued by request")
-	var reopen []*task
+	var reopen, stopped []*task
 	for _, t := range picked {
 		if t.state == model.TaskRunning {
 			e.stopToWait(t, r, now)
+			stopped = append(stopped, t)
 			continue
 		}
 		reopen = append(reopen, t)
+	}
+	// A gang left running below its minimum stops as a whole, and starts
+	// again together (a requeue of the whole job leaves it not launched).
+	for _, t := range stopped {
+		e.gangLost(t, now, &e.stops)
 	}
 	e.reopen(j, reopen, r)
 	return nil
@@ -118,6 +124,11 @@ func (e *Engine) reopen(j *job, roots []*task, r model.Reason) {
 		in[t.idx] = true
 		for _, c := range t.children {
 			stack = append(stack, j.tasks[c])
+		}
+		if t.gang != nil {
+			// Its gang's members ended with it (gangFailed, or a
+			// cancel): the gang runs again whole.
+			stack = append(stack, t.gang.members...)
 		}
 	}
 	first := -1
@@ -168,6 +179,7 @@ func (e *Engine) cancelTask(ev CancelTask, now time.Time) error {
 		return refused("task %q of job %q runs in the merged batch of task %q; cancel that task", ev.Task, ev.Job, t.batch.head.spec.Name)
 	}
 	r := model.Because(model.ReasonCancelled, "task %q was cancelled", ev.Task)
+	wasRunning := t.state == model.TaskRunning
 	if t.state == model.TaskRunning {
 		members := runningMembers(t)
 		worker := t.worker.Spec.Name
@@ -189,8 +201,17 @@ func (e *Engine) cancelTask(ev CancelTask, now time.Time) error {
 		e.dropWaiting(t)
 		e.end(t, model.TaskCancelled, r, "")
 	}
-	// The tasks that need it can never run.
+	// A gang that can no longer reach its minimum ends with it; one that
+	// can but runs below it stops and starts again together.
 	stack := []*task{t}
+	if gg := t.gang; gg != nil {
+		if gg.count(model.TaskSucceeded)+gg.need() < gg.min {
+			stack = append(stack, e.gangCancelled(gg, t, now)...)
+		} else if wasRunning {
+			e.gangLost(t, now, &e.stops)
+		}
+	}
+	// The tasks that need them can never run.
 	for len(stack) > 0 {
 		p := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
@@ -205,6 +226,32 @@ func (e *Engine) cancelTask(ev CancelTask, now time.Time) error {
 		}
 	}
 	return nil
+}
+
+// gangCancelled ends the members of gg that have not ended, cancelled with
+// t, a member: fewer than its minimum are left to run, so it cannot run
+// whole again. Running members stop. It returns the members it ended.
+func (e *Engine) gangCancelled(gg *gang, t *task, now time.Time) []*task {
+	gg.launched = false
+	r := model.Because(model.ReasonCancelled, "task %q of the %s of job %q was cancelled, so the gang cannot run whole", t.spec.Name, gg.label(), gg.job.id)
+	var out []*task
+	for _, m := range gg.members {
+		worker := ""
+		switch m.state {
+		case model.TaskRunning:
+			worker = m.worker.Spec.Name
+			e.release(m, now)
+			e.stops = append(e.stops, Stop{Job: m.job.id, Task: m.spec.Name, Worker: worker, Reason: r})
+		case model.TaskReady:
+			e.dropWaiting(m)
+		case model.TaskBlocked:
+		default:
+			continue
+		}
+		e.end(m, model.TaskCancelled, r, worker)
+		out = append(out, m)
+	}
+	return out
 }
 
 // RefusedError is a request the engine refuses for the state a job or
