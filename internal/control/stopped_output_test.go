@@ -53,3 +53,53 @@ func TestCancelledAttemptKeepsItsOutputAndExitCode(t *testing.T) {
 		t.Errorf("task %+v, want cancelled with exit code 143", tk)
 	}
 }
+
+// The output a cancelled attempt streams after the cancel (what it prints
+// on SIGTERM, the rest of its buffer) is kept with what it streamed
+// before, though its job ended and the loop forgot it: allot logs shows
+// the whole output, not the chunks up to the cancel.
+func TestCancelledAttemptKeepsTheOutputItStreamsAfterTheCancel(t *testing.T) {
+	p := newPlane(t)
+	p.register("w1", 1)
+	p.submit(spec.Job{ID: "j", Tasks: []spec.Task{{Name: "long", Run: "sleep 100"}}})
+	l := p.leaseUntil("w1", "the assignment", func(l api.Lease) bool { return len(l.Assignments) == 1 })
+	a := l.Assignments[0]
+	chunk := func(off int64, data string) api.OutputChunk {
+		return api.OutputChunk{Attempt: a.Attempt, Secret: a.Secret, Offset: off, Data: []byte(data)}
+	}
+	if err := p.c.AppendOutput(p.ctx(), "w1", []api.OutputChunk{chunk(0, "step 1\n")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.c.Cancel(p.ctx(), "j"); err != nil {
+		t.Fatal(err)
+	}
+	p.leaseUntil("w1", "the stop order", func(l api.Lease) bool { return len(l.Stops) == 1 })
+
+	// A chunk without the attempt's secret is still refused.
+	forged := chunk(7, "forged\n")
+	forged.Secret = "not-the-secret"
+	if err := p.c.AppendOutput(p.ctx(), "w1", []api.OutputChunk{forged}); !errors.Is(err, ErrForbidden) {
+		t.Fatalf("chunk without the secret after the cancel: %v, want forbidden", err)
+	}
+	if err := p.c.AppendOutput(p.ctx(), "w1", []api.OutputChunk{chunk(7, "terminated\n")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.report("w1", api.Report{Attempt: a.Attempt, ExitCode: 143, Stopped: true, Output: "step 1\nterminated\n"}); err != nil {
+		t.Fatal(err)
+	}
+	// Once the report is in, the attempt owes nothing more: a late chunk
+	// is dropped.
+	if err := p.c.AppendOutput(p.ctx(), "w1", []api.OutputChunk{chunk(18, "late\n")}); err != nil {
+		t.Fatal(err)
+	}
+	logs, err := p.c.Logs(p.ctx(), "j", api.LogQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(logs.Tasks) != 1 {
+		t.Fatalf("logs %+v, want one task", logs)
+	}
+	if tl := logs.Tasks[0]; tl.Output != "step 1\nterminated\n" || tl.ExitCode == nil || *tl.ExitCode != 143 || tl.Running {
+		t.Errorf("logs of the cancelled attempt: %+v, want both chunks and exit code 143", tl)
+	}
+}
