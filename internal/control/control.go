@@ -116,7 +116,7 @@ type Controller struct {
 	running map[string]map[*store.Task]struct{}
 	// owed holds, per worker, the attempts stopped for a cancel whose
 	// report (with their output) is still to come (stopped.go).
-	owed map[string]map[api.Attempt]*store.Task
+	owed map[string]map[api.Attempt]*owedReport
 	// gone remembers the jobs forgotten last, for the ID check (ids.go).
 	gone goneIDs
 	// inflight is the round whose commit runs beside the loop (Run), nil

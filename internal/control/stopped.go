@@ -16,27 +16,49 @@ import (
 // report's output and exit code on it; the state stays cancelled. A worker
 // that is lost, leaves, or registers again without the attempt will never
 // report it: its entries are dropped then, so the map holds only attempts a
-// worker still owes.
+// worker still owes. The report's exit code and usage also complete the
+// attempt's accounting record, written when the cancel ended it.
+
+// owedReport is a cancelled attempt whose report is still to come: its
+// task record, and its accounting record once the round that ended it
+// wrote one.
+type owedReport struct {
+	rec      *store.Task
+	acct     store.Attempt
+	recorded bool
+}
 
 // awaitStopped notes that the server stopped rec's attempt on worker for a
 // cancel: its report is still to come.
 func (c *Controller) awaitStopped(worker string, rec *store.Task) {
 	if c.owed == nil {
-		c.owed = map[string]map[api.Attempt]*store.Task{}
+		c.owed = map[string]map[api.Attempt]*owedReport{}
 	}
 	m := c.owed[worker]
 	if m == nil {
-		m = map[api.Attempt]*store.Task{}
+		m = map[api.Attempt]*owedReport{}
 		c.owed[worker] = m
 	}
-	m[api.Attempt{Job: rec.Job, Task: rec.Name, Attempt: rec.Attempt}] = rec
+	m[api.Attempt{Job: rec.Job, Task: rec.Name, Attempt: rec.Attempt}] = &owedReport{rec: rec}
+}
+
+// owesRecord keeps a, the accounting record of rec's attempt, if that
+// attempt's report is still owed: the report completes it.
+func (c *Controller) owesRecord(rec *store.Task, a store.Attempt) {
+	if o := c.owed[rec.Worker][api.Attempt{Job: a.Job, Task: a.Task, Attempt: a.Attempt}]; o != nil && o.rec == rec {
+		o.acct, o.recorded = a, true
+	}
 }
 
 // stoppedRecord returns the record of the cancelled attempt a that worker
 // still owes a report of, nil if there is none (or the record moved on).
 func (c *Controller) stoppedRecord(worker string, a api.Attempt) *store.Task {
-	rec := c.owed[worker][a]
-	if rec == nil || rec.Worker != worker || rec.Attempt != a.Attempt || rec.State != string(model.TaskCancelled) {
+	o := c.owed[worker][a]
+	if o == nil {
+		return nil
+	}
+	rec := o.rec
+	if rec.Worker != worker || rec.Attempt != a.Attempt || rec.State != string(model.TaskCancelled) {
 		return nil
 	}
 	return rec
@@ -49,10 +71,17 @@ func (c *Controller) keepStoppedOutput(t *txn, worker string, r api.Report) bool
 	if rec == nil {
 		return false
 	}
+	o := c.owed[worker][r.Attempt]
 	c.forgetStopped(worker, r.Attempt)
 	exit := r.ExitCode
 	rec.ExitCode, rec.Output = &exit, lastBytes(r.Output, MaxOutputBytes)
+	rec.CPUSeconds, rec.PeakMemory = max(r.CPUSeconds, 0), max(r.PeakMemory, 0)
 	t.touchTask(rec)
+	if o.recorded {
+		a := o.acct
+		a.ExitCode, a.CPUSeconds, a.PeakMemory = &exit, rec.CPUSeconds, rec.PeakMemory
+		t.batch.Attempts = append(t.batch.Attempts, a)
+	}
 	t.changed = true
 	return true
 }

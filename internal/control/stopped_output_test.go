@@ -6,6 +6,7 @@ import (
 
 	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/spec"
+	"github.com/allot-sched/allot/internal/store"
 )
 
 // A cancelled attempt keeps what it printed and how it exited, as a
@@ -101,5 +102,47 @@ func TestCancelledAttemptKeepsTheOutputItStreamsAfterTheCancel(t *testing.T) {
 	}
 	if tl := logs.Tasks[0]; tl.Output != "step 1\nterminated\n" || tl.ExitCode == nil || *tl.ExitCode != 143 || tl.Running {
 		t.Errorf("logs of the cancelled attempt: %+v, want both chunks and exit code 143", tl)
+	}
+}
+
+// The accounting record of a cancelled attempt, written when the cancel
+// ended it, gets the exit code and the usage its worker's report brings
+// later: allot get, allot usage and allot logs --attempt of an earlier
+// attempt (once the task was requeued) read them there.
+func TestCancelledAttemptsRecordGetsTheExitCodeAndUsageOfItsReport(t *testing.T) {
+	p := newPlane(t)
+	p.register("w1", 1)
+	p.submit(spec.Job{ID: "j", Tasks: []spec.Task{{Name: "long", Run: "sleep 100"}}})
+	a := p.leaseUntil("w1", "the assignment", func(l api.Lease) bool { return len(l.Assignments) == 1 }).Assignments[0]
+	if _, err := p.c.Cancel(p.ctx(), "j"); err != nil {
+		t.Fatal(err)
+	}
+	p.leaseUntil("w1", "the stop order", func(l api.Lease) bool { return len(l.Stops) == 1 })
+	if err := p.report("w1", api.Report{Attempt: a.Attempt, ExitCode: 143, Stopped: true, CPUSeconds: 2.5, PeakMemory: 4096}); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := p.st.Attempts(p.ctx(), store.AttemptFilter{Job: "j"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1 || recs[0].ExitCode == nil || *recs[0].ExitCode != 143 || recs[0].CPUSeconds != 2.5 || recs[0].PeakMemory != 4096 ||
+		recs[0].Worker != "w1" || recs[0].Attempt != 1 {
+		t.Fatalf("records %+v, want attempt 1 with exit code 143, 2.5 CPU seconds and 4096 bytes", recs)
+	}
+
+	// Requeued, the task runs attempt 2; attempt 1 keeps its exit code.
+	if _, err := p.c.Requeue(p.ctx(), "j", ""); err != nil {
+		t.Fatal(err)
+	}
+	b := p.leaseUntil("w1", "attempt 2", func(l api.Lease) bool { return len(l.Assignments) == 1 }).Assignments[0]
+	if b.Attempt.Attempt != 2 {
+		t.Fatalf("after the requeue: %+v, want attempt 2", b.Attempt)
+	}
+	logs, err := p.c.Logs(p.ctx(), "j", api.LogQuery{Attempt: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(logs.Tasks) != 1 || logs.Tasks[0].ExitCode == nil || *logs.Tasks[0].ExitCode != 143 {
+		t.Errorf("logs --attempt 1: %+v, want exit code 143", logs.Tasks)
 	}
 }
