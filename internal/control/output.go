@@ -23,8 +23,8 @@ const DefaultMaxOutputBytes = 8 << 20
 
 // AppendOutput stores chunks of the output of attempts worker runs (or
 // has just ended). A chunk of an attempt that is no longer the task's
-// current one on that worker is dropped, unless it is a cancelled attempt
-// whose report is still to come: otherwise its output has no reader. A chunk
+// current one on that worker is dropped, unless the server stopped it and
+// its report is still to come: otherwise its output has no reader. A chunk
 // without the attempt's secret is refused with ErrForbidden, and nothing of
 // the request is stored.
 func (c *Controller) AppendOutput(ctx context.Context, worker string, chunks []api.OutputChunk) error {
@@ -35,16 +35,19 @@ func (c *Controller) AppendOutput(ctx context.Context, worker string, chunks []a
 		keep := make([]bool, len(chunks))
 		for i, ch := range chunks {
 			_, rec := c.task(ch.Job, ch.Task)
-			if rec == nil || rec.Worker != worker || rec.Attempt != ch.Attempt.Attempt {
-				// A cancelled attempt streams the rest of its output after
-				// its job ended and was forgotten: kept until its report
-				// (stopped.go).
-				rec = c.stoppedRecord(worker, ch.Attempt)
-			}
-			if rec == nil {
+			var hash []byte
+			switch o := c.owedReport(worker, ch.Attempt); {
+			case o != nil:
+				// An attempt the server stopped streams the rest of its
+				// output after its job was forgotten or its task started
+				// again: kept until its report (stopped.go).
+				hash = o.secretHash
+			case rec != nil && rec.Worker == worker && rec.Attempt == ch.Attempt.Attempt:
+				hash = rec.SecretHash
+			default:
 				continue
 			}
-			if !secretMatches(rec, ch.Secret) {
+			if !hashMatches(hash, ch.Secret) {
 				return nil, fmt.Errorf("%w: chunks[%d]: output for attempt %d of %s/%s did not carry the attempt's secret",
 					ErrForbidden, i, ch.Attempt.Attempt, ch.Job, ch.Task)
 			}

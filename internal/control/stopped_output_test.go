@@ -146,3 +146,67 @@ func TestCancelledAttemptsRecordGetsTheExitCodeAndUsageOfItsReport(t *testing.T)
 		t.Errorf("logs --attempt 1: %+v, want exit code 143", logs.Tasks)
 	}
 }
+
+// A running task that is requeued is stopped and runs again as a new
+// attempt. The stopped attempt's report, which comes after its stop order
+// (and possibly after the next attempt started), completes its accounting
+// record, and what it streams meanwhile is kept: allot logs --attempt 1
+// shows its whole output and how it exited.
+func TestRequeuedRunningAttemptKeepsItsOutputExitCodeAndUsage(t *testing.T) {
+	p := newPlane(t)
+	p.register("w1", 2)
+	p.submit(spec.Job{ID: "j", Tasks: []spec.Task{{Name: "long", Run: "sleep 100"}}})
+	a := p.leaseUntil("w1", "attempt 1", func(l api.Lease) bool { return len(l.Assignments) == 1 }).Assignments[0]
+	chunk := func(as api.Assignment, off int64, data string) api.OutputChunk {
+		return api.OutputChunk{Attempt: as.Attempt, Secret: as.Secret, Offset: off, Data: []byte(data)}
+	}
+	if err := p.c.AppendOutput(p.ctx(), "w1", []api.OutputChunk{chunk(a, 0, "step 1\n")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.c.Requeue(p.ctx(), "j", "long"); err != nil {
+		t.Fatal(err)
+	}
+	// The stop order, and attempt 2 on the second slot, before the worker
+	// reports attempt 1.
+	l := p.leaseUntil("w1", "the stop and attempt 2", func(l api.Lease) bool { return len(l.Stops) == 1 && len(l.Assignments) == 1 })
+	b := l.Assignments[0]
+	if b.Attempt.Attempt != 2 {
+		t.Fatalf("after the requeue: %+v, want attempt 2", b.Attempt)
+	}
+	forged := chunk(a, 7, "forged\n")
+	forged.Secret = "not-the-secret"
+	if err := p.c.AppendOutput(p.ctx(), "w1", []api.OutputChunk{forged}); !errors.Is(err, ErrForbidden) {
+		t.Fatalf("a chunk of attempt 1 without its secret: %v, want forbidden", err)
+	}
+	if err := p.c.AppendOutput(p.ctx(), "w1", []api.OutputChunk{chunk(a, 7, "terminated\n"), chunk(b, 0, "again\n")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.report("w1", api.Report{Attempt: a.Attempt, ExitCode: 143, Stopped: true, Error: "stopped by the server",
+		Output: "step 1\nterminated\n", CPUSeconds: 0.5, PeakMemory: 2048}); err != nil {
+		t.Fatal(err)
+	}
+	if tk := p.task("j", "long"); tk.State != "running" || tk.Attempt != 2 || tk.ExitCode != nil {
+		t.Errorf("task %+v, want attempt 2 running, untouched by attempt 1's report", tk)
+	}
+	recs, err := p.st.Attempts(p.ctx(), store.AttemptFilter{Job: "j"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1 || recs[0].Attempt != 1 || recs[0].ExitCode == nil || *recs[0].ExitCode != 143 || recs[0].CPUSeconds != 0.5 || recs[0].PeakMemory != 2048 {
+		t.Errorf("records %+v, want attempt 1 with exit code 143, 0.5 CPU seconds and 2048 bytes", recs)
+	}
+	for _, tc := range []struct {
+		attempt int
+		output  string
+		exit    *int
+	}{{1, "step 1\nterminated\n", ptr(143)}, {2, "again\n", nil}} {
+		logs, err := p.c.Logs(p.ctx(), "j", api.LogQuery{Attempt: tc.attempt})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tl := logs.Tasks[0]
+		if tl.Output != tc.output || (tl.ExitCode == nil) != (tc.exit == nil) || (tc.exit != nil && *tl.ExitCode != *tc.exit) {
+			t.Errorf("logs --attempt %d: %+v, want output %q and exit code %v", tc.attempt, tl, tc.output, tc.exit)
+		}
+	}
+}
