@@ -98,6 +98,9 @@ func (r *StoreReader) Logs(ctx context.Context, id string, q api.LogQuery) (api.
 		found = true
 		attempt := t.Attempt
 		if q.Attempt > 0 {
+			if q.Attempt > t.Attempt && q.Task == "" {
+				continue // this task has not had that attempt (yet)
+			}
 			if q.Attempt > t.Attempt {
 				return api.Logs{}, fmt.Errorf("%w: task %s of job %q has had %d attempt(s), not %d", ErrNotFound, t.Name, id, t.Attempt, q.Attempt)
 			}
