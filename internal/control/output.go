@@ -90,13 +90,13 @@ func (r *StoreReader) Logs(ctx context.Context, id string, q api.LogQuery) (api.
 		return api.Logs{}, err
 	}
 	out := api.Logs{Job: id, Tasks: []api.TaskLog{}}
-	found, had := false, false
+	found, most := false, 0
 	for _, t := range tasks {
 		if q.Task != "" && t.Name != q.Task {
 			continue
 		}
 		found = true
-		had = had || t.Attempt >= q.Attempt
+		most = max(most, t.Attempt)
 		attempt := t.Attempt
 		if q.Attempt > 0 {
 			if q.Attempt > t.Attempt && q.Task == "" {
@@ -119,8 +119,8 @@ func (r *StoreReader) Logs(ctx context.Context, id string, q api.LogQuery) (api.
 	if q.Task != "" && !found {
 		return api.Logs{}, fmt.Errorf("%w: job %q has no task %q", ErrNotFound, id, q.Task)
 	}
-	if q.Attempt > 0 && !had {
-		return api.Logs{}, fmt.Errorf("%w: no task of job %q has had %d attempts", ErrNotFound, id, q.Attempt)
+	if q.Attempt > most {
+		return api.Logs{}, fmt.Errorf("%w: the tasks of job %q have had at most %d attempt(s), not %d", ErrNotFound, id, most, q.Attempt)
 	}
 	return out, nil
 }
