@@ -37,16 +37,10 @@ func newAttemptSecret() (secret string, hash []byte) {
 	return secret, sum[:]
 }
 
-// secretMatches reports whether secret is the one issued for the attempt
-// rec records. An attempt started before attempts had secrets (no digest)
-// takes any report, so that an upgrade does not fail the attempts running
-// across it.
-func secretMatches(rec *store.Task, secret string) bool {
-	return hashMatches(rec.SecretHash, secret)
-}
-
-// hashMatches reports whether secret has the digest hash (any secret
-// does for no digest, as secretMatches says).
+// hashMatches reports whether secret is the one issued for the attempt
+// whose secret has the digest hash (store.Task.SecretHash). An attempt
+// started before attempts had secrets (no digest) takes any report, so
+// that an upgrade does not fail the attempts running across it.
 func hashMatches(hash []byte, secret string) bool {
 	if len(hash) == 0 {
 		return true
