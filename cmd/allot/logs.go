@@ -26,6 +26,7 @@ func newLogsCmd(f *clientFlags) *cobra.Command {
 		Short: "Print the output of a job's tasks; -f follows a running task",
 		Long: `Print the output (stdout and stderr together) of a job's tasks: of each task's
 current attempt, or of one task (TASK or --task) and one attempt (--attempt).
+--attempt without a task prints that attempt of each task that had it.
 
 The server keeps up to server.maxOutput of each attempt's output (8Mi by
 default); beyond it the oldest output is dropped, and the header of the task

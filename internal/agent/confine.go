@@ -69,8 +69,14 @@ func (a *Agent) confine() func() {
 }
 
 // deniedGPUs are the nodes of the worker's GPUs the assignment does not
-// give its task, by index.
+// give its task, by index. An assignment without an array place
+// (TaskCount 0) comes from a server that predates GPU devices: it gives
+// none, its task sees every GPU (as its environment says), and nothing is
+// denied.
 func deniedGPUs(nodes map[int]cgroup.Device, as api.Assignment) []cgroup.Device {
+	if as.TaskCount < 1 {
+		return nil
+	}
 	given := make(map[int]bool, len(as.GPUs))
 	for _, d := range as.GPUs {
 		given[d.Index] = true

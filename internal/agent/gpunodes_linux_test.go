@@ -35,11 +35,11 @@ func TestGPUNodesAndWhatAnAttemptIsDenied(t *testing.T) {
 	if !reflect.DeepEqual(nodes, want) {
 		t.Fatalf("nodes %v, want %v", nodes, want)
 	}
-	as := api.Assignment{GPUs: []model.GPUDevice{{Index: 1}}}
+	as := api.Assignment{TaskCount: 1, GPUs: []model.GPUDevice{{Index: 1}}}
 	if got := deniedGPUs(nodes, as); !reflect.DeepEqual(got, []cgroup.Device{nvidiaNode(0), nvidiaNode(2)}) {
 		t.Errorf("a task given GPU 1 is denied %v, want 0 and 2", got)
 	}
-	if got := deniedGPUs(nodes, api.Assignment{}); len(got) != 3 {
+	if got := deniedGPUs(nodes, api.Assignment{TaskCount: 1}); len(got) != 3 {
 		t.Errorf("a task given no GPU is denied %v, want all three", got)
 	}
 	// Detected devices are found by their own indices.
@@ -60,3 +60,21 @@ func TestGPUNodesAndWhatAnAttemptIsDenied(t *testing.T) {
 
 // nvidiaNode is the device of /dev/nvidiaN: NVIDIA's major 195.
 func nvidiaNode(n int64) cgroup.Device { return cgroup.Device{Type: 'c', Major: 195, Minor: n} }
+
+// An assignment of a server that predates GPU devices (no array place,
+// TaskCount 0) gives its task no device list: the task sees every GPU, as
+// its environment is left alone, so its cgroup denies none of them. From a
+// server that knows devices, a task given none is denied them all.
+func TestAnOlderServersTaskIsDeniedNoGPU(t *testing.T) {
+	nodes := map[int]cgroup.Device{0: nvidiaNode(0), 1: nvidiaNode(1)}
+	if got := deniedGPUs(nodes, api.Assignment{Resources: model.ResourceSpec{GPUs: 1}}); got != nil {
+		t.Errorf("a GPU task of an older server is denied %v, want none", got)
+	}
+	if got := deniedGPUs(nodes, api.Assignment{TaskCount: 1}); len(got) != 2 {
+		t.Errorf("a task given no GPU is denied %v, want both", got)
+	}
+	as := api.Assignment{TaskCount: 1, GPUs: []model.GPUDevice{{Index: 1}}}
+	if got := deniedGPUs(nodes, as); !reflect.DeepEqual(got, []cgroup.Device{nvidiaNode(0)}) {
+		t.Errorf("a task given GPU 1 is denied %v, want 0", got)
+	}
+}

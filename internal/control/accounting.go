@@ -65,6 +65,7 @@ func (t *txn) recordAttempt(rec *store.Task) {
 		delete(t.measured, rec)
 	}
 	t.batch.Attempts = append(t.batch.Attempts, a)
+	t.c.owesRecord(rec, a) // a cancelled attempt's report completes it (stopped.go)
 }
 
 // withAttempts adds to each task of job the attempts the accounting

@@ -114,9 +114,9 @@ type Controller struct {
 	// that what one worker runs is found without walking every job. It may
 	// hold records that have since moved on; readers check the record.
 	running map[string]map[*store.Task]struct{}
-	// owed holds, per worker, the attempts stopped for a cancel whose
+	// owed holds, per worker, the attempts the server stopped whose
 	// report (with their output) is still to come (stopped.go).
-	owed map[string]map[api.Attempt]*store.Task
+	owed map[string]map[api.Attempt]*owedReport
 	// gone remembers the jobs forgotten last, for the ID check (ids.go).
 	gone goneIDs
 	// inflight is the round whose commit runs beside the loop (Run), nil

@@ -41,9 +41,9 @@ func (c *Controller) record(t *txn, d *engine.Decisions) (again bool) {
 		t.stops[s.Worker] = append(t.stops[s.Worker], api.StopOrder{
 			Attempt: api.Attempt{Job: s.Job, Task: s.Task, Attempt: rec.Attempt},
 			Reason:  s.Reason, Grace: spec.Duration(c.cfg.StopGrace)})
+		c.awaitStopped(s.Worker, rec, s.Reason.Code == model.ReasonCancelled) // its report brings its output (stopped.go)
 		if s.Reason.Code == model.ReasonCancelled {
-			c.awaitStopped(s.Worker, rec) // its report brings its output (stopped.go)
-			continue                      // the matching Ended entry records the state
+			continue // the matching Ended entry records the state
 		}
 		rec.State, rec.Reason, rec.Message = string(model.TaskReady), s.Reason.Code, s.Reason.Message
 		rec.Ended = t.now

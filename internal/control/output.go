@@ -23,7 +23,8 @@ const DefaultMaxOutputBytes = 8 << 20
 
 // AppendOutput stores chunks of the output of attempts worker runs (or
 // has just ended). A chunk of an attempt that is no longer the task's
-// current one on that worker is dropped: its output has no reader. A chunk
+// current one on that worker is dropped, unless the server stopped it and
+// its report is still to come: otherwise its output has no reader. A chunk
 // without the attempt's secret is refused with ErrForbidden, and nothing of
 // the request is stored.
 func (c *Controller) AppendOutput(ctx context.Context, worker string, chunks []api.OutputChunk) error {
@@ -34,10 +35,19 @@ func (c *Controller) AppendOutput(ctx context.Context, worker string, chunks []a
 		keep := make([]bool, len(chunks))
 		for i, ch := range chunks {
 			_, rec := c.task(ch.Job, ch.Task)
-			if rec == nil || rec.Worker != worker || rec.Attempt != ch.Attempt.Attempt {
+			var hash []byte
+			switch o := c.owedReport(worker, ch.Attempt); {
+			case o != nil:
+				// An attempt the server stopped streams the rest of its
+				// output after its job was forgotten or its task started
+				// again: kept until its report (stopped.go).
+				hash = o.secretHash
+			case rec != nil && rec.Worker == worker && rec.Attempt == ch.Attempt.Attempt:
+				hash = rec.SecretHash
+			default:
 				continue
 			}
-			if !secretMatches(rec, ch.Secret) {
+			if !hashMatches(hash, ch.Secret) {
 				return nil, fmt.Errorf("%w: chunks[%d]: output for attempt %d of %s/%s did not carry the attempt's secret",
 					ErrForbidden, i, ch.Attempt.Attempt, ch.Job, ch.Task)
 			}
@@ -80,14 +90,19 @@ func (r *StoreReader) Logs(ctx context.Context, id string, q api.LogQuery) (api.
 		return api.Logs{}, err
 	}
 	out := api.Logs{Job: id, Tasks: []api.TaskLog{}}
-	found := false
+	exits := &attemptExits{st: r.st, job: id}
+	found, most := false, 0
 	for _, t := range tasks {
 		if q.Task != "" && t.Name != q.Task {
 			continue
 		}
 		found = true
+		most = max(most, t.Attempt)
 		attempt := t.Attempt
 		if q.Attempt > 0 {
+			if q.Attempt > t.Attempt && q.Task == "" {
+				continue // this task has not had that attempt (yet)
+			}
 			if q.Attempt > t.Attempt {
 				return api.Logs{}, fmt.Errorf("%w: task %s of job %q has had %d attempt(s), not %d", ErrNotFound, t.Name, id, t.Attempt, q.Attempt)
 			}
@@ -96,7 +111,7 @@ func (r *StoreReader) Logs(ctx context.Context, id string, q api.LogQuery) (api.
 		if attempt == 0 {
 			continue // never started
 		}
-		tl, err := r.attemptLog(ctx, t, attempt, q.Offset)
+		tl, err := r.attemptLog(ctx, t, attempt, q.Offset, exits)
 		if err != nil {
 			return api.Logs{}, err
 		}
@@ -105,19 +120,27 @@ func (r *StoreReader) Logs(ctx context.Context, id string, q api.LogQuery) (api.
 	if q.Task != "" && !found {
 		return api.Logs{}, fmt.Errorf("%w: job %q has no task %q", ErrNotFound, id, q.Task)
 	}
+	if q.Attempt > most {
+		return api.Logs{}, fmt.Errorf("%w: the tasks of job %q have had at most %d attempt(s), not %d", ErrNotFound, id, most, q.Attempt)
+	}
 	return out, nil
 }
 
 // attemptLog is the output of one attempt of t from byte from on: the
 // streamed chunks, else (an agent that does not stream) the tail its
 // report carried.
-func (r *StoreReader) attemptLog(ctx context.Context, t store.Task, attempt int, from int64) (api.TaskLog, error) {
+func (r *StoreReader) attemptLog(ctx context.Context, t store.Task, attempt int, from int64, exits *attemptExits) (api.TaskLog, error) {
 	tl := api.TaskLog{Task: t.Name, Attempt: attempt, Running: attempt == t.Attempt && t.State == string(model.TaskRunning)}
 	if attempt == t.Attempt {
 		tl.ExitCode = t.ExitCode // however it ended, cancelled too
-	} else if exit, err := r.attemptExit(ctx, t, attempt); err != nil {
-		return tl, err
-	} else {
+	}
+	if tl.ExitCode == nil && !tl.Running {
+		// An earlier attempt, or the current one of a task that waits
+		// again (requeued while it ran): its accounting record says.
+		exit, err := exits.of(ctx, t.Name, attempt)
+		if err != nil {
+			return tl, err
+		}
 		tl.ExitCode = exit
 	}
 	o, err := r.st.Output(ctx, t.Job, t.Name, attempt, r.maxOutput, from)
@@ -138,17 +161,27 @@ func (r *StoreReader) attemptLog(ctx context.Context, t store.Task, attempt int,
 	return tl, nil
 }
 
-// attemptExit is how an earlier attempt of t exited, from its accounting
-// record; nil when it has none.
-func (r *StoreReader) attemptExit(ctx context.Context, t store.Task, attempt int) (*int, error) {
-	recs, err := r.st.Attempts(ctx, store.AttemptFilter{Job: t.Job})
-	if err != nil {
-		return nil, err
-	}
-	for _, a := range recs {
-		if a.Task == t.Name && a.Attempt == attempt {
-			return a.ExitCode, nil
+// attemptExits gives how a job's ended attempts exited, from their
+// accounting records, read once per Logs call (a job of many tasks asked
+// for an earlier attempt of each costs one read, not one per task).
+type attemptExits struct {
+	st   store.Store
+	job  string
+	exit map[api.Attempt]*int // nil until read
+}
+
+// of is how the attempt of task exited; nil when it has no record (or
+// its record no exit code).
+func (e *attemptExits) of(ctx context.Context, task string, attempt int) (*int, error) {
+	if e.exit == nil {
+		recs, err := e.st.Attempts(ctx, store.AttemptFilter{Job: e.job})
+		if err != nil {
+			return nil, err
+		}
+		e.exit = make(map[api.Attempt]*int, len(recs))
+		for _, a := range recs {
+			e.exit[api.Attempt{Job: a.Job, Task: a.Task, Attempt: a.Attempt}] = a.ExitCode
 		}
 	}
-	return nil, nil
+	return e.exit[api.Attempt{Job: e.job, Task: task, Attempt: attempt}], nil
 }

@@ -37,16 +37,16 @@ func newAttemptSecret() (secret string, hash []byte) {
 	return secret, sum[:]
 }
 
-// secretMatches reports whether secret is the one issued for the attempt
-// rec records. An attempt started before attempts had secrets (no digest)
-// takes any report, so that an upgrade does not fail the attempts running
-// across it.
-func secretMatches(rec *store.Task, secret string) bool {
-	if len(rec.SecretHash) == 0 {
+// hashMatches reports whether secret is the one issued for the attempt
+// whose secret has the digest hash (store.Task.SecretHash). An attempt
+// started before attempts had secrets (no digest) takes any report, so
+// that an upgrade does not fail the attempts running across it.
+func hashMatches(hash []byte, secret string) bool {
+	if len(hash) == 0 {
 		return true
 	}
 	sum := sha256.Sum256([]byte(secret))
-	return subtle.ConstantTimeCompare(sum[:], rec.SecretHash) == 1
+	return subtle.ConstantTimeCompare(sum[:], hash) == 1
 }
 
 // refuseForged checks the secret of every report that would change a
@@ -59,10 +59,16 @@ func (c *Controller) refuseForged(t *txn, worker string, reports []api.Report) e
 	var first error
 	for i, r := range reports {
 		_, rec := c.task(r.Job, r.Task)
-		if !reportable(rec, worker, r.Attempt) {
-			rec = c.stoppedRecord(worker, r.Attempt) // its output is still kept
+		var hash []byte
+		switch o := c.owedReport(worker, r.Attempt); {
+		case reportable(rec, worker, r.Attempt):
+			hash = rec.SecretHash
+		case o != nil:
+			hash = o.secretHash // its output and usage are still kept (stopped.go)
+		default:
+			continue
 		}
-		if rec == nil || secretMatches(rec, r.Secret) {
+		if hashMatches(hash, r.Secret) {
 			continue
 		}
 		msg := fmt.Sprintf("a report for attempt %d of %s/%s did not carry the attempt's secret", r.Attempt.Attempt, r.Job, r.Task)

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -315,9 +316,25 @@ func TestSubmittersSeeAndCancelOnlyTheirJobs(t *testing.T) {
 	if len(list.Jobs) != 1 || list.Jobs[0].ID != "mine" {
 		t.Errorf("alice lists %+v, want only her job", list.Jobs)
 	}
-	for _, rt := range []struct{ method, path string }{
-		{"GET", "/v1/jobs/theirs"}, {"GET", "/v1/jobs/theirs/logs"}, {"POST", "/v1/jobs/theirs/cancel"},
-	} {
+	jobRoutes := []struct{ method, path string }{
+		{"GET", "/v1/jobs/theirs"}, {"GET", "/v1/jobs/theirs/logs"}, {"GET", "/v1/jobs/theirs/explain"},
+		{"POST", "/v1/jobs/theirs/cancel"}, {"POST", "/v1/jobs/theirs/requeue"},
+		{"POST", "/v1/jobs/theirs/tasks/x/requeue"}, {"POST", "/v1/jobs/theirs/tasks/x/cancel"},
+		{"POST", "/v1/jobs/theirs/priority"}, {"POST", "/v1/jobs/theirs/hold"}, {"POST", "/v1/jobs/theirs/release"},
+		{"POST", "/v1/jobs/theirs/resources"},
+	}
+	// Every route of one job is in the table.
+	for _, p := range New(nil, Options{}).patterns {
+		if !strings.Contains(p, "/v1/jobs/{id}") {
+			continue
+		}
+		if !slices.ContainsFunc(jobRoutes, func(rt struct{ method, path string }) bool {
+			return rt.method+" "+strings.NewReplacer("theirs", "{id}", "/x/", "/{task}/").Replace(rt.path) == p
+		}) {
+			t.Errorf("the server serves %s, which this test does not try on another team's job", p)
+		}
+	}
+	for _, rt := range jobRoutes {
 		status, eb, raw, _ := s.as(t, alice.Secret, rt.method, rt.path, "")
 		if status != 404 || eb.Error.Code != api.CodeNotFound {
 			t.Errorf("%s %s as alice: %d %s, want 404 as for a missing job", rt.method, rt.path, status, raw)
@@ -371,6 +388,19 @@ func TestSubmittersAndWorkersMayNotUseOtherRoutes(t *testing.T) {
 		{"worker", wk.Secret, "POST", "/v1/workers/w1/state", `{"state":"disabled"}`, ""},
 		{"worker", wk.Secret, "PUT", "/v1/queues/batch/policy", `{"kind":"fifo"}`, ""},
 		{"worker", wk.Secret, "GET", "/v1/tokens", ``, ""},
+		{"submitter", sub.Secret, "POST", "/v1/workers/w1/output", `{"chunks":[]}`, ""},
+		{"worker", wk.Secret, "GET", "/v1/jobs/j", ``, ""},
+		{"worker", wk.Secret, "GET", "/v1/jobs/j/logs", ``, ""},
+		{"worker", wk.Secret, "GET", "/v1/usage", ``, ""},
+		{"worker", wk.Secret, "POST", "/v1/jobs/bulk", "id: j\ntasks: [{name: x, run: 'true'}]\n", ""},
+		{"worker", wk.Secret, "POST", "/v1/jobs/j/cancel", ``, ""},
+		{"worker", wk.Secret, "POST", "/v1/jobs/j/requeue", ``, ""},
+		{"worker", wk.Secret, "POST", "/v1/jobs/j/tasks/x/requeue", ``, ""},
+		{"worker", wk.Secret, "POST", "/v1/jobs/j/tasks/x/cancel", ``, ""},
+		{"worker", wk.Secret, "POST", "/v1/jobs/j/priority", `{"priority":1}`, ""},
+		{"worker", wk.Secret, "POST", "/v1/jobs/j/hold", ``, ""},
+		{"worker", wk.Secret, "POST", "/v1/jobs/j/release", ``, ""},
+		{"worker", wk.Secret, "POST", "/v1/jobs/j/resources", `{"cpu":"1"}`, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.who+"/"+tc.method+tc.path, func(t *testing.T) {
