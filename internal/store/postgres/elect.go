@@ -151,8 +151,8 @@ func (c *Candidate) Confirm(ctx context.Context) error {
 // Resign gives the leadership up: the store's writes are fenced off for
 // good (every later write fails with store.ErrFenced until a new Try
 // wins), the leader row forgets this server's URL if it still holds its
-// epoch (so that the standbys stop sending callers to it), then the
-// session, and so the lock, is closed.
+// epoch (so that the standbys stop sending callers to it), the lock is
+// released, and the session is closed.
 func (c *Candidate) Resign() {
 	c.s.Fence(-1)
 	c.mu.Lock()
@@ -160,6 +160,10 @@ func (c *Candidate) Resign() {
 	if c.held && c.conn != nil && !c.conn.IsClosed() {
 		ctx, cancel := context.WithTimeout(context.Background(), min(c.timeout, time.Second))
 		_, _ = c.conn.Exec(ctx, `UPDATE leader SET url = '' WHERE id = 1 AND epoch = $1`, c.epoch)
+		// Released here rather than when the server has ended the closed
+		// session's backend, which it does some time after: a standby
+		// trying at once gets the lock.
+		_, _ = c.conn.Exec(ctx, `SELECT pg_advisory_unlock_all()`)
 		cancel()
 	}
 	c.drop()
