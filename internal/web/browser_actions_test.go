@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -39,6 +40,28 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// submit clicks sel, a form's button, and waits until the page the form's
+// answer leads to has loaded: the page the click leaves is marked first, so
+// the wait cannot end on it, and the next navigation cannot abort the form's
+// (net::ERR_ABORTED). Evaluations that meet the page changing are retried.
+func submit(ctx context.Context, sel string) error {
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(sel), chromedp.Evaluate[chromedp.Void]("window.__left = true"),
+		chromedp.Click(sel)); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		loaded, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__left === undefined && document.readyState === "complete"`))
+		if err == nil && loaded {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the page after clicking %s did not load in 10s (last error: %v)", sel, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // TestBrowserActions clicks each action of the dashboard as an admin and
 // as a submitter, and checks the state it changed through the API.
 func TestBrowserActions(t *testing.T) {
@@ -71,8 +94,13 @@ func TestBrowserActions(t *testing.T) {
 	}
 	click := func(t *testing.T, page, sel, then string) {
 		t.Helper()
-		err := chromedp.Do(ctx, chromedp.Navigate(f.srv.URL+page), chromedp.WaitVisible(sel),
-			chromedp.Click(sel), chromedp.WaitVisible(then))
+		err := chromedp.Do(ctx, chromedp.Navigate(f.srv.URL+page))
+		if err == nil {
+			err = submit(ctx, sel)
+		}
+		if err == nil {
+			err = chromedp.Do(ctx, chromedp.WaitVisible(then))
+		}
 		if err != nil {
 			t.Fatalf("on %s clicking %s: %v", page, sel, err)
 		}
@@ -97,8 +125,13 @@ func TestBrowserActions(t *testing.T) {
 	})
 	t.Run("priority", func(t *testing.T) {
 		err := chromedp.Do(ctx, chromedp.Navigate(f.srv.URL+"/jobs/waits"), chromedp.WaitVisible("#priority"),
-			chromedp.SetValue("#priority", "3"), chromedp.Click("#set-priority"),
-			chromedp.WaitVisible(`//b[@id="job-priority" and text()="3"]`))
+			chromedp.SetValue("#priority", "3"))
+		if err == nil {
+			err = submit(ctx, "#set-priority")
+		}
+		if err == nil {
+			err = chromedp.Do(ctx, chromedp.WaitVisible(`//b[@id="job-priority" and text()="3"]`))
+		}
 		if err != nil {
 			t.Fatalf("setting the priority: %v", err)
 		}
@@ -106,8 +139,13 @@ func TestBrowserActions(t *testing.T) {
 	})
 	t.Run("resources", func(t *testing.T) {
 		err := chromedp.Do(ctx, chromedp.Navigate(f.srv.URL+"/jobs/huge"), chromedp.WaitVisible("#res-cpu"),
-			chromedp.SetValue("#res-cpu", "500m"), chromedp.SetValue("#res-memory", "2Gi"), chromedp.Click("#set-resources"),
-			chromedp.WaitVisible(`//h1[text()="Job huge"]`))
+			chromedp.SetValue("#res-cpu", "500m"), chromedp.SetValue("#res-memory", "2Gi"))
+		if err == nil {
+			err = submit(ctx, "#set-resources")
+		}
+		if err == nil {
+			err = chromedp.Do(ctx, chromedp.WaitVisible(`//h1[text()="Job huge"]`))
+		}
 		if err != nil {
 			t.Fatalf("setting the resources: %v", err)
 		}
@@ -119,8 +157,14 @@ func TestBrowserActions(t *testing.T) {
 	t.Run("drain, disable and ready", func(t *testing.T) {
 		for _, state := range []string{"draining", "disabled", "ready"} {
 			sel := `button[data-worker="node-2"][data-state="` + state + `"]`
-			if err := chromedp.Do(ctx, chromedp.Navigate(f.srv.URL+"/workers"), chromedp.WaitVisible(sel), chromedp.Click(sel),
-				chromedp.WaitVisible(`//h1[text()="Workers"]`)); err != nil {
+			err := chromedp.Do(ctx, chromedp.Navigate(f.srv.URL+"/workers"))
+			if err == nil {
+				err = submit(ctx, sel)
+			}
+			if err == nil {
+				err = chromedp.Do(ctx, chromedp.WaitVisible("#worker-node-2 .ws-"+state))
+			}
+			if err != nil {
 				t.Fatalf("clicking %s: %v", sel, err)
 			}
 			eventually(t, "node-2 is "+state, func() bool { return worker("node-2") == state })
