@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/allot-sched/allot/internal/agent/cgroup"
 	"github.com/allot-sched/allot/internal/model"
 )
 
@@ -46,14 +46,15 @@ const v1Unlimited = 1 << 62
 // says what could not be read at all.
 func readCgroupLimits(root string) (cgroupLimits, error) {
 	var lim cgroupLimits
-	member, err := readProcCgroup(filepath.Join(root, "proc/self/cgroup"))
+	member, err := cgroup.ParseProcCgroup(filepath.Join(root, "proc/self/cgroup"))
 	if err != nil {
 		return lim, err
 	}
-	mounts, err := readCgroupMounts(filepath.Join(root, "proc/self/mountinfo"))
+	all, err := cgroup.ParseMountinfo(filepath.Join(root, "proc/self/mountinfo"))
 	if err != nil {
 		return lim, err
 	}
+	mounts := byController(all)
 	var errs []error
 	if dir, v1, ok := locate(member, mounts, "cpu"); ok {
 		var err error
@@ -76,103 +77,26 @@ func readCgroupLimits(root string) (cgroupLimits, error) {
 	return lim, errors.Join(errs...)
 }
 
-// cgroupMember is where /proc/self/cgroup places the process: its path in
-// the unified hierarchy and in each v1 hierarchy by controller.
-type cgroupMember struct {
-	unified    string
-	hasUnified bool
-	v1         map[string]string
-}
-
-// readProcCgroup reads /proc/self/cgroup: one "ID:controllers:path" line
-// per hierarchy, "0::path" for the unified one.
-func readProcCgroup(file string) (cgroupMember, error) {
-	m := cgroupMember{v1: map[string]string{}}
-	f, err := os.Open(file)
-	if err != nil {
-		return m, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		id, rest, ok1 := strings.Cut(sc.Text(), ":")
-		ctrls, p, ok2 := strings.Cut(rest, ":")
-		if !ok1 || !ok2 {
-			continue
-		}
-		if id == "0" && ctrls == "" {
-			m.unified, m.hasUnified = p, true
-			continue
-		}
-		for c := range strings.SplitSeq(ctrls, ",") {
-			m.v1[c] = p
-		}
-	}
-	return m, sc.Err()
-}
-
-// cgroupMount is a mount of a cgroup hierarchy: the cgroup at its root
-// and where it is mounted.
-type cgroupMount struct {
-	root, point string
-}
-
 // cgroupMounts are the mounts of the unified hierarchy and of each v1
 // controller, in mountinfo's order.
 type cgroupMounts struct {
-	unified []cgroupMount
-	v1      map[string][]cgroupMount
+	unified []cgroup.Mount
+	v1      map[string][]cgroup.Mount
 }
 
-// readCgroupMounts reads the cgroup and cgroup2 mounts of
-// /proc/self/mountinfo, whose lines are "ID PARENT MAJ:MIN ROOT POINT
-// OPTIONS [OPTIONAL...] - TYPE SOURCE SUPEROPTIONS"; a v1 mount names its
-// controllers among its super options.
-func readCgroupMounts(file string) (cgroupMounts, error) {
-	ms := cgroupMounts{v1: map[string][]cgroupMount{}}
-	f, err := os.Open(file)
-	if err != nil {
-		return ms, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		fields, tail := strings.Fields(pre), strings.Fields(post)
-		if !ok || len(fields) < 5 || len(tail) < 3 {
+// byController sorts the mounts of a mountinfo file by hierarchy.
+func byController(ms []cgroup.Mount) cgroupMounts {
+	out := cgroupMounts{v1: map[string][]cgroup.Mount{}}
+	for _, m := range ms {
+		if m.V2 {
+			out.unified = append(out.unified, m)
 			continue
 		}
-		m := cgroupMount{root: unescapeMount(fields[3]), point: unescapeMount(fields[4])}
-		switch tail[0] {
-		case "cgroup2":
-			ms.unified = append(ms.unified, m)
-		case "cgroup":
-			for o := range strings.SplitSeq(tail[2], ",") {
-				ms.v1[o] = append(ms.v1[o], m)
-			}
+		for _, c := range m.Controllers {
+			out.v1[c] = append(out.v1[c], m)
 		}
 	}
-	return ms, sc.Err()
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
+	return out
 }
 
 // cgroupDir is a cgroup's directory and the mount point above which the
@@ -186,13 +110,13 @@ type cgroupDir struct {
 // some controllers as v1 with a unified tree beside them), else in the
 // unified hierarchy. ok is false when neither is mounted or the cgroup
 // lies outside every mount of its hierarchy.
-func locate(member cgroupMember, mounts cgroupMounts, controller string) (d cgroupDir, v1, ok bool) {
-	if p, in := member.v1[controller]; in && len(mounts.v1[controller]) > 0 {
+func locate(member map[string]string, mounts cgroupMounts, controller string) (d cgroupDir, v1, ok bool) {
+	if p, in := member[controller]; in && len(mounts.v1[controller]) > 0 {
 		d, ok = under(p, mounts.v1[controller])
 		return d, true, ok
 	}
-	if member.hasUnified && len(mounts.unified) > 0 {
-		d, ok = under(member.unified, mounts.unified)
+	if p, in := member[""]; in && len(mounts.unified) > 0 {
+		d, ok = under(p, mounts.unified)
 		return d, false, ok
 	}
 	return d, false, false
@@ -202,15 +126,15 @@ func locate(member cgroupMember, mounts cgroupMounts, controller string) (d cgro
 // container the mount's root is often the container's own cgroup, which
 // /proc/self/cgroup also names in full (v1 without a cgroup namespace) or
 // as "/" (with one).
-func under(p string, mounts []cgroupMount) (cgroupDir, bool) {
+func under(p string, mounts []cgroup.Mount) (cgroupDir, bool) {
 	p = path.Clean("/" + p)
 	for _, m := range mounts {
-		r := path.Clean("/" + m.root)
+		r := path.Clean("/" + m.Root)
 		rel, ok := strings.CutPrefix(p, r)
 		if !ok || (rel != "" && r != "/" && !strings.HasPrefix(rel, "/")) {
 			continue
 		}
-		return cgroupDir{dir: path.Join(m.point, rel), top: path.Clean(m.point)}, true
+		return cgroupDir{dir: path.Join(m.Point, rel), top: path.Clean(m.Point)}, true
 	}
 	return cgroupDir{}, false
 }

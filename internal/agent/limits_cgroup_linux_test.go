@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/allot-sched/allot/internal/agent/cgroup"
 	"github.com/allot-sched/allot/internal/model"
 )
 
@@ -28,14 +29,15 @@ func TestDetectReadsTheLimitsOfARealCgroup(t *testing.T) {
 		}
 		t.Skip("making a cgroup needs root: skipped")
 	}
-	member, err := readProcCgroup("/proc/self/cgroup")
+	member, err := cgroup.ParseProcCgroup("/proc/self/cgroup")
 	if err != nil {
 		t.Skipf("no /proc/self/cgroup: %v", err)
 	}
-	mounts, err := readCgroupMounts("/proc/self/mountinfo")
+	all, err := cgroup.ParseMountinfo("/proc/self/mountinfo")
 	if err != nil {
 		t.Fatal(err)
 	}
+	mounts := byController(all)
 	name := fmt.Sprintf("allot-limits-test-%d", os.Getpid())
 	var dirs []string
 	made := map[string]bool{}

@@ -480,8 +480,15 @@ func (e *Engine) gangFailed(t *task, now time.Time) {
 	if gg == nil {
 		return
 	}
-	gg.launched = false
 	r := model.Because(model.ReasonGangStopped, "task %q of the %s of job %q failed, so the gang cannot run whole", t.spec.Name, gg.label(), gg.job.id)
+	e.endGang(gg, model.TaskFailed, r, now, e.cascade)
+}
+
+// endGang ends, in state s for reason r, every member of gg that has not
+// ended: running ones stop, waiting ones leave their queue; then is told
+// of each right after it ended. The gang is no longer launched.
+func (e *Engine) endGang(gg *gang, s model.TaskState, r model.Reason, now time.Time, then func(*task)) {
+	gg.launched = false
 	for _, m := range gg.members {
 		worker := ""
 		switch m.state {
@@ -495,7 +502,7 @@ func (e *Engine) gangFailed(t *task, now time.Time) {
 		default:
 			continue
 		}
-		e.end(m, model.TaskFailed, r, worker)
-		e.cascade(m)
+		e.end(m, s, r, worker)
+		then(m)
 	}
 }

@@ -96,6 +96,13 @@ func (e *Engine) stopToWait(t *task, r model.Reason, now time.Time) {
 	e.release(t, now)
 	e.makeReady(t)
 	e.stops = append(e.stops, Stop{Job: t.job.id, Task: t.spec.Name, Worker: worker, Reason: r})
+	e.requeueMembers(members, r, now)
+}
+
+// requeueMembers stops the running members of a merged batch outside a
+// cycle (they go out with the next one's stops) and makes them wait again,
+// for reason r.
+func (e *Engine) requeueMembers(members []*task, r model.Reason, now time.Time) {
 	for _, m := range members {
 		if m.state != model.TaskRunning {
 			continue
@@ -188,15 +195,7 @@ func (e *Engine) cancelTask(ev CancelTask, now time.Time) error {
 		e.end(t, model.TaskCancelled, r, worker)
 		// The members of its merged batch wait again: only t is cancelled.
 		mr := model.Because(model.ReasonRequeued, "requeued: task %q, the head of its merged batch, was cancelled", ev.Task)
-		for _, m := range members {
-			if m.state != model.TaskRunning {
-				continue
-			}
-			w := m.worker.Spec.Name
-			e.release(m, now)
-			e.makeReady(m)
-			e.stops = append(e.stops, Stop{Job: m.job.id, Task: m.spec.Name, Worker: w, Reason: mr})
-		}
+		e.requeueMembers(members, mr, now)
 	} else {
 		e.dropWaiting(t)
 		e.end(t, model.TaskCancelled, r, "")
@@ -232,25 +231,9 @@ func (e *Engine) cancelTask(ev CancelTask, now time.Time) error {
 // t, a member: fewer than its minimum are left to run, so it cannot run
 // whole again. Running members stop. It returns the members it ended.
 func (e *Engine) gangCancelled(gg *gang, t *task, now time.Time) []*task {
-	gg.launched = false
 	r := model.Because(model.ReasonCancelled, "task %q of the %s of job %q was cancelled, so the gang cannot run whole", t.spec.Name, gg.label(), gg.job.id)
 	var out []*task
-	for _, m := range gg.members {
-		worker := ""
-		switch m.state {
-		case model.TaskRunning:
-			worker = m.worker.Spec.Name
-			e.release(m, now)
-			e.stops = append(e.stops, Stop{Job: m.job.id, Task: m.spec.Name, Worker: worker, Reason: r})
-		case model.TaskReady:
-			e.dropWaiting(m)
-		case model.TaskBlocked:
-		default:
-			continue
-		}
-		e.end(m, model.TaskCancelled, r, worker)
-		out = append(out, m)
-	}
+	e.endGang(gg, model.TaskCancelled, r, now, func(m *task) { out = append(out, m) })
 	return out
 }
 

@@ -1,7 +1,6 @@
 package cgroup
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -13,129 +12,36 @@ import (
 // v1Controllers are the v1 controllers the agent uses: limits (cpu,
 // cpuset, memory, pids, devices), accounting (cpuacct) and killing
 // (freezer).
-var v1Controllers = []string{"cpu", "cpuacct", "cpuset", "memory", "pids", "freezer", "devices"}
-
-// mount is one cgroup mount of /proc/self/mountinfo.
-type mount struct {
-	point, root string
-	v2          bool
-	controllers []string // v1 only
-}
-
-// parseMountinfo lists the cgroup mounts in a mountinfo file.
-func parseMountinfo(path string) ([]mount, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []mount
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// id parent major:minor root point options [optional...] - fstype source superoptions
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		if !ok {
-			continue
-		}
-		f1, f2 := strings.Fields(pre), strings.Fields(post)
-		if len(f1) < 5 || len(f2) < 3 {
-			continue
-		}
-		m := mount{root: unescape(f1[3]), point: unescape(f1[4])}
-		switch f2[0] {
-		case "cgroup2":
-			m.v2 = true
-		case "cgroup":
-			for o := range strings.SplitSeq(f2[2], ",") {
-				if slices.Contains(v1Controllers, o) {
-					m.controllers = append(m.controllers, o)
-				}
-			}
-			if len(m.controllers) == 0 {
-				continue // name=systemd and the like
-			}
-		default:
-			continue
-		}
-		out = append(out, m)
-	}
-	return out, sc.Err()
-}
-
-// unescape undoes mountinfo's octal escapes (\040 for a space).
-func unescape(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			var n int
-			if _, err := fmt.Sscanf(s[i+1:i+4], "%o", &n); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-// parseProcCgroup reads /proc/<pid>/cgroup: the process's group per v1
-// controller, and under "" its v2 group.
-func parseProcCgroup(path string) (map[string]string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]string{}
-	for line := range strings.SplitSeq(strings.TrimSpace(string(b)), "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		if parts[1] == "" {
-			out[""] = parts[2]
-			continue
-		}
-		for c := range strings.SplitSeq(parts[1], ",") {
-			out[c] = parts[2]
-		}
-	}
-	return out, nil
-}
-
 // ownDir is the directory of the process's group path in the hierarchy
 // mounted as m.
-func ownDir(m mount, path string) string {
+func ownDir(m Mount, path string) string {
 	rel := path
-	if m.root != "/" && strings.HasPrefix(path, m.root) {
-		rel = strings.TrimPrefix(path, m.root)
+	if m.Root != "/" && strings.HasPrefix(path, m.Root) {
+		rel = strings.TrimPrefix(path, m.Root)
 	}
-	return filepath.Join(m.point, rel)
+	return filepath.Join(m.Point, rel)
 }
 
 // detect finds the hierarchy to use from the process's mounts and groups.
 func detect(version int) (hierarchy, error) {
-	mounts, err := parseMountinfo("/proc/self/mountinfo")
+	mounts, err := ParseMountinfo("/proc/self/mountinfo")
 	if err != nil {
 		return nil, fmt.Errorf("cgroup: reading the mounts: %w", err)
 	}
-	own, err := parseProcCgroup("/proc/self/cgroup")
+	own, err := ParseProcCgroup("/proc/self/cgroup")
 	if err != nil {
 		return nil, fmt.Errorf("cgroup: reading the agent's own groups: %w", err)
 	}
-	var unified *mount
+	var unified *Mount
 	h1 := &v1{own: map[string]string{}}
 	for i, m := range mounts {
-		if m.v2 {
+		if m.V2 {
 			if unified == nil {
 				unified = &mounts[i]
 			}
 			continue
 		}
-		for _, c := range m.controllers {
+		for _, c := range m.Controllers {
 			if p, ok := own[c]; ok {
 				if _, dup := h1.own[c]; !dup {
 					h1.own[c] = ownDir(m, p)
@@ -169,7 +75,7 @@ func detect(version int) (hierarchy, error) {
 		if !ok {
 			return nil, errors.New("cgroup: the agent's v2 group is unknown (/proc/self/cgroup)")
 		}
-		return &v2{own: ownDir(*unified, p), mount: unified.point}, nil
+		return &v2{own: ownDir(*unified, p), mount: unified.Point}, nil
 	}
 	return h1, nil
 }

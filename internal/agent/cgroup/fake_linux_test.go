@@ -215,21 +215,21 @@ func TestParseMountinfoFindsBothHierarchies(t *testing.T) {
 		`40 31 0:37 / /sys/fs/cgroup/systemd rw,relatime - cgroup cgroup rw,name=systemd`,
 		`41 31 0:38 / /sys/fs/cgroup/unified\040tree rw,relatime - cgroup2 cgroup2 rw`,
 	}, "\n"))
-	got, err := parseMountinfo(mi)
+	got, err := ParseMountinfo(mi)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []mount{
-		{point: "/sys/fs/cgroup/cpu,cpuacct", root: "/", controllers: []string{"cpu", "cpuacct"}},
-		{point: "/sys/fs/cgroup/memory", root: "/kubepods", controllers: []string{"memory"}},
-		{point: "/sys/fs/cgroup/unified tree", root: "/", v2: true},
+	want := []Mount{
+		{Point: "/sys/fs/cgroup/cpu,cpuacct", Root: "/", Controllers: []string{"cpu", "cpuacct"}},
+		{Point: "/sys/fs/cgroup/memory", Root: "/kubepods", Controllers: []string{"memory"}},
+		{Point: "/sys/fs/cgroup/unified tree", Root: "/", V2: true},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("mounts = %+v, want %+v", got, want)
 	}
 	for i := range want {
-		if got[i].point != want[i].point || got[i].root != want[i].root || got[i].v2 != want[i].v2 ||
-			!slices.Equal(got[i].controllers, want[i].controllers) {
+		if got[i].Point != want[i].Point || got[i].Root != want[i].Root || got[i].V2 != want[i].V2 ||
+			!slices.Equal(got[i].Controllers, want[i].Controllers) {
 			t.Errorf("mount %d = %+v, want %+v", i, got[i], want[i])
 		}
 	}

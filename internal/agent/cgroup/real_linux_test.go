@@ -18,11 +18,11 @@ import (
 // the test does not run as root (it cannot make groups then).
 func openReal(t *testing.T, version int) *Manager {
 	t.Helper()
-	mounts, err := parseMountinfo("/proc/self/mountinfo")
+	mounts, err := ParseMountinfo("/proc/self/mountinfo")
 	if err != nil {
 		t.Fatal(err)
 	}
-	has := slices.ContainsFunc(mounts, func(m mount) bool { return version == 0 || m.v2 == (version == 2) })
+	has := slices.ContainsFunc(mounts, func(m Mount) bool { return version == 0 || m.V2 == (version == 2) })
 	if !has {
 		t.Skipf("no cgroup v%d hierarchy is mounted", version)
 	}
