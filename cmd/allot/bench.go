@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/allot-sched/allot/internal/agent"
 	"io"
 	"log/slog"
 	"math"
@@ -54,6 +55,9 @@ type benchConfig struct {
 	// Prefetch is what each real agent takes beyond its slots
 	// (agent.Config.Prefetch).
 	Prefetch int `json:"prefetch,omitempty"`
+	// Cgroups is how the real agents confine attempts
+	// (agent.Config.Cgroups).
+	Cgroups string `json:"cgroups,omitempty"`
 }
 
 // benchResult is what `allot bench` prints; -o json prints it as is.
@@ -187,6 +191,9 @@ server creates in its data directory. --no-auth measures without it.`,
 			if cfg.Prefetch != 0 && (len(cfg.Exec) == 0 || cfg.Prefetch < 0 || cfg.Prefetch > cfg.Slots/cfg.Workers) {
 				return fmt.Errorf("--prefetch: only with --exec, from 0 to the slots of each agent (%d)", cfg.Slots/cfg.Workers)
 			}
+			if cmd.Flags().Changed("cgroups") && len(cfg.Exec) == 0 {
+				return fmt.Errorf("--cgroups: only with --exec (the no-op workers run no process)")
+			}
 			if cpuProfile != "" {
 				f, err := os.Create(cpuProfile)
 				if err != nil {
@@ -249,6 +256,7 @@ server creates in its data directory. --no-auth measures without it.`,
 	f.StringVar(&cfg.Store, "store", "", "PostgreSQL URL to measure on, in a new schema dropped at exit (env ALLOT_STORE)")
 	f.StringVar(&execCmd, "exec", "", "run every task as this command (split on spaces, no shell) on --workers real agents, not no-op workers")
 	f.IntVar(&cfg.Prefetch, "prefetch", 0, "with --exec: tasks each agent takes beyond its slots (allot worker --prefetch)")
+	f.StringVar(&cfg.Cgroups, "cgroups", agent.CgroupsAuto, "with --exec: how the agents confine attempts (allot worker --cgroups): auto, v1, v2 or off")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (server and workers) to this file")
 	f.StringVarP(&output, "output", "o", "table", "output format: table or json")
 	return cmd

@@ -88,7 +88,7 @@ func (b *benchRun) startAgents(ctx context.Context, serverURL, dataDir string, w
 		}
 		name := fmt.Sprintf("bench-agent-%03d", i)
 		a, err := agent.New(agent.Config{
-			Server: serverURL, Token: token, Name: name, Slots: slots, Prefetch: b.cfg.Prefetch,
+			Server: serverURL, Token: token, Name: name, Slots: slots, Prefetch: b.cfg.Prefetch, Cgroups: b.cfg.Cgroups,
 			Resources: spec.Resources{CPU: 1000 * spec.CPU(slots), Memory: 1024 * spec.Memory(slots)},
 			StateDir:  filepath.Join(dataDir, name),
 			Logger:    log,
