@@ -119,6 +119,9 @@ type Controller struct {
 	owed map[string]map[api.Attempt]*owedReport
 	// gone remembers the jobs forgotten last, for the ID check (ids.go).
 	gone goneIDs
+	// stored holds the IDs of the jobs the store may hold, so that a
+	// submission of a new ID need not read the store (storedids.go).
+	stored *storedIDs
 	// inflight is the round whose commit runs beside the loop (Run), nil
 	// when none does.
 	inflight *txn
@@ -183,7 +186,7 @@ func New(ctx context.Context, cfg Config, st store.Store) (*Controller, error) {
 	c := &Controller{cfg: cfg, st: st, eng: eng, engCfg: engCfg, inputs: ic, reqs: make(chan *request, cfg.MaxBatch),
 		done: make(chan struct{}), closing: make(chan struct{}), jobs: map[string]*liveJob{}, workers: map[string]*liveWorker{},
 		running: map[string]map[*store.Task]struct{}{},
-		boxes:   map[string]*mailbox{}, notifyCh: make(chan struct{})}
+		boxes:   map[string]*mailbox{}, notifyCh: make(chan struct{}), stored: newStoredIDs()}
 	win := density.NewWindow(densityBucket(cfg.Scheduling.Placement), density.WindowBuckets)
 	c.registerFeatures(win)
 	if err := c.recover(ctx); err != nil {
@@ -212,6 +215,11 @@ func New(ctx context.Context, cfg Config, st store.Store) (*Controller, error) {
 func (c *Controller) Run(ctx context.Context) error {
 	defer close(c.done)
 	defer c.stopFeatures() // however the loop ends, before done closes
+	go func() {
+		if err := c.stored.load(ctx, c.st); err != nil && ctx.Err() == nil {
+			c.cfg.Logger.Warn("reading the stored job IDs; each submission reads the store for its ID", "err", err)
+		}
+	}()
 	tick := time.NewTicker(c.cfg.CycleEvery)
 	defer tick.Stop()
 	var (

@@ -108,6 +108,7 @@ func (c *Controller) stopFeatures() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	c.noteStored(t.batch)
 	if err := c.st.Commit(ctx, t.batch); err != nil {
 		c.cfg.Logger.Warn("storing the policies' history at stop", "err", err)
 	}

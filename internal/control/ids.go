@@ -90,8 +90,12 @@ func (g *goneIDs) since(id string, seen uint64) (gone, known bool) {
 	return ok && e > seen, true
 }
 
-// stored reports whether the store holds a job with this ID.
-func (c *Controller) stored(ctx context.Context, id string) (bool, error) {
+// isStored reports whether the store holds a job with this ID. An ID the
+// filter of stored IDs does not have is not read for.
+func (c *Controller) isStored(ctx context.Context, id string) (bool, error) {
+	if !c.stored.mayHold(id) {
+		return false, nil
+	}
 	_, err := c.st.JobHeader(ctx, id)
 	switch {
 	case err == nil:
@@ -117,7 +121,7 @@ func (c *Controller) idFree(ctx context.Context, id string, read bool, seen uint
 	gone, known := c.gone.since(id, seen)
 	if !read || !known { // no read, or one too old for the record: read now
 		var err error
-		if gone, err = c.stored(ctx, id); err != nil {
+		if gone, err = c.isStored(ctx, id); err != nil {
 			return err
 		}
 	}
@@ -125,4 +129,18 @@ func (c *Controller) idFree(ctx context.Context, id string, read bool, seen uint
 		return &IDTakenError{ID: id}
 	}
 	return nil
+}
+
+// noteStored adds the IDs of a batch's jobs to the filter of stored IDs
+// before the batch is committed: a submission that finds an ID missing
+// from it can trust that no job of that ID is stored or being stored.
+func (c *Controller) noteStored(b store.Batch) {
+	if len(b.Jobs) == 0 {
+		return
+	}
+	ids := make([]string, len(b.Jobs))
+	for i, j := range b.Jobs {
+		ids[i] = j.ID
+	}
+	c.stored.add(ids...)
 }

@@ -121,8 +121,8 @@ func (c *Controller) submitMany(ctx context.Context, submitter string, specs []s
 		if js.ID == "" {
 			js.ID, generated[i] = spec.NewJobID(c.cfg.Clock().UTC()), true
 		}
-		taken, err := c.stored(ctx, js.ID)
-		for ; err == nil && taken && generated[i]; taken, err = c.stored(ctx, js.ID) {
+		taken, err := c.isStored(ctx, js.ID)
+		for ; err == nil && taken && generated[i]; taken, err = c.isStored(ctx, js.ID) {
 			js.ID = spec.NewJobID(c.cfg.Clock().UTC())
 		}
 		if err != nil {

@@ -47,6 +47,7 @@ func (c *Controller) timedCycle(now time.Time) *engine.Decisions {
 
 // commit writes a round's batch, timing it for the observer.
 func (c *Controller) commit(ctx context.Context, b store.Batch) error {
+	c.noteStored(b)
 	start := time.Now()
 	err := c.st.Commit(ctx, b)
 	if o := c.cfg.Observer; o != nil {
