@@ -87,6 +87,9 @@ type benchThroughput struct {
 	// submitters: they share the machine's cores) used in the phase,
 	// per task, in microseconds; 0 where it is not measured.
 	CPUPerTask float64 `json:"cpuPerTaskUs"`
+	// PeakMemory is the process's resident high-water mark at the end of
+	// the phase, in bytes; 0 where it is not measured.
+	PeakMemory int64 `json:"peakMemoryBytes,omitempty"`
 	// Submit is how long a submission took, from sending POST /v1/jobs
 	// to its answer (the job is durable then).
 	Submit benchPercentiles `json:"submit"`
@@ -390,7 +393,7 @@ func runBench(ctx context.Context, cfg benchConfig, dataDir string, progress io.
 	}
 	res.Throughput = benchThroughput{Seconds: elapsed.Seconds(), SubmitSeconds: submitted.Seconds(),
 		TasksPerSec: float64(cfg.Tasks) / elapsed.Seconds(), JobsPerSec: float64(jobs) / elapsed.Seconds(),
-		CPUPerTask: round2(float64(cpu) / float64(time.Microsecond) / float64(cfg.Tasks)),
+		CPUPerTask: round2(float64(cpu) / float64(time.Microsecond) / float64(cfg.Tasks)), PeakMemory: peakMemory(),
 		Submit:     b.submitPercentiles("bench-t-"), Wait: b.percentiles("bench-t-")}
 	if agents != nil {
 		res.Agents = agents.figures(agents.stats(), elapsed)
@@ -697,6 +700,9 @@ func printBench(w io.Writer, r *benchResult) {
 	}
 	if r.Throughput.CPUPerTask > 0 {
 		fmt.Fprintf(w, "            CPU time: %.0fµs per task (server, workers and submitters, on %d CPUs)\n", r.Throughput.CPUPerTask, r.Machine.CPUs)
+	}
+	if r.Throughput.PeakMemory > 0 {
+		fmt.Fprintf(w, "            peak resident memory: %.0f MiB (the whole process)\n", float64(r.Throughput.PeakMemory)/(1<<20))
 	}
 	sb := r.Throughput.Submit
 	fmt.Fprintf(w, "            a submission took: p50 %s, p95 %s, p99 %s, max %s\n", ms(sb.P50), ms(sb.P95), ms(sb.P99), ms(sb.Max))

@@ -18,3 +18,14 @@ func processCPU() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// peakMemory is the most resident memory this process has held (its
+// high-water mark), what the server's memory settings (GOGC) trade against
+// CPU.
+func peakMemory() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Maxrss * 1024 // kilobytes on Linux
+}
