@@ -209,7 +209,9 @@ func New(ctx context.Context, cfg Config, st store.Store) (*Controller, error) {
 // the store and the rest of the server each use a core. When N is stored,
 // the loop runs N+1's cycle and starts N+1's commit: a round holds what
 // arrived during the commit before it, as when the loop waited for each
-// commit, and its requests were applied meanwhile. Nothing of N+1 is
+// commit, and its requests were applied meanwhile; after a commit that
+// answered many callers, N+1's commit waits a little for what they send
+// next (gatherFor). Nothing of N+1 is
 // committed, answered or handed to a worker before N is stored, and its
 // answers wait for its own commit.
 func (c *Controller) Run(ctx context.Context) error {
@@ -225,6 +227,12 @@ func (c *Controller) Run(ctx context.Context) error {
 	var (
 		prev *flight // the round whose commit runs
 		next *intake // the round taking requests
+		// The callers the last commit answered, and how long it took:
+		// the next round waits a little for them (gatherFor).
+		answered int
+		lastTook time.Duration
+		gather   <-chan time.Time // while the round waits; nil otherwise
+		gathered bool             // the wait is over
 	)
 	for {
 		reqs := c.reqs
@@ -258,9 +266,12 @@ func (c *Controller) Run(ctx context.Context) error {
 		case <-tick.C:
 			next = c.take(next, nil)
 			next.ticked = true
+		case <-gather:
+			gather, gathered = nil, true
 		case err := <-landed:
 			f := prev
 			prev = nil
+			answered, lastTook = len(f.batch), time.Since(f.started)
 			if err := c.land(ctx, f, err); err != nil {
 				var applied []*request
 				if next != nil {
@@ -281,6 +292,13 @@ func (c *Controller) Run(ctx context.Context) error {
 				break more
 			}
 		}
+		if w := gatherFor(answered, len(next.batch), lastTook); w > 0 && !gathered {
+			if gather == nil {
+				gather = time.After(w)
+			}
+			continue
+		}
+		gather, gathered, answered = nil, false, 0
 		t, batch := next.t, next.batch
 		c.close(t, next.ticked)
 		next = nil
@@ -290,6 +308,31 @@ func (c *Controller) Run(ctx context.Context) error {
 		}
 		prev = c.launch(ctx, t, batch)
 	}
+}
+
+// gatherMin is the fewest callers a commit must have answered for the
+// next round to wait for them, and gatherMax the longest it waits.
+const (
+	gatherMin = 8
+	gatherMax = 5 * time.Millisecond
+)
+
+// gatherFor is how long a round that holds have requests waits before its
+// commit starts, after a commit that answered answered callers and took
+// took. Callers that submit one job after another come back as soon as
+// they are answered; without a wait, the round committed next holds only
+// those that came back while the commit before ran, and many clients'
+// jobs went in two or three commits where one would do: a commit's cost
+// is mostly per commit (a page of each table and index written, an
+// fsync), not per job. So the round waits until as many requests as the
+// last commit answered are in, for at most half that commit's time (the
+// callers were answered then and are on their way) and gatherMax. A
+// server with few callers (fewer than gatherMin a commit) never waits.
+func gatherFor(answered, have int, took time.Duration) time.Duration {
+	if answered < gatherMin || have >= answered {
+		return 0
+	}
+	return min(took, gatherMax)
 }
 
 // intake is the round taking requests: they are applied as they come.
@@ -352,9 +395,10 @@ func (c *Controller) drain(err error) {
 
 // flight is a round whose batch is being committed.
 type flight struct {
-	t     *txn
-	batch []*request
-	done  chan error // the commit's result
+	t       *txn
+	batch   []*request
+	done    chan error // the commit's result
+	started time.Time
 }
 
 // round runs one loop iteration at once: requests, a cycle, one commit,
@@ -405,7 +449,7 @@ func (c *Controller) close(t *txn, ticked bool) {
 
 // launch starts committing t's batch beside the loop.
 func (c *Controller) launch(ctx context.Context, t *txn, batch []*request) *flight {
-	f := &flight{t: t, batch: batch, done: make(chan error, 1)}
+	f := &flight{t: t, batch: batch, done: make(chan error, 1), started: time.Now()}
 	c.inflight = t
 	go func() {
 		start := time.Now()

@@ -135,3 +135,4 @@ func TestNewIDsAreNotReadForOnceTheStoredOnesAreLoaded(t *testing.T) {
 		wantTaken(t, "a job of an ID stored by this server", err)
 	})
 }
+
