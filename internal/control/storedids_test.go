@@ -135,4 +135,3 @@ func TestNewIDsAreNotReadForOnceTheStoredOnesAreLoaded(t *testing.T) {
 		wantTaken(t, "a job of an ID stored by this server", err)
 	})
 }
-
