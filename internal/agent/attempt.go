@@ -241,7 +241,7 @@ func (r runner) run(at *attempt) (api.Report, leftover) {
 		pw.Close()
 		return rep, left
 	}
-	err = startTask(cmd, cg.group())
+	forked, err := startTask(cmd, cg.group())
 	pw.Close()
 	if err != nil {
 		at.mu.Unlock()
@@ -255,7 +255,7 @@ func (r runner) run(at *attempt) (api.Report, leftover) {
 	if r.started != nil {
 		r.started(as.Attempt)
 	}
-	if start, err := r.groups.add(cmd.Process.Pid, as.Attempt, tmp); err != nil {
+	if start, err := r.groups.add(cmd.Process.Pid, forked, as.Attempt, tmp); err != nil {
 		r.log.Warn("could not record the task's process group: what it leaves would survive a crash of the agent",
 			append(attemptAttrs(as.Attempt), "err", err)...)
 	} else {
@@ -333,15 +333,17 @@ func (r runner) run(at *attempt) (api.Report, leftover) {
 	return rep, left
 }
 
-// clean removes what an attempt left: its directory, then the record of
-// its process group (killed when the process was reaped).
+// clean removes what an attempt left: its directory, then its cgroup
+// (kept for a later attempt when it can be: the files the task left in a
+// tmpfs are charged to its memory until the directory goes), then the
+// record of its process group (killed when the process was reaped).
 func (r runner) clean(left leftover) {
-	r.removeGroup(left.cg)
 	if left.dir != "" {
 		if err := os.RemoveAll(left.dir); err != nil {
 			r.log.Warn("could not remove an attempt's directory", "dir", left.dir, "err", err)
 		}
 	}
+	r.releaseGroup(left.cg)
 	if left.pid != 0 {
 		if err := r.groups.remove(left.pid, left.start); err != nil {
 			r.log.Warn("could not update the record of the tasks' process groups", "processGroup", left.pid, "err", err)

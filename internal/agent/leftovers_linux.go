@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -188,6 +189,10 @@ type taskGroups struct {
 	// snapshot (nil before the first); changes counts them.
 	log     *os.File
 	changes int
+	// checked counts the start times told by forks checked so far;
+	// forkClockWrong says one of them was not the kernel's.
+	checked        atomic.Int32
+	forkClockWrong atomic.Bool
 }
 
 // compactAfter is how many changes the log takes beyond four per group
@@ -197,21 +202,36 @@ const compactAfter = 256
 
 // add records the group led by pid, a task of attempt a that just started
 // in the directory dir, and returns the leader's start time, which
-// remove needs.
-func (g *taskGroups) add(pid int, a api.Attempt, dir string) (uint64, error) {
+// remove needs. start is that time when the fork told it (startTask),
+// 0 to read it in /proc.
+func (g *taskGroups) add(pid int, start uint64, a api.Attempt, dir string) (uint64, error) {
 	if g == nil {
 		return 0, nil
 	}
-	p, err := procStat(pid)
-	if err != nil {
-		return 0, err
+	// The start times the forks tell are checked against /proc on the
+	// first tasks: a kernel whose clock tick is not clockTicks, or whose
+	// start times come from another clock, gives up on them.
+	check := start != 0 && g.checked.Add(1) <= startChecks
+	if start == 0 || check || g.forkClockWrong.Load() {
+		p, err := procStat(pid)
+		if err != nil {
+			return 0, err
+		}
+		if check && p.start != start {
+			g.forkClockWrong.Store(true)
+		}
+		start = p.start
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	e := groupEntry{PGID: pid, Start: p.start, Job: a.Job, Task: a.Task, Attempt: a.Attempt, Dir: dir}
+	e := groupEntry{PGID: pid, Start: start, Job: a.Job, Task: a.Task, Attempt: a.Attempt, Dir: dir}
 	g.byPGID[pid] = e
-	return p.start, g.appendLocked(groupChange{Add: &e})
+	return start, g.appendLocked(groupChange{Add: &e})
 }
+
+// startChecks is how many of the start times the forks tell are checked
+// against /proc (taskGroups.add).
+const startChecks = 16
 
 // remove forgets the group led by pid whose leader started at start: its
 // task ended, the group was killed and the attempt's directory removed.
