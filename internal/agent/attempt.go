@@ -356,7 +356,13 @@ func (r runner) clean(left leftover) {
 func command(as api.Assignment) (*exec.Cmd, error) {
 	switch {
 	case len(as.Command) > 0 && as.Command[0] != "":
-		return exec.Command(as.Command[0], as.Command[1:]...), nil
+		name := as.Command[0]
+		if path, ok := programs.lookPath(name); ok {
+			cmd := exec.Command(path, as.Command[1:]...)
+			cmd.Args[0] = name // as exec.Command does for a name it looks up
+			return cmd, nil
+		}
+		return exec.Command(name, as.Command[1:]...), nil
 	case strings.TrimSpace(as.Run) != "":
 		return exec.Command("/bin/sh", "-c", as.Run), nil
 	default:
