@@ -43,11 +43,10 @@ type forkRequest struct {
 	done chan forkResult
 }
 
-// forkResult is how a fork went: the error, or the task's start time in
-// clock ticks after boot as /proc/PID/stat will give it, 0 if not known
+// forkResult is how a fork went: the error, or when the task started
 // (see forkClock).
 type forkResult struct {
-	start uint64
+	start startWindow
 	err   error
 }
 
@@ -55,6 +54,11 @@ type forkResult struct {
 // in /proc/PID/stat: 100 on every architecture Go runs on but alpha, and
 // checked against /proc on the first tasks (taskGroups.add).
 const clockTicks = 100
+
+// maxStartSpan bounds the ticks a fork's start window may span (100 ms):
+// a process group whose leader started in the window is the task's, the
+// window being far too short for its ID to be used again meanwhile.
+const maxStartSpan = 10
 
 // bootTicks reads CLOCK_BOOTTIME, the clock of a process's start time, in
 // clock ticks; 0 if it cannot.
@@ -68,16 +72,17 @@ func bootTicks() uint64 {
 
 // forkClock calls start (which forks) between two readings of the boot
 // clock: the kernel stamps the child's start on that clock when it forks,
-// so when both readings fall in the same clock tick, that tick is the
-// start time /proc/PID/stat gives, known without reading it (which costs
-// more than the rest of the task's record). Otherwise 0.
-func forkClock(start func() error) (uint64, error) {
+// so its start time, as /proc/PID/stat will give it, lies between the
+// two, known without reading it (which costs more than the rest of the
+// task's record). A zero window when the fork took too long.
+func forkClock(start func() error) (startWindow, error) {
 	before := bootTicks()
 	err := start()
-	if after := bootTicks(); err != nil || before != after {
-		return 0, err
+	after := bootTicks()
+	if err != nil || before == 0 || after < before || after-before > maxStartSpan {
+		return startWindow{}, err
 	}
-	return before, nil
+	return startWindow{From: before, Span: after - before}, nil
 }
 
 // startTask starts cmd from a forking thread, inside the cgroup g when it
@@ -85,9 +90,9 @@ func forkClock(start func() error) (uint64, error) {
 // (or enters the group for the fork), which is why it must be one of
 // these locked threads.
 //
-// It returns the task's start time when it is known from the fork (see
-// forkClock), else 0.
-func startTask(cmd *exec.Cmd, g *cgroup.Group) (uint64, error) {
+// It returns when the task started, as far as the fork tells (see
+// forkClock).
+func startTask(cmd *exec.Cmd, g *cgroup.Group) (startWindow, error) {
 	forkerOnce.Do(func() {
 		forks = make(chan forkRequest)
 		for range forkers {

@@ -16,4 +16,6 @@ func parentDeath(*syscall.SysProcAttr) {}
 
 // startTask starts cmd; there is never a cgroup to start it in here, and
 // its start time is not known.
-func startTask(cmd *exec.Cmd, _ *cgroup.Group) (uint64, error) { return 0, cmd.Start() }
+func startTask(cmd *exec.Cmd, _ *cgroup.Group) (startWindow, error) {
+	return startWindow{}, cmd.Start()
+}

@@ -17,7 +17,9 @@ func setTaskAttrs(*exec.Cmd, *taskUser) {}
 
 // startTask starts cmd; there is never a cgroup to start it in here, and
 // its start time is not known.
-func startTask(cmd *exec.Cmd, _ *cgroup.Group) (uint64, error) { return 0, cmd.Start() }
+func startTask(cmd *exec.Cmd, _ *cgroup.Group) (startWindow, error) {
+	return startWindow{}, cmd.Start()
+}
 
 func terminateGroup(p *os.Process) error { return p.Kill() }
 func killGroup(p *os.Process) error      { return p.Kill() }
