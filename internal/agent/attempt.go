@@ -438,7 +438,11 @@ func arrayEnv(as api.Assignment) []string {
 // not (or wait on a pipe forever); with owner set (the task's user), a
 // file that is not that user's own (a hard link to another's) is refused.
 func readResult(dir *os.Root, name string, owner *taskUser) (json.RawMessage, error) {
-	if fi, err := dir.Lstat(name); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+	fi, err := dir.Lstat(name)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, nil // most tasks write none
+	case err == nil && fi.Mode()&os.ModeSymlink != 0:
 		return nil, errors.New("invalid result: the result file is a symbolic link")
 	}
 	f, err := dir.OpenFile(name, openResultFlags, 0)
@@ -449,7 +453,7 @@ func readResult(dir *os.Root, name string, owner *taskUser) (json.RawMessage, er
 		return nil, fmt.Errorf("invalid result: %w", err)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
+	fi, err = f.Stat()
 	if err != nil || !fi.Mode().IsRegular() {
 		return nil, errors.New("invalid result: the result file is not a regular file")
 	}
