@@ -134,6 +134,11 @@ func safeName(s string) string {
 // readInt reads a control file holding one integer.
 func readInt(dir, file string) (int64, error) {
 	s, err := read(dir, file)
+	return parseInt(s, err)
+}
+
+// parseInt parses what a control file holding one integer gave.
+func parseInt(s string, err error) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
@@ -144,6 +149,11 @@ func readInt(dir, file string) (int64, error) {
 // cpu.stat, memory.oom_control).
 func keyed(dir, file, key string) (int64, bool) {
 	s, err := read(dir, file)
+	return parseKeyed(s, err, key)
+}
+
+// parseKeyed finds the value of key in what a flat keyed file gave.
+func parseKeyed(s string, err error, key string) (int64, bool) {
 	if err != nil {
 		return 0, false
 	}

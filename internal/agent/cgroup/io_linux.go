@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -57,5 +58,95 @@ func readSmall(path string, b []byte) ([]byte, error) {
 			return b, nil
 		}
 		b = b[:len(b)+n]
+	}
+}
+
+// openFiles keeps the control files a reused group uses at every attempt
+// open (the cgroup.procs its task is moved in through, the counters read
+// when it ends), so that each use is one system call, not an open, a read
+// or write, and a close with the path walked each time. Not for reading
+// cgroup.procs: on v1 a descriptor kept open goes on showing the list of
+// processes it first read for up to a second.
+type openFiles struct {
+	mu  sync.Mutex
+	fds map[fileMode]int
+}
+
+type fileMode struct {
+	path  string
+	flags int
+}
+
+func (o *openFiles) fd(path string, flags int) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	k := fileMode{path, flags}
+	if fd, ok := o.fds[k]; ok {
+		return fd, nil
+	}
+	fd, err := unix.Open(path, flags|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	if o.fds == nil {
+		o.fds = map[fileMode]int{}
+	}
+	o.fds[k] = fd
+	return fd, nil
+}
+
+// write writes value to the control file dir/file.
+func (o *openFiles) write(dir, file, value string) error {
+	path := dir + "/" + file
+	fd, err := o.fd(path, unix.O_WRONLY)
+	if err == nil {
+		if _, werr := unix.Pwrite(fd, []byte(value), 0); werr != nil {
+			err = &os.PathError{Op: "write", Path: path, Err: werr}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("cgroup: writing %q to %s: %w", value, path, err)
+	}
+	return nil
+}
+
+// read returns the content of the control file dir/file without the
+// trailing newline, read from its start: the kernel makes it anew for a
+// read at offset 0. A read shorter than asked is the end (the kernel
+// fills what it is given).
+func (o *openFiles) read(dir, file string) (string, error) {
+	path := dir + "/" + file
+	fd, err := o.fd(path, unix.O_RDONLY)
+	if err != nil {
+		return "", err
+	}
+	var buf [512]byte
+	b := buf[:0]
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		want := cap(b) - len(b)
+		n, err := unix.Pread(fd, b[len(b):cap(b)], int64(len(b)))
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return "", &os.PathError{Op: "read", Path: path, Err: err}
+		}
+		b = b[:len(b)+n]
+		if n < want {
+			return strings.TrimSpace(string(b)), nil
+		}
+	}
+}
+
+// close closes the files.
+func (o *openFiles) close() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for k, fd := range o.fds {
+		unix.Close(fd)
+		delete(o.fds, k)
 	}
 }

@@ -288,7 +288,7 @@ func TestV1AReusedGroupMeasuresEachAttemptAloneAndTakesNewLimits(t *testing.T) {
 		t.Fatalf("the second attempt got group %s, want %s, given back by the first", name, first)
 	}
 	small := runIn(t, g, exec.Command("/bin/true"))
-	if small.PeakMemory*2 > big.PeakMemory || small.CPU*2 > big.CPU {
+	if small.PeakMemory*2 > big.PeakMemory || small.CPU*2 > big.CPU || small.CPU <= 0 || small.PeakMemory <= 0 {
 		t.Errorf("true used %+v after a shell that used %+v: want its own use only", small, big)
 	}
 	if err := g.Release(); err != nil {

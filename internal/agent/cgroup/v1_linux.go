@@ -127,6 +127,12 @@ func (h *v1) missing() []string {
 }
 
 func (h *v1) tearDown() error {
+	h.mu.Lock()
+	for _, g := range h.idle {
+		g.files.close()
+	}
+	h.idle = nil
+	h.mu.Unlock()
 	var errs []error
 	for _, d := range h.unique(h.base) {
 		errs = append(errs, removeTree(d))
@@ -165,11 +171,11 @@ func (h *v1) take(_ string, l Limits) (*Group, error) {
 		if err := g.apply(l); err == nil {
 			return &Group{impl: g}, nil
 		}
-		_ = removeDirs(g.madeDirs())
+		_ = g.remove()
 	}
 	g = &group1{h: h, name: fmt.Sprintf("slot-%d", h.made.Add(1)), made: map[string]string{}, reusable: true}
 	if err := g.apply(l); err != nil {
-		_ = removeDirs(g.madeDirs())
+		_ = g.remove()
 		return nil, err
 	}
 	return &Group{impl: g}, nil
@@ -185,7 +191,9 @@ type group1 struct {
 	// an earlier attempt needed included.
 	dir, made map[string]string
 	// reusable says the group came from take: Release may keep it.
+	// files are the control files it keeps open meanwhile.
 	reusable bool
+	files    openFiles
 	// set is what the group's directories hold, written by apply.
 	set settings
 	// cpuBase and oomBase are the group's CPU time (ns) and
@@ -347,11 +355,34 @@ func (g *group1) setMemory(d string, limit int64) error {
 // madeDirs lists the group's distinct directories.
 func (g *group1) madeDirs() []string { return g.h.unique(g.made) }
 
+// readInt and keyed read the counters of a group, through the files a
+// reusable group keeps open.
+func (g *group1) readInt(dir, file string) (int64, error) {
+	if !g.reusable {
+		return readInt(dir, file)
+	}
+	return parseInt(g.files.read(dir, file))
+}
+
+func (g *group1) keyed(dir, file, key string) (int64, bool) {
+	if !g.reusable {
+		return keyed(dir, file, key)
+	}
+	s, err := g.files.read(dir, file)
+	return parseKeyed(s, err, key)
+}
+
+// remove closes the group's files and removes its directories.
+func (g *group1) remove() error {
+	g.files.close()
+	return removeDirs(g.madeDirs())
+}
+
 // release keeps a reusable group whose task left nothing behind for
 // the next attempt, and removes any other.
 func (g *group1) release(reusable bool) error {
 	if !reusable || !g.reusable || !g.reset() {
-		return removeDirs(g.madeDirs())
+		return g.remove()
 	}
 	g.h.mu.Lock()
 	defer g.h.mu.Unlock()
@@ -367,7 +398,7 @@ func (g *group1) release(reusable bool) error {
 func (g *group1) reset() bool {
 	if d, ok := g.made["cpuacct"]; ok {
 		if !g.hasCPU {
-			ns, err := readInt(d, "cpuacct.usage")
+			ns, err := g.readInt(d, "cpuacct.usage")
 			if err != nil {
 				return false
 			}
@@ -377,7 +408,7 @@ func (g *group1) reset() bool {
 	}
 	if d, ok := g.made["memory"]; ok {
 		if !g.hasOOM {
-			n, ok := keyed(d, "memory.oom_control", "oom_kill")
+			n, ok := g.keyed(d, "memory.oom_control", "oom_kill")
 			if !ok {
 				return false
 			}
@@ -389,7 +420,7 @@ func (g *group1) reset() bool {
 		// What it holds now is at most its peak, read when the task
 		// ended: for a small task, that is enough.
 		if !g.hasPeak || g.lastPeak > reuseSlack {
-			if n, err := readInt(d, "memory.usage_in_bytes"); err != nil || n > reuseSlack {
+			if n, err := g.readInt(d, "memory.usage_in_bytes"); err != nil || n > reuseSlack {
 				return false
 			}
 		}
@@ -440,6 +471,10 @@ func (g *group1) startTraced(cmd *exec.Cmd, start func() error) error {
 	}
 	var errs []error
 	for _, d := range g.dirs() {
+		write := write
+		if g.reusable {
+			write = g.files.write
+		}
 		if err := write(d, "cgroup.procs", strconv.Itoa(pid)); err != nil {
 			errs = append(errs, err)
 			break
@@ -521,17 +556,17 @@ func (g *group1) killAll() bool { return false }
 func (g *group1) usage() Usage {
 	var u Usage
 	if d, ok := g.dir["cpuacct"]; ok {
-		if ns, err := readInt(d, "cpuacct.usage"); err == nil {
+		if ns, err := g.readInt(d, "cpuacct.usage"); err == nil {
 			g.lastCPU, g.hasCPU = ns, true
 			u.CPU, u.HasCPU = time.Duration(ns-g.cpuBase), true
 		}
 	}
 	if d, ok := g.dir["memory"]; ok {
-		if b, err := readInt(d, "memory.max_usage_in_bytes"); err == nil {
+		if b, err := g.readInt(d, "memory.max_usage_in_bytes"); err == nil {
 			g.lastPeak, g.hasPeak = b, true
 			u.PeakMemory, u.HasPeak = b, true
 		}
-		if n, ok := keyed(d, "memory.oom_control", "oom_kill"); ok {
+		if n, ok := g.keyed(d, "memory.oom_control", "oom_kill"); ok {
 			g.lastOOM, g.hasOOM = n, true
 			u.OOMKills = n - g.oomBase
 		}
