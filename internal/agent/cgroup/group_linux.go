@@ -31,6 +31,9 @@ type group interface {
 	// the group (v1): it must not fork anything else.
 	start(cmd *exec.Cmd, start func() error) (startErr, leaveErr error)
 	procs() ([]int, error)
+	// empty says cheaply that the group holds no process; false when
+	// it does or cannot tell.
+	empty() bool
 	// freeze stops (true) or resumes (false) every process of the group,
 	// so that none forks while they are killed; false if it cannot.
 	freeze(bool) bool
@@ -83,6 +86,10 @@ const killWait = 5 * time.Second
 // on v2; on v1 the group is frozen so that nothing forks meanwhile, each
 // process gets SIGKILL, and it is thawed for the signals to land.
 func (g *Group) Kill() error {
+	if g.impl.empty() {
+		g.emptied.Store(true)
+		return nil
+	}
 	deadline := time.Now().Add(killWait)
 	for {
 		pids, err := g.impl.procs()

@@ -424,7 +424,7 @@ func (g *group1) reset() bool {
 				return false
 			}
 		}
-		if write(d, "memory.max_usage_in_bytes", "0") != nil {
+		if g.files.write(d, "memory.max_usage_in_bytes", "0") != nil {
 			return false
 		}
 	}
@@ -526,6 +526,18 @@ func (g *group1) startByThread(start func() error) (startErr, leaveErr error) {
 }
 
 func (g *group1) procs() ([]int, error) { return readProcs(g.dirs()[0]) }
+
+// empty reads pids.current, the processes and threads in the group's pids
+// hierarchy, through the file a reused group keeps open: cgroup.procs
+// cannot be read so (see openFiles), and opening it costs more.
+func (g *group1) empty() bool {
+	d, ok := g.dir["pids"]
+	if !ok || !g.reusable {
+		return false
+	}
+	n, err := g.readInt(d, "pids.current")
+	return err == nil && n == 0
+}
 
 func (g *group1) freeze(on bool) bool {
 	d, ok := g.dir["freezer"]

@@ -189,6 +189,8 @@ func (g *group2) start(cmd *exec.Cmd, start func() error) (startErr, leaveErr er
 
 func (g *group2) procs() ([]int, error) { return readProcs(g.dir) }
 
+func (g *group2) empty() bool { return false }
+
 func (g *group2) freeze(on bool) bool {
 	if !exists(g.dir, "cgroup.freeze") {
 		return false
