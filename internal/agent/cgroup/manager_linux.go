@@ -91,10 +91,11 @@ func (m *Manager) New(name string, l Limits) (*Group, error) {
 // that Group.Release may keep for a later attempt instead of removing it.
 // On v1 it is an idle group of an earlier attempt when there is one
 // (named slot-N, not after the attempt), its limits rewritten where they
-// differ, its peak memory reset and its CPU time and out-of-memory kills
-// counted from what they were when it was given back: making a group and
-// removing it costs a directory per hierarchy each time, about a third of
-// the cost of a group per attempt. On v2 it is New's group.
+// differ, its peak memory reset when it was given back, and its CPU time
+// and out-of-memory kills counted from what they were then: making a
+// group and removing it cost a directory per hierarchy each time, about
+// half of what a group per attempt cost a short task. On v2 it is New's
+// group.
 func (m *Manager) Take(name string, l Limits) (*Group, error) {
 	return m.h.take(safeName(name), l)
 }
