@@ -241,7 +241,7 @@ func (r runner) run(at *attempt) (api.Report, leftover) {
 		pw.Close()
 		return rep, left
 	}
-	err = startTask(cmd, cg.group())
+	forked, err := startTask(cmd, cg.group())
 	pw.Close()
 	if err != nil {
 		at.mu.Unlock()
@@ -255,7 +255,7 @@ func (r runner) run(at *attempt) (api.Report, leftover) {
 	if r.started != nil {
 		r.started(as.Attempt)
 	}
-	if start, err := r.groups.add(cmd.Process.Pid, as.Attempt, tmp); err != nil {
+	if start, err := r.groups.add(cmd.Process.Pid, forked, as.Attempt, tmp); err != nil {
 		r.log.Warn("could not record the task's process group: what it leaves would survive a crash of the agent",
 			append(attemptAttrs(as.Attempt), "err", err)...)
 	} else {
@@ -333,15 +333,17 @@ func (r runner) run(at *attempt) (api.Report, leftover) {
 	return rep, left
 }
 
-// clean removes what an attempt left: its directory, then the record of
-// its process group (killed when the process was reaped).
+// clean removes what an attempt left: its directory, then its cgroup
+// (kept for a later attempt when it can be: the files the task left in a
+// tmpfs are charged to its memory until the directory goes), then the
+// record of its process group (killed when the process was reaped).
 func (r runner) clean(left leftover) {
-	r.removeGroup(left.cg)
 	if left.dir != "" {
 		if err := os.RemoveAll(left.dir); err != nil {
 			r.log.Warn("could not remove an attempt's directory", "dir", left.dir, "err", err)
 		}
 	}
+	r.releaseGroup(left.cg)
 	if left.pid != 0 {
 		if err := r.groups.remove(left.pid, left.start); err != nil {
 			r.log.Warn("could not update the record of the tasks' process groups", "processGroup", left.pid, "err", err)
@@ -354,7 +356,13 @@ func (r runner) clean(left leftover) {
 func command(as api.Assignment) (*exec.Cmd, error) {
 	switch {
 	case len(as.Command) > 0 && as.Command[0] != "":
-		return exec.Command(as.Command[0], as.Command[1:]...), nil
+		name := as.Command[0]
+		if path, ok := programs.lookPath(name); ok {
+			cmd := exec.Command(path, as.Command[1:]...)
+			cmd.Args[0] = name // as exec.Command does for a name it looks up
+			return cmd, nil
+		}
+		return exec.Command(name, as.Command[1:]...), nil
 	case strings.TrimSpace(as.Run) != "":
 		return exec.Command("/bin/sh", "-c", as.Run), nil
 	default:
@@ -430,7 +438,11 @@ func arrayEnv(as api.Assignment) []string {
 // not (or wait on a pipe forever); with owner set (the task's user), a
 // file that is not that user's own (a hard link to another's) is refused.
 func readResult(dir *os.Root, name string, owner *taskUser) (json.RawMessage, error) {
-	if fi, err := dir.Lstat(name); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+	fi, err := dir.Lstat(name)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, nil // most tasks write none
+	case err == nil && fi.Mode()&os.ModeSymlink != 0:
 		return nil, errors.New("invalid result: the result file is a symbolic link")
 	}
 	f, err := dir.OpenFile(name, openResultFlags, 0)
@@ -441,7 +453,7 @@ func readResult(dir *os.Root, name string, owner *taskUser) (json.RawMessage, er
 		return nil, fmt.Errorf("invalid result: %w", err)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
+	fi, err = f.Stat()
 	if err != nil || !fi.Mode().IsRegular() {
 		return nil, errors.New("invalid result: the result file is not a regular file")
 	}

@@ -112,12 +112,12 @@ func (r runner) newGroup(as api.Assignment) (*confined, error) {
 	}
 	name := fmt.Sprintf("%s.%s.%d", as.Job, as.Task, as.Attempt.Attempt)
 	l := cgroup.Limits{MilliCPU: milli, CPUs: c.cpus, Memory: c.memory, Pids: r.pids, DenyDevices: deniedGPUs(r.gpuNodes, as)}
-	g, err := r.cg.New(name, l)
+	g, err := r.cg.Take(name, l)
 	if errors.Is(err, cgroup.ErrDevices) {
 		// The hierarchy cannot deny devices (v2): the task still gets
 		// only its GPUs in CUDA_VISIBLE_DEVICES (docs/agent.md).
 		l.DenyDevices = nil
-		g, err = r.cg.New(name, l)
+		g, err = r.cg.Take(name, l)
 	}
 	if err != nil {
 		r.cpus.give(c.cpus)
@@ -187,13 +187,14 @@ func (r runner) giveCPUs(c *confined) {
 	}
 }
 
-// removeGroup removes the attempt's cgroup, its processes gone.
-func (r runner) removeGroup(c *confined) {
+// releaseGroup ends the attempt's use of its cgroup, its processes gone:
+// the group is kept for a later attempt, or removed (cgroup.Group.Release).
+func (r runner) releaseGroup(c *confined) {
 	if c == nil {
 		return
 	}
 	r.giveCPUs(c)
-	if err := c.g.Remove(); err != nil {
+	if err := c.g.Release(); err != nil {
 		r.log.Warn("could not remove an attempt's cgroup", "err", err)
 	}
 }

@@ -14,5 +14,8 @@ import (
 
 func parentDeath(*syscall.SysProcAttr) {}
 
-// startTask starts cmd; there is never a cgroup to start it in here.
-func startTask(cmd *exec.Cmd, _ *cgroup.Group) error { return cmd.Start() }
+// startTask starts cmd; there is never a cgroup to start it in here, and
+// its start time is not known.
+func startTask(cmd *exec.Cmd, _ *cgroup.Group) (startWindow, error) {
+	return startWindow{}, cmd.Start()
+}

@@ -96,7 +96,7 @@ func startOnEndingThread(t *testing.T, start func(*exec.Cmd) error) *exec.Cmd {
 // forked from a thread that lives as long as the agent: a task started by
 // a goroutine whose thread then ends keeps running.
 func TestATaskOutlivesTheThreadOfTheGoroutineThatStartedIt(t *testing.T) {
-	cmd := startOnEndingThread(t, func(c *exec.Cmd) error { return startTask(c, nil) })
+	cmd := startOnEndingThread(t, func(c *exec.Cmd) error { _, err := startTask(c, nil); return err })
 	time.Sleep(200 * time.Millisecond) // the thread's end and its signal are asynchronous
 	if gone(cmd.Process.Pid) {
 		t.Fatal("the task ended when the thread of the goroutine that started it did")

@@ -29,8 +29,12 @@ const lockFile = "agent.lock"
 // the task's own process), the leader's start time in clock ticks after
 // boot (/proc/PID/stat), and the attempt, for the log.
 type groupEntry struct {
-	PGID    int    `json:"pgid"`
-	Start   uint64 `json:"start"`
+	PGID  int    `json:"pgid"`
+	Start uint64 `json:"start"`
+	// StartSpan, when not 0, says the leader started at Start or up to
+	// that many ticks later: its fork spanned them (startWindow).
+	StartSpan uint64 `json:"startSpan,omitempty"`
+
 	Job     string `json:"job"`
 	Task    string `json:"task"`
 	Attempt int    `json:"attempt"`
@@ -38,6 +42,11 @@ type groupEntry struct {
 	// cleans up after a crash.
 	Dir string `json:"dir,omitempty"`
 }
+
+// startWindow is when a process started, in clock ticks after boot as
+// /proc/PID/stat gives it: at From, or up to Span ticks later when its
+// fork spanned several ticks. A zero From is not known.
+type startWindow struct{ From, Span uint64 }
 
 // attemptDirPrefix starts the name of every attempt's directory; a
 // restarted agent removes only recorded directories named so.

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -133,11 +134,12 @@ func removeAttemptDirs(groups []groupEntry) {
 // stillOurs reports whether a recorded group still has processes of the
 // task's: members whose group is g.PGID and that started no earlier than
 // its leader. A live process with the leader's PID and another start time
-// means the ID was reused: the group is someone else's.
+// (outside the recorded window, when the record has one) means the ID was
+// reused: the group is someone else's.
 func stillOurs(g groupEntry, procs []procInfo) bool {
 	found := false
 	for _, p := range procs {
-		if p.pid == g.PGID && p.start != g.Start {
+		if p.pid == g.PGID && (p.start < g.Start || p.start > g.Start+g.StartSpan) {
 			return false
 		}
 		if p.pgrp == g.PGID && p.start >= g.Start && !p.zombie {
@@ -188,6 +190,10 @@ type taskGroups struct {
 	// snapshot (nil before the first); changes counts them.
 	log     *os.File
 	changes int
+	// checked counts the start times told by forks checked so far;
+	// forkClockWrong says one of them was not the kernel's.
+	checked        atomic.Int32
+	forkClockWrong atomic.Bool
 }
 
 // compactAfter is how many changes the log takes beyond four per group
@@ -196,22 +202,37 @@ type taskGroups struct {
 const compactAfter = 256
 
 // add records the group led by pid, a task of attempt a that just started
-// in the directory dir, and returns the leader's start time, which
-// remove needs.
-func (g *taskGroups) add(pid int, a api.Attempt, dir string) (uint64, error) {
+// in the directory dir, and returns the leader's start time as recorded,
+// which remove needs. start is when the fork says it started (startTask),
+// zero to read it in /proc.
+func (g *taskGroups) add(pid int, start startWindow, a api.Attempt, dir string) (uint64, error) {
 	if g == nil {
 		return 0, nil
 	}
-	p, err := procStat(pid)
-	if err != nil {
-		return 0, err
+	// The start times the forks tell are checked against /proc on the
+	// first tasks: a kernel whose clock tick is not clockTicks, or whose
+	// start times come from another clock, gives up on them.
+	check := start.From != 0 && g.checked.Add(1) <= startChecks
+	if start.From == 0 || check || g.forkClockWrong.Load() {
+		p, err := procStat(pid)
+		if err != nil {
+			return 0, err
+		}
+		if check && (p.start < start.From || p.start > start.From+start.Span) {
+			g.forkClockWrong.Store(true)
+		}
+		start = startWindow{From: p.start}
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	e := groupEntry{PGID: pid, Start: p.start, Job: a.Job, Task: a.Task, Attempt: a.Attempt, Dir: dir}
+	e := groupEntry{PGID: pid, Start: start.From, StartSpan: start.Span, Job: a.Job, Task: a.Task, Attempt: a.Attempt, Dir: dir}
 	g.byPGID[pid] = e
-	return p.start, g.appendLocked(groupChange{Add: &e})
+	return start.From, g.appendLocked(groupChange{Add: &e})
 }
+
+// startChecks is how many of the start times the forks tell are checked
+// against /proc (taskGroups.add).
+const startChecks = 16
 
 // remove forgets the group led by pid whose leader started at start: its
 // task ended, the group was killed and the attempt's directory removed.

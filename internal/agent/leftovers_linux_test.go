@@ -25,7 +25,7 @@ func orphanGroup(t *testing.T, groups *taskGroups) (pgid, child int) {
 	if err := leader.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := groups.add(leader.Process.Pid, api.Attempt{Job: "j", Task: "t", Attempt: 1}, ""); err != nil {
+	if _, err := groups.add(leader.Process.Pid, startWindow{}, api.Attempt{Job: "j", Task: "t", Attempt: 1}, ""); err != nil {
 		t.Fatal(err)
 	}
 	child = readPID(t, pidFile)
@@ -60,7 +60,7 @@ func TestARestartedAgentKillsWhatItsPreviousLifeLeftRunning(t *testing.T) {
 	// A group recorded with the start time of another process: its ID was
 	// reused after the task's group ended. It must be left alone.
 	other := bystander(t)
-	if _, err := first.groups.add(other.Process.Pid, api.Attempt{Job: "j", Task: "u", Attempt: 1}, ""); err != nil {
+	if _, err := first.groups.add(other.Process.Pid, startWindow{}, api.Attempt{Job: "j", Task: "u", Attempt: 1}, ""); err != nil {
 		t.Fatal(err)
 	}
 	first.groups.mu.Lock()
@@ -271,7 +271,7 @@ func TestTheGroupsLogReadsAsWhatRunsAndStaysShort(t *testing.T) {
 	var start uint64
 	for i, pid := range []int{running, ended} {
 		var err error
-		if start, err = sd.groups.add(pid, api.Attempt{Job: "j", Task: "t" + strconv.Itoa(i), Attempt: 1}, ""); err != nil {
+		if start, err = sd.groups.add(pid, startWindow{}, api.Attempt{Job: "j", Task: "t" + strconv.Itoa(i), Attempt: 1}, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -320,7 +320,7 @@ func TestTheGroupsLogReadsAsWhatRunsAndStaysShort(t *testing.T) {
 
 	// Many starts and ends: the log is rewritten from time to time.
 	for i := range 3 * compactAfter {
-		if _, err := sd.groups.add(ended, api.Attempt{Job: "j", Task: "x" + strconv.Itoa(i), Attempt: 1}, ""); err != nil {
+		if _, err := sd.groups.add(ended, startWindow{}, api.Attempt{Job: "j", Task: "x" + strconv.Itoa(i), Attempt: 1}, ""); err != nil {
 			t.Fatal(err)
 		}
 		if err := sd.groups.remove(ended, start); err != nil {
@@ -356,11 +356,11 @@ func TestARestartedAgentRemovesTheAttemptDirectoriesItsPreviousLifeLeft(t *testi
 	}
 	notOurs := t.TempDir()
 	task := bystander(t)
-	if _, err := first.groups.add(task.Process.Pid, api.Attempt{Job: "j", Task: "t", Attempt: 1}, left); err != nil {
+	if _, err := first.groups.add(task.Process.Pid, startWindow{}, api.Attempt{Job: "j", Task: "t", Attempt: 1}, left); err != nil {
 		t.Fatal(err)
 	}
 	other := bystander(t)
-	if _, err := first.groups.add(other.Process.Pid, api.Attempt{Job: "j", Task: "u", Attempt: 1}, notOurs); err != nil {
+	if _, err := first.groups.add(other.Process.Pid, startWindow{}, api.Attempt{Job: "j", Task: "u", Attempt: 1}, notOurs); err != nil {
 		t.Fatal(err)
 	}
 	first.close()
@@ -378,5 +378,69 @@ func TestARestartedAgentRemovesTheAttemptDirectoriesItsPreviousLifeLeft(t *testi
 	}
 	if _, err := os.Stat(notOurs); err != nil {
 		t.Errorf("a recorded path that is not an attempt directory was removed: %v", err)
+	}
+}
+
+func TestTheStartWindowAForkTellsHoldsTheStartTimeInProc(t *testing.T) {
+	told := 0
+	for range 20 {
+		cmd := exec.Command("/bin/true")
+		start, err := startTask(cmd, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := procStat(cmd.Process.Pid) // a zombie until Wait
+		_ = cmd.Wait()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if start.From != 0 {
+			told++
+			if p.start < start.From || p.start > start.From+start.Span {
+				t.Errorf("the fork told start window %+v, /proc/%d/stat has %d", start, p.pid, p.start)
+			}
+		}
+	}
+	if told == 0 {
+		t.Errorf("no fork of 20 told its start window")
+	}
+}
+
+func TestAStartTimeNotTheKernelsIsReplacedAndTheForksAreNoLongerBelieved(t *testing.T) {
+	sd, err := openStateDir(filepath.Join(t.TempDir(), "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sd.close()
+	self := os.Getpid()
+	p, err := procStat(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrong := startWindow{From: p.start + 1, Span: 2}
+	got, err := sd.groups.add(self, wrong, api.Attempt{Job: "j", Task: "t", Attempt: 1}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := sd.groups.byPGID[self]; got != p.start || e.Start != p.start || e.StartSpan != 0 {
+		t.Errorf("recorded start %d+%d (returned %d), want /proc's %d", e.Start, e.StartSpan, got, p.start)
+	}
+	// Past the first checks too, a wrong clock is not believed again.
+	sd.groups.checked.Store(startChecks)
+	if got, _ := sd.groups.add(self, wrong, api.Attempt{Job: "j", Task: "u", Attempt: 1}, ""); got != p.start {
+		t.Errorf("after a wrong start time, add recorded %d, want /proc's %d", got, p.start)
+	}
+}
+
+func TestARecordedStartWindowTellsTheLeaderFromAProcessThatTookItsID(t *testing.T) {
+	g := groupEntry{PGID: 100, Start: 5000, StartSpan: 2}
+	for _, tc := range []struct {
+		leaderStart uint64
+		ours        bool
+	}{{4999, false}, {5000, true}, {5002, true}, {5003, false}} {
+		procs := []procInfo{{pid: 100, pgrp: 100, start: tc.leaderStart}}
+		if got := stillOurs(g, procs); got != tc.ours {
+			t.Errorf("leader started at %d, window %d+%d: stillOurs = %v, want %v", tc.leaderStart, g.Start, g.StartSpan, got, tc.ours)
+		}
 	}
 }

@@ -14,8 +14,8 @@ import (
 
 type taskGroups struct{}
 
-func (*taskGroups) add(int, api.Attempt, string) (uint64, error) { return 0, nil }
-func (*taskGroups) remove(int, uint64) error                     { return nil }
+func (*taskGroups) add(int, startWindow, api.Attempt, string) (uint64, error) { return 0, nil }
+func (*taskGroups) remove(int, uint64) error                                  { return nil }
 
 type stateDir struct{ groups *taskGroups }
 

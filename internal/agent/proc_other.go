@@ -15,8 +15,11 @@ import (
 
 func setTaskAttrs(*exec.Cmd, *taskUser) {}
 
-// startTask starts cmd; there is never a cgroup to start it in here.
-func startTask(cmd *exec.Cmd, _ *cgroup.Group) error { return cmd.Start() }
+// startTask starts cmd; there is never a cgroup to start it in here, and
+// its start time is not known.
+func startTask(cmd *exec.Cmd, _ *cgroup.Group) (startWindow, error) {
+	return startWindow{}, cmd.Start()
+}
 
 func terminateGroup(p *os.Process) error { return p.Kill() }
 func killGroup(p *os.Process) error      { return p.Kill() }

@@ -107,7 +107,7 @@ func startAndWait(cmd *exec.Cmd) error {
 		return err
 	}
 	cmd.Stdout, cmd.Stderr = pw, pw
-	err = startTask(cmd, nil)
+	_, err = startTask(cmd, nil)
 	pw.Close()
 	if err != nil {
 		pr.Close()
@@ -175,7 +175,7 @@ func BenchmarkRecordGroup(b *testing.B) {
 	}
 	self := os.Getpid()
 	for i := range 15 {
-		if _, err := sd.groups.add(self, api.Attempt{Job: "j", Task: fmt.Sprintf("other-%d", i), Attempt: 1}, "/tmp/allot-attempt-other"); err != nil {
+		if _, err := sd.groups.add(self, startWindow{}, api.Attempt{Job: "j", Task: fmt.Sprintf("other-%d", i), Attempt: 1}, "/tmp/allot-attempt-other"); err != nil {
 			b.Fatal(err)
 		}
 		sd.groups.mu.Lock()
@@ -184,7 +184,7 @@ func BenchmarkRecordGroup(b *testing.B) {
 		sd.groups.mu.Unlock()
 	}
 	for b.Loop() {
-		start, err := sd.groups.add(self, api.Attempt{Job: "j", Task: "t", Attempt: 1}, "/tmp/allot-attempt-123456789")
+		start, err := sd.groups.add(self, startWindow{}, api.Attempt{Job: "j", Task: "t", Attempt: 1}, "/tmp/allot-attempt-123456789")
 		if err != nil {
 			b.Fatal(err)
 		}

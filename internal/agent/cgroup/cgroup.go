@@ -131,23 +131,14 @@ func safeName(s string) string {
 	return "_"
 }
 
-// write writes value to the control file dir/file.
-func write(dir, file, value string) error {
-	if err := os.WriteFile(filepath.Join(dir, file), []byte(value), 0o644); err != nil {
-		return fmt.Errorf("cgroup: writing %q to %s: %w", value, filepath.Join(dir, file), err)
-	}
-	return nil
-}
-
-// read returns the content of dir/file without the trailing newline.
-func read(dir, file string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(dir, file))
-	return strings.TrimSpace(string(b)), err
-}
-
 // readInt reads a control file holding one integer.
 func readInt(dir, file string) (int64, error) {
 	s, err := read(dir, file)
+	return parseInt(s, err)
+}
+
+// parseInt parses what a control file holding one integer gave.
+func parseInt(s string, err error) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
@@ -158,6 +149,11 @@ func readInt(dir, file string) (int64, error) {
 // cpu.stat, memory.oom_control).
 func keyed(dir, file, key string) (int64, bool) {
 	s, err := read(dir, file)
+	return parseKeyed(s, err, key)
+}
+
+// parseKeyed finds the value of key in what a flat keyed file gave.
+func parseKeyed(s string, err error, key string) (int64, bool) {
 	if err != nil {
 		return 0, false
 	}

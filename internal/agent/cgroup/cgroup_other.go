@@ -25,6 +25,9 @@ func (*Manager) Missing() []string { return nil }
 // New fails.
 func (*Manager) New(string, Limits) (*Group, error) { return nil, errNotLinux }
 
+// Take fails.
+func (*Manager) Take(string, Limits) (*Group, error) { return nil, errNotLinux }
+
 // Close does nothing.
 func (*Manager) Close() error { return nil }
 
@@ -48,3 +51,6 @@ func (*Group) Usage() Usage { return Usage{} }
 
 // Remove does nothing.
 func (*Group) Remove() error { return nil }
+
+// Release does nothing.
+func (*Group) Release() error { return nil }

@@ -298,3 +298,176 @@ func TestHybridHostsUseTheHierarchyWithTheControllers(t *testing.T) {
 		}
 	}
 }
+
+// emptyProcs gives each of the group's directories an empty process
+// list, as the kernel shows a group whose task is gone.
+func emptyProcs(t *testing.T, g *Group) {
+	t.Helper()
+	for _, d := range g.impl.(*group1).madeDirs() {
+		fakeFile(t, d, "cgroup.procs", "")
+	}
+}
+
+func TestV1GivesAGroupBackToTheNextAttemptWithItsLimitsAndCountsFromZero(t *testing.T) {
+	root := fakeV1Tree(t)
+	m, err := Open(Options{Root: root, Version: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	g, err := m.Take("job-1.t.1", Limits{MilliCPU: 1500, Memory: 256 << 20, Pids: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(c string) string { return filepath.Join(root, c, m.name, "slot-1") }
+	wants(t, at("cpu"), map[string]string{"cpu.cfs_quota_us": "150000"})
+	wants(t, at("memory"), map[string]string{"memory.limit_in_bytes": "268435456"})
+	wants(t, at("pids"), map[string]string{"pids.max": "100"})
+	emptyProcs(t, g)
+	fakeFile(t, at("cpuacct"), "cpuacct.usage", "2500000000\n")
+	fakeFile(t, at("memory"), "memory.max_usage_in_bytes", "9000000\n")
+	fakeFile(t, at("memory"), "memory.usage_in_bytes", "4096\n")
+	fakeFile(t, at("memory"), "memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 0\n")
+	if err := g.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if u := g.Usage(); u.CPU != 2500*time.Millisecond || u.PeakMemory != 9000000 {
+		t.Errorf("first attempt's Usage = %+v", u)
+	}
+	if err := g.Release(); err != nil {
+		t.Fatal(err)
+	}
+	// The peak starts again from what the group holds (the fake's file
+	// keeps the rest of the old number after the 0 written over it).
+	if peak, err := readInt(at("memory"), "memory.max_usage_in_bytes"); err != nil || peak != 0 {
+		t.Errorf("memory.max_usage_in_bytes = %d (%v), want it reset", peak, err)
+	}
+
+	g2, err := m.Take("job-1.t.2", Limits{Memory: 128 << 20, Pids: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := g2.impl.dirs(), []string{at("cpuacct"), at("memory"), at("pids"), at("freezer")}; !slices.Equal(got, want) {
+		t.Errorf("the second attempt joins %v, want %v (the first's group, without the quota it does not ask for)", got, want)
+	}
+	wants(t, at("memory"), map[string]string{"memory.limit_in_bytes": "134217728"})
+	wants(t, at("pids"), map[string]string{"pids.max": "50"})
+	fakeFile(t, at("cpuacct"), "cpuacct.usage", "3000000000\n")
+	fakeFile(t, at("memory"), "memory.max_usage_in_bytes", "4096\n")
+	fakeFile(t, at("memory"), "memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 1\n")
+	want := Usage{CPU: 500 * time.Millisecond, HasCPU: true, PeakMemory: 4096, HasPeak: true, OOMKills: 1}
+	if got := g2.Usage(); got != want {
+		t.Errorf("second attempt's Usage = %+v, want %+v (its own share)", got, want)
+	}
+}
+
+func TestV1RemovesAGroupItCannotGiveBackClean(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		kill  bool   // Kill found the group empty
+		oom   string // oom_kill after the attempt
+		peak  string // memory.max_usage_in_bytes
+		usage string // memory.usage_in_bytes after it
+		reuse bool
+	}{
+		{name: "clean", kill: true, oom: "0", peak: "1000000", usage: "65536", reuse: true},
+		{name: "clean after a big peak", kill: true, oom: "0", peak: "300000000", usage: "65536", reuse: true},
+		{name: "never found empty", kill: false, oom: "0", peak: "1000000", usage: "65536"},
+		{name: "an out-of-memory kill", kill: true, oom: "1", peak: "1000000", usage: "0"},
+		{name: "still charged for files it left", kill: true, oom: "0", peak: "300000000", usage: "8388608"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := fakeV1Tree(t)
+			m, err := Open(Options{Root: root, Version: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			g, err := m.Take("a", Limits{Pids: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			emptyProcs(t, g)
+			mem := filepath.Join(root, "memory", m.name, "slot-1")
+			fakeFile(t, filepath.Join(root, "cpuacct", m.name, "slot-1"), "cpuacct.usage", "1000\n")
+			fakeFile(t, mem, "memory.max_usage_in_bytes", tc.peak+"\n")
+			fakeFile(t, mem, "memory.usage_in_bytes", tc.usage+"\n")
+			fakeFile(t, mem, "memory.oom_control", "oom_kill "+tc.oom+"\n")
+			if tc.kill {
+				if err := g.Kill(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			g.Usage()
+			if err := g.Release(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(mem); (err == nil) != tc.reuse {
+				t.Errorf("after Release: %v, want the group kept: %v", err, tc.reuse)
+			}
+			g2, err := m.Take("b", Limits{Pids: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if reused := g2.impl.(*group1).name == "slot-1"; reused != tc.reuse {
+				t.Errorf("the next attempt got %s, want the first group: %v", g2.impl.(*group1).name, tc.reuse)
+			}
+		})
+	}
+}
+
+func TestV1RewritesADifferentMemoryLimitInAnOrderMemswTakes(t *testing.T) {
+	root := fakeV1Tree(t)
+	m, err := Open(Options{Root: root, Version: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	mem := filepath.Join(root, "memory", m.name, "slot-1")
+	fakeFile(t, mem, "memory.memsw.limit_in_bytes", "9223372036854771712\n")
+	for _, limit := range []int64{64 << 20, 128 << 20, 32 << 20, 0, 16 << 20} {
+		g, err := m.Take("a", Limits{Memory: limit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := strconv.FormatInt(limit, 10)
+		if limit == 0 {
+			want = "-1"
+		}
+		wants(t, mem, map[string]string{"memory.limit_in_bytes": want, "memory.memsw.limit_in_bytes": want})
+		emptyProcs(t, g)
+		fakeFile(t, filepath.Join(root, "cpuacct", m.name, "slot-1"), "cpuacct.usage", "0\n")
+		fakeFile(t, mem, "memory.usage_in_bytes", "0\n")
+		fakeFile(t, mem, "memory.max_usage_in_bytes", "0\n")
+		fakeFile(t, mem, "memory.oom_control", "oom_kill 0\n")
+		if err := g.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Release(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestV1KillOfAReusableGroupTrustsPidsCurrentWhenItSaysEmpty(t *testing.T) {
+	root := fakeV1Tree(t)
+	m, err := Open(Options{Root: root, Version: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	g, err := m.Take("a", Limits{Pids: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids := filepath.Join(root, "pids", m.name, "slot-1")
+	// No cgroup.procs in the fake: only pids.current can tell.
+	fakeFile(t, pids, "pids.current", "1\n")
+	if err := g.Kill(); err == nil {
+		t.Fatal("Kill with a process counted and no list: nil, want the list's error")
+	}
+	fakeFile(t, pids, "pids.current", "0\n")
+	if err := g.Kill(); err != nil || !g.emptied.Load() {
+		t.Fatalf("Kill with none counted: %v, emptied %v", err, g.emptied.Load())
+	}
+}

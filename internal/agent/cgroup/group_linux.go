@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -16,6 +17,10 @@ import (
 // from several goroutines (a stop order kills while the runner waits).
 type Group struct {
 	impl group
+	// Kill sets emptied when it finds the group empty, and killed when
+	// it finds a process in it (a daemon of the task): only a group
+	// found empty and never killed in is reused (Release).
+	emptied, killed atomic.Bool
 }
 
 // group is what a version's group does.
@@ -26,6 +31,9 @@ type group interface {
 	// the group (v1): it must not fork anything else.
 	start(cmd *exec.Cmd, start func() error) (startErr, leaveErr error)
 	procs() ([]int, error)
+	// empty says cheaply that the group holds no process; false when
+	// it does or cannot tell.
+	empty() bool
 	// freeze stops (true) or resumes (false) every process of the group,
 	// so that none forks while they are killed; false if it cannot.
 	freeze(bool) bool
@@ -34,6 +42,9 @@ type group interface {
 	killAll() bool
 	usage() Usage
 	dirs() []string
+	// release gives the group back for a later attempt (reusable: its
+	// task left nothing in it) or removes it.
+	release(reusable bool) error
 }
 
 // Start starts cmd inside the group, calling start (cmd.Start, or a
@@ -75,6 +86,10 @@ const killWait = 5 * time.Second
 // on v2; on v1 the group is frozen so that nothing forks meanwhile, each
 // process gets SIGKILL, and it is thawed for the signals to land.
 func (g *Group) Kill() error {
+	if g.impl.empty() {
+		g.emptied.Store(true)
+		return nil
+	}
 	deadline := time.Now().Add(killWait)
 	for {
 		pids, err := g.impl.procs()
@@ -82,8 +97,10 @@ func (g *Group) Kill() error {
 			return err
 		}
 		if len(pids) == 0 {
+			g.emptied.Store(true)
 			return nil
 		}
+		g.killed.Store(true)
 		if time.Now().After(deadline) {
 			return fmt.Errorf("cgroup: %d processes still in %s after SIGKILL", len(pids), g.impl.dirs()[0])
 		}
@@ -113,9 +130,21 @@ func (g *Group) Usage() Usage { return g.impl.usage() }
 
 // Remove removes the group, once the processes it held are gone (Kill
 // first); a group still busy after a few seconds is an error.
-func (g *Group) Remove() error {
+func (g *Group) Remove() error { return g.impl.release(false) }
+
+// Release ends the group's use by its attempt, once Kill found it empty:
+// a group from Manager.Take whose task left nothing behind (no process
+// for Kill to kill, no out-of-memory kill, almost no memory still
+// charged to it) goes back to the manager for a later attempt; any other
+// is removed, as Remove does.
+func (g *Group) Release() error {
+	return g.impl.release(g.emptied.Load() && !g.killed.Load())
+}
+
+// removeDirs removes the group directories dirs (see rmdir).
+func removeDirs(dirs []string) error {
 	var errs []error
-	for _, d := range g.impl.dirs() {
+	for _, d := range dirs {
 		errs = append(errs, rmdir(d))
 	}
 	return errors.Join(errs...)

@@ -25,6 +25,9 @@ type hierarchy interface {
 	// are not enforced.
 	missing() []string
 	newGroup(name string, l Limits) (*Group, error)
+	// take is newGroup for a group that Release may give back for
+	// reuse.
+	take(name string, l Limits) (*Group, error)
 	// ownDirs are the agent's own groups, where its group is made.
 	ownDirs() []string
 	tearDown() error
@@ -82,6 +85,19 @@ func (m *Manager) Missing() []string { return m.h.missing() }
 // process in it.
 func (m *Manager) New(name string, l Limits) (*Group, error) {
 	return m.h.newGroup(safeName(name), l)
+}
+
+// Take gives a group for an attempt with limits l, as New does, but one
+// that Group.Release may keep for a later attempt instead of removing it.
+// On v1 it is an idle group of an earlier attempt when there is one
+// (named slot-N, not after the attempt), its limits rewritten where they
+// differ, its peak memory reset when it was given back, and its CPU time
+// and out-of-memory kills counted from what they were then: making a
+// group and removing it cost a directory per hierarchy each time, about
+// half of what a group per attempt cost a short task. On v2 it is New's
+// group.
+func (m *Manager) Take(name string, l Limits) (*Group, error) {
+	return m.h.take(safeName(name), l)
 }
 
 // Close removes the agent's group. Groups of attempts still there are

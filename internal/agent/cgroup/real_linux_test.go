@@ -251,3 +251,86 @@ func TestV1DeniesTheDevicesItIsTold(t *testing.T) {
 		t.Fatalf("opening an allowed and a denied node: %q; want ENXIO for gpu0, EPERM for gpu1", out.String())
 	}
 }
+
+// runIn runs cmd in g to its end, kills what is left, and returns what
+// the attempt used, as the agent does.
+func runIn(t *testing.T, g *Group, cmd *exec.Cmd) Usage {
+	t.Helper()
+	startIn(t, g, cmd)
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	return g.Usage()
+}
+
+func TestV1AReusedGroupMeasuresEachAttemptAloneAndTakesNewLimits(t *testing.T) {
+	m := openReal(t, 1)
+	g, err := m.Take("big", Limits{Memory: 256 << 20, Pids: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 20 MB in a shell variable, and some CPU.
+	big := runIn(t, g, exec.Command("/bin/sh", "-c",
+		`x=$(head -c 20000000 /dev/zero | tr '\0' a); i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done`))
+	if err := g.Release(); err != nil {
+		t.Fatal(err)
+	}
+	first := g.impl.(*group1).name
+	// A higher limit: memory plus swap must take it before memory does.
+	g, err = m.Take("small", Limits{Memory: 512 << 20, Pids: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if name := g.impl.(*group1).name; name != first {
+		t.Fatalf("the second attempt got group %s, want %s, given back by the first", name, first)
+	}
+	small := runIn(t, g, exec.Command("/bin/true"))
+	if small.PeakMemory*2 > big.PeakMemory || small.CPU*2 > big.CPU || small.CPU <= 0 || small.PeakMemory <= 0 {
+		t.Errorf("true used %+v after a shell that used %+v: want its own use only", small, big)
+	}
+	if err := g.Release(); err != nil {
+		t.Fatal(err)
+	}
+	g, err = m.Take("lower", Limits{Memory: 64 << 20, Pids: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Remove()
+	d := g.impl.(*group1).dir["memory"]
+	for _, f := range []string{"memory.limit_in_bytes", "memory.memsw.limit_in_bytes"} {
+		if !exists(d, f) {
+			continue
+		}
+		if got, err := read(d, f); err != nil || got != "67108864" {
+			t.Errorf("%s = %q (%v), want 67108864", f, got, err)
+		}
+	}
+}
+
+func TestV1AGroupADaemonWasKilledInIsNotReused(t *testing.T) {
+	m := openReal(t, 1)
+	g, err := m.Take("daemon", Limits{Pids: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("/bin/sh", "-c", `setsid sleep 300 </dev/null >/dev/null 2>&1 &`)
+	runIn(t, g, cmd)
+	dirs := g.impl.(*group1).madeDirs()
+	if err := g.Release(); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dirs {
+		absent(t, d)
+	}
+	g, err = m.Take("next", Limits{Pids: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Remove()
+	if slices.Equal(g.impl.(*group1).madeDirs(), dirs) {
+		t.Errorf("the next attempt got the group the daemon was killed in")
+	}
+}

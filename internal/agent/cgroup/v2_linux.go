@@ -160,10 +160,17 @@ func (h *v2) newGroup(name string, l Limits) (_ *Group, err error) {
 	return &Group{impl: g}, nil
 }
 
+// take makes a group of its own for each attempt: a v2 group could be
+// reused only where memory.peak can be reset (Linux 6.12, and then only
+// for the descriptor that reset it).
+func (h *v2) take(name string, l Limits) (*Group, error) { return h.newGroup(name, l) }
+
 // group2 is an attempt's group on v2.
 type group2 struct{ dir string }
 
 func (g *group2) dirs() []string { return []string{g.dir} }
+
+func (g *group2) release(bool) error { return rmdir(g.dir) }
 
 // start forks the task straight into the group (clone3's
 // CLONE_INTO_CGROUP, Linux 5.7), so that it never runs outside it.
@@ -181,6 +188,8 @@ func (g *group2) start(cmd *exec.Cmd, start func() error) (startErr, leaveErr er
 }
 
 func (g *group2) procs() ([]int, error) { return readProcs(g.dir) }
+
+func (g *group2) empty() bool { return false }
 
 func (g *group2) freeze(on bool) bool {
 	if !exists(g.dir, "cgroup.freeze") {
