@@ -394,7 +394,7 @@ func runBench(ctx context.Context, cfg benchConfig, dataDir string, progress io.
 	res.Throughput = benchThroughput{Seconds: elapsed.Seconds(), SubmitSeconds: submitted.Seconds(),
 		TasksPerSec: float64(cfg.Tasks) / elapsed.Seconds(), JobsPerSec: float64(jobs) / elapsed.Seconds(),
 		CPUPerTask: round2(float64(cpu) / float64(time.Microsecond) / float64(cfg.Tasks)), PeakMemory: peakMemory(),
-		Submit:     b.submitPercentiles("bench-t-"), Wait: b.percentiles("bench-t-")}
+		Submit: b.submitPercentiles("bench-t-"), Wait: b.percentiles("bench-t-")}
 	if agents != nil {
 		res.Agents = agents.figures(agents.stats(), elapsed)
 	}
