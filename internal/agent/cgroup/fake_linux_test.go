@@ -102,12 +102,7 @@ func TestV1WritesLimitsIntoEachHierarchy(t *testing.T) {
 }
 
 func TestV1JoinsOnlyTheHierarchiesItNeeds(t *testing.T) {
-	root := fakeV1Tree(t)
-	m, err := Open(Options{Root: root, Version: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	root, m := openFakeV1(t)
 	g, err := m.New("a", Limits{Pids: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -309,12 +304,7 @@ func emptyProcs(t *testing.T, g *Group) {
 }
 
 func TestV1GivesAGroupBackToTheNextAttemptWithItsLimitsAndCountsFromZero(t *testing.T) {
-	root := fakeV1Tree(t)
-	m, err := Open(Options{Root: root, Version: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	root, m := openFakeV1(t)
 	g, err := m.Take("job-1.t.1", Limits{MilliCPU: 1500, Memory: 256 << 20, Pids: 100})
 	if err != nil {
 		t.Fatal(err)
@@ -417,12 +407,7 @@ func TestV1RemovesAGroupItCannotGiveBackClean(t *testing.T) {
 }
 
 func TestV1RewritesADifferentMemoryLimitInAnOrderMemswTakes(t *testing.T) {
-	root := fakeV1Tree(t)
-	m, err := Open(Options{Root: root, Version: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	root, m := openFakeV1(t)
 	mem := filepath.Join(root, "memory", m.name, "slot-1")
 	fakeFile(t, mem, "memory.memsw.limit_in_bytes", "9223372036854771712\n")
 	for _, limit := range []int64{64 << 20, 128 << 20, 32 << 20, 0, 16 << 20} {
@@ -450,12 +435,7 @@ func TestV1RewritesADifferentMemoryLimitInAnOrderMemswTakes(t *testing.T) {
 }
 
 func TestV1KillOfAReusableGroupTrustsPidsCurrentWhenItSaysEmpty(t *testing.T) {
-	root := fakeV1Tree(t)
-	m, err := Open(Options{Root: root, Version: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	root, m := openFakeV1(t)
 	g, err := m.Take("a", Limits{Pids: 10})
 	if err != nil {
 		t.Fatal(err)
@@ -470,4 +450,16 @@ func TestV1KillOfAReusableGroupTrustsPidsCurrentWhenItSaysEmpty(t *testing.T) {
 	if err := g.Kill(); err != nil || !g.emptied.Load() {
 		t.Fatalf("Kill with none counted: %v, emptied %v", err, g.emptied.Load())
 	}
+}
+
+// openFakeV1 opens a manager on a fake v1 tree, closed when the test ends.
+func openFakeV1(t *testing.T) (string, *Manager) {
+	t.Helper()
+	root := fakeV1Tree(t)
+	m, err := Open(Options{Root: root, Version: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return root, m
 }
