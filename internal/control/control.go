@@ -317,7 +317,7 @@ const (
 	gatherMax = 5 * time.Millisecond
 )
 
-// gatherFor is how long a round that holds have requests waits before its
+// gatherFor is how long a round that holds `have` requests waits before its
 // commit starts, after a commit that answered answered callers and took
 // took. Callers that submit one job after another come back as soon as
 // they are answered; without a wait, the round committed next holds only
@@ -325,8 +325,8 @@ const (
 // jobs went in two or three commits where one would do: a commit's cost
 // is mostly per commit (a page of each table and index written, an
 // fsync), not per job. So the round waits until as many requests as the
-// last commit answered are in, for at most half that commit's time (the
-// callers were answered then and are on their way) and gatherMax. A
+// last commit answered are in, for at most as long as that commit took
+// (the callers were answered then and are on their way) and gatherMax. A
 // server with few callers (fewer than gatherMin a commit) never waits.
 func gatherFor(answered, have int, took time.Duration) time.Duration {
 	if answered < gatherMin || have >= answered {
@@ -452,9 +452,8 @@ func (c *Controller) launch(ctx context.Context, t *txn, batch []*request) *flig
 	f := &flight{t: t, batch: batch, done: make(chan error, 1), started: time.Now()}
 	c.inflight = t
 	go func() {
-		start := time.Now()
 		err := c.commit(ctx, t.batch)
-		c.cfg.Logger.Debug("commit", "tasks", len(t.batch.Tasks), "events", len(t.batch.Events), "took", time.Since(start))
+		c.cfg.Logger.Debug("commit", "tasks", len(t.batch.Tasks), "events", len(t.batch.Events), "took", time.Since(f.started))
 		f.done <- err
 	}()
 	return f
