@@ -217,8 +217,14 @@ func New(ctx context.Context, cfg Config, st store.Store) (*Controller, error) {
 func (c *Controller) Run(ctx context.Context) error {
 	defer close(c.done)
 	defer c.stopFeatures() // however the loop ends, before done closes
+	// The stored IDs are read beside the loop; the loop does not end
+	// before the read does, so that nothing uses the store after Run.
+	loadCtx, stopLoad := context.WithCancel(ctx)
+	loaded := make(chan struct{})
+	defer func() { stopLoad(); <-loaded }()
 	go func() {
-		if err := c.stored.load(ctx, c.st); err != nil && ctx.Err() == nil {
+		defer close(loaded)
+		if err := c.stored.load(loadCtx, c.st); err != nil && loadCtx.Err() == nil {
 			c.cfg.Logger.Warn("reading the stored job IDs; each submission reads the store for its ID", "err", err)
 		}
 	}()
@@ -231,6 +237,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		// the next round waits a little for them (gatherFor).
 		answered int
 		lastTook time.Duration
+		landedAt time.Time
 		gather   <-chan time.Time // while the round waits; nil otherwise
 		gathered bool             // the wait is over
 	)
@@ -271,7 +278,8 @@ func (c *Controller) Run(ctx context.Context) error {
 		case err := <-landed:
 			f := prev
 			prev = nil
-			answered, lastTook = len(f.batch), time.Since(f.started)
+			landedAt = time.Now()
+			answered, lastTook = len(f.batch), landedAt.Sub(f.started)
 			if err := c.land(ctx, f, err); err != nil {
 				var applied []*request
 				if next != nil {
@@ -292,9 +300,11 @@ func (c *Controller) Run(ctx context.Context) error {
 				break more
 			}
 		}
-		if w := gatherFor(answered, len(next.batch), lastTook); w > 0 && !gathered {
+		// The wait counts from the landing, when the callers were
+		// answered: a request that comes long after waits for nothing.
+		if rest := time.Until(landedAt.Add(gatherFor(answered, len(next.batch), lastTook))); rest > 0 && !gathered {
 			if gather == nil {
-				gather = time.After(w)
+				gather = time.After(rest)
 			}
 			continue
 		}

@@ -135,3 +135,53 @@ func TestNewIDsAreNotReadForOnceTheStoredOnesAreLoaded(t *testing.T) {
 		wantTaken(t, "a job of an ID stored by this server", err)
 	})
 }
+
+// slowJobs is a store whose listing of jobs (the stored IDs' load) waits
+// for its context to end, as a long read of a large history would.
+type slowJobs struct {
+	store.Store
+	inFlight atomic.Int32
+	started  chan struct{}
+}
+
+func (s *slowJobs) Jobs(ctx context.Context, f store.JobFilter) ([]store.Job, error) {
+	s.inFlight.Add(1)
+	defer s.inFlight.Add(-1)
+	select {
+	case s.started <- struct{}{}:
+	default:
+	}
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// Run does not return while the load of the stored IDs still reads the
+// store: the caller closes the store next.
+func TestRunEndsAfterTheLoadOfStoredIDs(t *testing.T) {
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "allot.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	slow := &slowJobs{Store: st, started: make(chan struct{}, 1)}
+	c, err := New(context.Background(), Config{Scheduling: spec.Scheduling{Queues: []spec.Queue{{Name: "batch"}}},
+		Logger: slog.New(slog.DiscardHandler)}, slow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	select {
+	case <-slow.started:
+	case <-time.After(testTimeout):
+		t.Fatal("the load of the stored IDs never read the store")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := slow.inFlight.Load(); n != 0 {
+		t.Errorf("Run returned with %d reads of the store still running", n)
+	}
+}
