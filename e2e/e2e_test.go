@@ -169,8 +169,15 @@ func (c *cluster) startWorker(name string, args ...string) *exec.Cmd {
 	if os.Geteuid() == 0 {
 		args = append(args, "--run-as", "root")
 	}
+	// Attempt directories go in a temporary directory of the worker's own,
+	// removed with the test: a worker a test kills leaves its running
+	// attempts' directories behind (its next start would remove them).
+	tmp := filepath.Join(c.stateDirs, name+".tmp")
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		c.t.Fatal(err)
+	}
 	w := exec.Command(bin, args...)
-	w.Env = append(os.Environ(), "ALLOT_TOKEN="+c.workerToken)
+	w.Env = append(os.Environ(), "ALLOT_TOKEN="+c.workerToken, "TMPDIR="+tmp)
 	w.Stderr = logWriter(c.t, name)
 	if err := w.Start(); err != nil {
 		c.t.Fatal(err)
