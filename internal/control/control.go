@@ -49,6 +49,12 @@ type Config struct {
 	MaxOutputBytes int64
 	// MaxBatch bounds how many requests one loop round takes.
 	MaxBatch int
+	// GatherMax is the longest a round waits for the callers the last
+	// commit answered before its own commit starts (gatherFor). Zero
+	// means DefaultGatherMax; a negative value never waits. A round keeps
+	// the time it opened at, so tests that move a fake clock between
+	// requests turn the wait off.
+	GatherMax time.Duration
 	// StoreRetryMax bounds the wait between two commits of a round the
 	// store refused (a full disk): the server resumes within about this
 	// long of there being room again.
@@ -72,6 +78,9 @@ func (c *Config) defaults() {
 	}
 	if c.MaxBatch <= 0 {
 		c.MaxBatch = 1024
+	}
+	if c.GatherMax == 0 {
+		c.GatherMax = DefaultGatherMax
 	}
 	if c.MaxOutputBytes <= 0 {
 		c.MaxOutputBytes = DefaultMaxOutputBytes
@@ -302,7 +311,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		}
 		// The wait counts from the landing, when the callers were
 		// answered: a request that comes long after waits for nothing.
-		if rest := time.Until(landedAt.Add(gatherFor(answered, len(next.batch), lastTook))); rest > 0 && !gathered {
+		if rest := time.Until(landedAt.Add(gatherFor(answered, len(next.batch), lastTook, c.cfg.GatherMax))); rest > 0 && !gathered {
 			if gather == nil {
 				gather = time.After(rest)
 			}
@@ -321,10 +330,11 @@ func (c *Controller) Run(ctx context.Context) error {
 }
 
 // gatherMin is the fewest callers a commit must have answered for the
-// next round to wait for them, and gatherMax the longest it waits.
+// next round to wait for them; DefaultGatherMax is the longest it waits
+// unless Config.GatherMax says otherwise.
 const (
-	gatherMin = 8
-	gatherMax = 5 * time.Millisecond
+	gatherMin        = 8
+	DefaultGatherMax = 5 * time.Millisecond
 )
 
 // gatherFor is how long a round that holds `have` requests waits before its
@@ -336,13 +346,14 @@ const (
 // is mostly per commit (a page of each table and index written, an
 // fsync), not per job. So the round waits until as many requests as the
 // last commit answered are in, for at most as long as that commit took
-// (the callers were answered then and are on their way) and gatherMax. A
-// server with few callers (fewer than gatherMin a commit) never waits.
-func gatherFor(answered, have int, took time.Duration) time.Duration {
-	if answered < gatherMin || have >= answered {
+// (the callers were answered then and are on their way) and limit. A
+// server with few callers (fewer than gatherMin a commit) never waits,
+// nor one whose limit is not positive.
+func gatherFor(answered, have int, took, limit time.Duration) time.Duration {
+	if answered < gatherMin || have >= answered || limit <= 0 {
 		return 0
 	}
-	return min(took, gatherMax)
+	return min(took, limit)
 }
 
 // intake is the round taking requests: they are applied as they come.

@@ -89,6 +89,11 @@ func (p *plane) open() {
 	cfg := p.cfg
 	cfg.CycleEvery = 2 * time.Millisecond // ticks come often; the fake clock decides what is late
 	cfg.Clock = p.clock.Now
+	if cfg.GatherMax == 0 {
+		// A round kept open for callers takes requests the test sends
+		// after moving the fake clock at the time it opened.
+		cfg.GatherMax = -1
+	}
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	disk := storetest.NewFullDisk(st)
 	if p.startFull {
