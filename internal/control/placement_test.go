@@ -182,6 +182,7 @@ func TestManualToggleIsHeldToTheCooldownAndTheViewSaysWhoDisabled(t *testing.T) 
 		t.Fatalf("toggle off: %+v %v, want disabled by manual", w, err)
 	}
 	p.clock.Add(59 * time.Second)
+	p.settle() // no round opened before the clock moved takes the toggle
 	_, err = p.c.ToggleElastic(p.ctx(), "w1", true)
 	if !errors.Is(err, ErrConflict) || !errors.Is(err, elastic.ErrCooldown) || !strings.Contains(err.Error(), "toggled 59s ago; placement.elastic.toggleCooldownSeconds is 1m0s: try again in 1s") {
 		t.Fatalf("toggle within the cooldown: %v, want a conflict naming the cooldown", err)
@@ -191,6 +192,7 @@ func TestManualToggleIsHeldToTheCooldownAndTheViewSaysWhoDisabled(t *testing.T) 
 		t.Fatalf("toggle off again: %+v %v", w, err)
 	}
 	p.clock.Add(time.Second)
+	p.settle()
 	if w, err := p.c.ToggleElastic(p.ctx(), "w1", true); err != nil || w.State != "ready" || w.DisabledBy != "" {
 		t.Fatalf("toggle after the cooldown: %+v %v, want ready", w, err)
 	}
