@@ -75,19 +75,11 @@ func (h *headerCounter) JobHeader(ctx context.Context, id string) (store.Job, er
 // it and is refused.
 func TestNewIDsAreNotReadForOnceTheStoredOnesAreLoaded(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "allot.db")
-	cfg := Config{Scheduling: spec.Scheduling{Queues: []spec.Queue{{Name: "batch"}}}, Logger: slog.New(slog.DiscardHandler)}
 	run := func(st store.Store, body func(c *Controller)) {
 		t.Helper()
-		c, err := New(context.Background(), cfg, st)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- c.Run(ctx) }()
+		c, stop := runOn(t, st)
 		defer func() {
-			cancel()
-			if err := <-done; err != nil {
+			if err := stop(); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -164,24 +156,31 @@ func TestRunEndsAfterTheLoadOfStoredIDs(t *testing.T) {
 	}
 	defer st.Close()
 	slow := &slowJobs{Store: st, started: make(chan struct{}, 1)}
+	_, stop := runOn(t, slow)
+	select {
+	case <-slow.started:
+	case <-time.After(testTimeout):
+		t.Fatal("the load of the stored IDs never read the store")
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if n := slow.inFlight.Load(); n != 0 {
+		t.Errorf("Run returned with %d reads of the store still running", n)
+	}
+}
+
+// runOn builds a controller of one queue on st and runs its loop; stop
+// ends the loop and returns what Run returned.
+func runOn(t *testing.T, st store.Store) (*Controller, func() error) {
+	t.Helper()
 	c, err := New(context.Background(), Config{Scheduling: spec.Scheduling{Queues: []spec.Queue{{Name: "batch"}}},
-		Logger: slog.New(slog.DiscardHandler)}, slow)
+		Logger: slog.New(slog.DiscardHandler)}, st)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()
-	select {
-	case <-slow.started:
-	case <-time.After(testTimeout):
-		t.Fatal("the load of the stored IDs never read the store")
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if n := slow.inFlight.Load(); n != 0 {
-		t.Errorf("Run returned with %d reads of the store still running", n)
-	}
+	return c, func() error { cancel(); return <-done }
 }
