@@ -74,7 +74,8 @@ func TestExplainRuntimesComeFromObservedRunsThenTheQueueThenTimeouts(t *testing.
 // minutes each, a job waiting behind a task nothing else estimates is
 // expected to start two minutes on, not after the 30-minute default.
 func TestExplainEstimateUsesTheQueuesRecentRuntimes(t *testing.T) {
-	p := newPlane(t)
+	// The fake clock jumps minutes: the worker must not be lost meanwhile.
+	p := newPlaneConfig(t, Config{Scheduling: spec.Scheduling{Queues: []spec.Queue{{Name: "batch"}}}, HeartbeatTimeout: 24 * time.Hour})
 	p.register("w1", 1)
 	for i := range whatif.MinSamples {
 		id := fmt.Sprintf("warm-%d", i)

@@ -75,7 +75,7 @@ func TestFullDiskHoldsTheRoundRefusesChangesKeepsReadsAndWorkersAndResumes(t *te
 	// heartbeats (with cache hints, which change placement state) and
 	// lease requests that say what it holds.
 	for range 6 {
-		p.clock.Add(10 * time.Second)
+		p.clock.addHeld(10 * time.Second)
 		hb := api.Heartbeat{Cache: []api.CacheHint{{Kind: "dataset", Name: "imagenet"}}}
 		if err := p.c.HeartbeatCache(p.ctx(), "w1", hb); err != nil {
 			t.Fatalf("heartbeat on a full disk: %v", err)
@@ -150,7 +150,7 @@ func TestRestartOnAFullDiskWaitsForReturningWorkersPastTheOutage(t *testing.T) {
 	if _, err := p.c.Register(p.ctx(), reg); !unavailable(err) {
 		t.Fatalf("register on a full disk: %v; want store.ErrUnavailable", err)
 	}
-	p.clock.Add(time.Minute) // twice the heartbeat timeout
+	p.clock.addHeld(time.Minute) // twice the heartbeat timeout
 	p.disk.Free()
 	if err := <-held; err != nil {
 		t.Fatalf("the held submission, once stored: %v", err)
@@ -212,7 +212,7 @@ func TestWorkerRegisteredInTheHeldRoundIsNotLostForTheOutage(t *testing.T) {
 		registered <- err
 	}()
 	waitFor(t, "the controller to notice the full disk", func() bool { return p.c.StoreHealth().Degraded })
-	p.clock.Add(time.Minute) // twice the heartbeat timeout
+	p.clock.addHeld(time.Minute) // twice the heartbeat timeout
 	p.disk.Free()
 	if err := <-registered; err != nil {
 		t.Fatalf("the held registration, once stored: %v", err)

@@ -22,6 +22,11 @@ import (
 type fakeClock struct {
 	mu  sync.Mutex
 	now time.Time
+	// settle, when set, runs after each move with the new time. A plane
+	// sets it to wait for a loop round at that time: a round opened
+	// before the move stays open while the commit before it runs, and
+	// would take the test's next request at the old time.
+	settle func(time.Time)
 }
 
 func newFakeClock() *fakeClock {
@@ -35,9 +40,21 @@ func (f *fakeClock) Now() time.Time {
 }
 
 func (f *fakeClock) Add(d time.Duration) {
+	now, settle := f.move(d)
+	if settle != nil {
+		settle(now)
+	}
+}
+
+// addHeld moves the clock without waiting for a round, for a loop that a
+// full disk holds: it runs none until the disk is freed.
+func (f *fakeClock) addHeld(d time.Duration) { f.move(d) }
+
+func (f *fakeClock) move(d time.Duration) (time.Time, func(time.Time)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.now = f.now.Add(d)
+	return f.now, f.settle
 }
 
 const testTimeout = 10 * time.Second
@@ -106,13 +123,33 @@ func (p *plane) open() {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p.st, p.disk, p.c, p.stopC, p.done = st, disk, c, cancel, make(chan error, 1)
+	p.clock.settle = p.roundAt
 	go func() { p.done <- c.Run(ctx) }()
+}
+
+// roundAt waits until the loop has closed a round at now or later, or has
+// ended: every request sent after that is taken at the new time.
+func (p *plane) roundAt(now time.Time) {
+	p.t.Helper()
+	deadline := time.Now().Add(testTimeout)
+	for p.c.Snapshot().At.Before(now) {
+		select {
+		case <-p.c.done:
+			return
+		default:
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("no loop round at %s", now)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 func (p *plane) stop() {
 	if p.c == nil {
 		return
 	}
+	p.clock.settle = nil
 	p.stopC()
 	p.runErr = <-p.done
 	p.st.Close()
