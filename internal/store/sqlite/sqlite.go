@@ -125,7 +125,11 @@ func Open(path string) (*Store, error) {
 
 // writerPragmas make acknowledged commits durable: WAL with a full fsync of
 // the log at every commit. foreign_keys makes SQLite check that a task's job
-// exists.
+// exists. temp_store keeps statement journals in memory: a multi-row
+// statement inside a commit journals the pages it changes, and past 64 KiB
+// SQLite spilled them to a temporary file, two writes a page, which was
+// half of a small-jobs commit's writes. Nothing durable lives there: the
+// journal only undoes a failed statement within its transaction.
 var writerPragmas = []string{
 	fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()),
 	"journal_mode(WAL)",
@@ -133,6 +137,7 @@ var writerPragmas = []string{
 	"foreign_keys(1)",
 	"cache_size(-65536)",           // KiB: keep a large job's tasks and the indexes in memory
 	"journal_size_limit(67108864)", // bytes: after a checkpoint, shrink a WAL a huge batch grew
+	"temp_store(memory)",
 }
 
 // readerPragmas: readers never write, and SQLite enforces it.

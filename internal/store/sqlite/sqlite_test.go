@@ -237,6 +237,7 @@ func TestDurabilityPragmasInEffect(t *testing.T) {
 		{s.writer, "busy_timeout", "10000"},
 		{s.writer, "cache_size", "-65536"},
 		{s.writer, "journal_size_limit", "67108864"},
+		{s.writer, "temp_store", "2"}, // MEMORY: statement journals never spill to a file
 		{s.readers, "journal_mode", "wal"},
 		{s.readers, "query_only", "1"},
 		{s.readers, "busy_timeout", "10000"},
