@@ -36,6 +36,9 @@ type benchConfig struct {
 	Workers    int `json:"workers"`
 	JobSize    int `json:"jobSize"`
 	Submitters int `json:"submitters"`
+	// Bulk is how many jobs each submission carries: 1 sends one job per
+	// POST /v1/jobs, more sends them as one NDJSON POST /v1/jobs/bulk.
+	Bulk int `json:"bulk"`
 	// Backlog pending jobs that no worker can run are submitted before
 	// the throughput phase, so that it runs against a server that holds
 	// them.
@@ -130,7 +133,8 @@ at its end, so a run starts empty and leaves the database as it was.
 It then runs two phases:
   throughput  --tasks no-op tasks in jobs of --job-size, submitted by
               --submitters clients at once, each sending one job per
-              POST /v1/jobs and the next once it is answered; prints tasks
+              POST /v1/jobs (or --bulk jobs per POST /v1/jobs/bulk) and the
+              next once it is answered; prints tasks
               (and jobs) completed per second (first submission to last
               completion), how long a submission took, and how long tasks
               waited
@@ -157,6 +161,7 @@ server creates in its data directory. --no-auth measures without it.`,
 		Example: `  allot bench
   allot bench --tasks 20000 --job-size 1 --submitters 64
   allot bench --tasks 20000 --job-size 1 --submitters 64 --backlog 100000
+  allot bench --tasks 100000 --job-size 1 --submitters 64 --bulk 100
   allot bench --tasks 100000 --slots 100 --job-size 1000 -o json
   allot bench --tasks 20000 --cpuprofile bench.pprof
   allot bench --store 'postgres://allot@127.0.0.1:5432/allot?sslmode=disable'
@@ -169,13 +174,16 @@ server creates in its data directory. --no-auth measures without it.`,
 			for _, f := range []struct {
 				name string
 				v    int
-			}{{"--tasks", cfg.Tasks}, {"--slots", cfg.Slots}, {"--workers", cfg.Workers}, {"--job-size", cfg.JobSize}, {"--submitters", cfg.Submitters}} {
+			}{{"--tasks", cfg.Tasks}, {"--slots", cfg.Slots}, {"--workers", cfg.Workers}, {"--job-size", cfg.JobSize}, {"--submitters", cfg.Submitters}, {"--bulk", cfg.Bulk}} {
 				if f.v < 1 {
 					return fmt.Errorf("%s: must be at least 1", f.name)
 				}
 			}
 			if cfg.Backlog < 0 {
 				return fmt.Errorf("--backlog: must not be negative")
+			}
+			if cfg.Bulk > api.MaxBulkJobs {
+				return fmt.Errorf("--bulk: at most %d jobs per request", api.MaxBulkJobs)
 			}
 			if cfg.JobSize > spec.MaxTasksPerJob {
 				return fmt.Errorf("--job-size: at most %d tasks per job", spec.MaxTasksPerJob)
@@ -249,7 +257,8 @@ server creates in its data directory. --no-auth measures without it.`,
 	f.IntVar(&cfg.Slots, "slots", 100, "worker slots in all, shared evenly by --workers")
 	f.IntVar(&cfg.Workers, "workers", 10, "in-process workers")
 	f.IntVar(&cfg.JobSize, "job-size", 1000, "tasks per job in the throughput phase")
-	f.IntVar(&cfg.Submitters, "submitters", 4, "clients submitting jobs at once in the throughput phase, one job per request")
+	f.IntVar(&cfg.Submitters, "submitters", 4, "clients submitting jobs at once in the throughput phase")
+	f.IntVar(&cfg.Bulk, "bulk", 1, "jobs per request in the throughput phase (more than 1: NDJSON to POST /v1/jobs/bulk)")
 	f.IntVar(&cfg.Backlog, "backlog", 0, "pending jobs no worker can run, submitted before the throughput phase")
 	f.IntVar(&cfg.LatencyJobs, "latency-jobs", 200, "single-task jobs of the latency phase (0: skip it)")
 	f.DurationVar(&cfg.LatencyEvery, "latency-every", 20*time.Millisecond, "interval between submissions in the latency phase")
@@ -381,7 +390,7 @@ func runBench(ctx context.Context, cfg benchConfig, dataDir string, progress io.
 	var submitted time.Duration
 	err = b.submitAll(ctx, jobs, func(i int) (string, int) {
 		return fmt.Sprintf("bench-t-%06d", i), min(cfg.JobSize, cfg.Tasks-i*cfg.JobSize)
-	}, cfg.Submitters)
+	}, cfg.Submitters, cfg.Bulk)
 	submitted = time.Since(start)
 	if err == nil {
 		err = b.waitDone(ctx, int64(cfg.Tasks), werr)
@@ -406,7 +415,7 @@ func runBench(ctx context.Context, cfg benchConfig, dataDir string, progress io.
 		stopBar := b.progress(progress, "latency", int64(cfg.LatencyJobs), start)
 		tick := time.NewTicker(cfg.LatencyEvery)
 		for i := range cfg.LatencyJobs {
-			if err := b.submit(ctx, fmt.Sprintf("bench-l-%06d", i), 1); err != nil {
+			if err := b.submit(ctx, benchJob{fmt.Sprintf("bench-l-%06d", i), 1}); err != nil {
 				tick.Stop()
 				stopBar()
 				return nil, fmt.Errorf("latency phase: %w", err)
@@ -494,19 +503,50 @@ func (b *benchRun) work(ctx context.Context, name string) error {
 	return nil
 }
 
-// submit sends one job of n no-op tasks and notes when it was sent.
-func (b *benchRun) submit(ctx context.Context, id string, n int) error {
-	doc, _ := json.Marshal(spec.Job{ID: id, Tasks: []spec.Task{b.task(n)}})
-	b.mu.Lock()
-	b.submitted[id] = time.Now()
-	b.mu.Unlock()
-	_, err := b.c.SubmitJob(ctx, doc, "application/json")
-	if err == nil {
-		b.mu.Lock()
-		b.answered[id] = time.Now()
-		b.mu.Unlock()
+// benchJob is one job of the throughput or latency phase: its ID and its
+// number of no-op tasks.
+type benchJob struct {
+	id    string
+	tasks int
+}
+
+// submit sends jobs, one alone by POST /v1/jobs and more in one NDJSON
+// POST /v1/jobs/bulk, and notes when each was sent and answered.
+func (b *benchRun) submit(ctx context.Context, jobs ...benchJob) error {
+	var body bytes.Buffer
+	for _, j := range jobs {
+		doc, _ := json.Marshal(spec.Job{ID: j.id, Tasks: []spec.Task{b.task(j.tasks)}})
+		body.Write(doc)
+		body.WriteByte('\n')
 	}
-	return err
+	sent := time.Now()
+	b.mu.Lock()
+	for _, j := range jobs {
+		b.submitted[j.id] = sent
+	}
+	b.mu.Unlock()
+	if len(jobs) == 1 {
+		if _, err := b.c.SubmitJob(ctx, body.Bytes(), "application/json"); err != nil {
+			return err
+		}
+	} else {
+		res, err := b.c.SubmitJobs(ctx, body.Bytes(), "application/x-ndjson")
+		if err != nil {
+			return err
+		}
+		for _, r := range res.Results {
+			if r.Status != api.BulkCreated {
+				return fmt.Errorf("job %s: %s: %v", jobs[r.Index].id, r.Status, r.Error)
+			}
+		}
+	}
+	answered := time.Now()
+	b.mu.Lock()
+	for _, j := range jobs {
+		b.answered[j.id] = answered
+	}
+	b.mu.Unlock()
+	return nil
 }
 
 // benchBacklogQueue is the queue of the backlog's jobs; no bench worker is
@@ -540,21 +580,26 @@ func (b *benchRun) submitBacklog(ctx context.Context, n int, progress io.Writer)
 	return nil
 }
 
-// submitAll submits jobs 0..n-1 from several clients at once.
-func (b *benchRun) submitAll(ctx context.Context, n int, job func(i int) (string, int), clients int) error {
+// submitAll submits jobs 0..n-1 from several clients at once, per jobs in
+// each request.
+func (b *benchRun) submitAll(ctx context.Context, n int, job func(i int) (string, int), clients, per int) error {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errc := make(chan error, clients)
 	for range clients {
 		wg.Go(func() {
 			for {
-				i := int(next.Add(1) - 1)
-				if i >= n {
+				first := int(next.Add(int64(per)) - int64(per))
+				if first >= n {
 					return
 				}
-				id, size := job(i)
-				if err := b.submit(ctx, id, size); err != nil {
-					errc <- fmt.Errorf("submitting %s: %w", id, err)
+				var jobs []benchJob
+				for i := first; i < min(n, first+per); i++ {
+					id, size := job(i)
+					jobs = append(jobs, benchJob{id, size})
+				}
+				if err := b.submit(ctx, jobs...); err != nil {
+					errc <- fmt.Errorf("submitting %s: %w", jobs[0].id, err)
 					return
 				}
 			}
@@ -689,7 +734,11 @@ func printBench(w io.Writer, r *benchResult) {
 	if len(c.Exec) > 0 {
 		kind = fmt.Sprintf("%q", c.Exec)
 	}
-	fmt.Fprintf(w, "throughput  %d %s tasks in jobs of %d, %d slots on %d workers, %d submitters\n", c.Tasks, kind, c.JobSize, c.Slots, c.Workers, c.Submitters)
+	per := "one job per request"
+	if c.Bulk > 1 {
+		per = fmt.Sprintf("%d jobs per bulk request", c.Bulk)
+	}
+	fmt.Fprintf(w, "throughput  %d %s tasks in jobs of %d, %d slots on %d workers, %d submitters, %s\n", c.Tasks, kind, c.JobSize, c.Slots, c.Workers, c.Submitters, per)
 	if c.Backlog > 0 {
 		fmt.Fprintf(w, "            against a backlog of %d pending jobs\n", c.Backlog)
 	}

@@ -68,12 +68,33 @@ func TestBenchSmallJobsAgainstABacklog(t *testing.T) {
 	}
 }
 
+// Jobs sent many to a request: every job of the last, short request too
+// completes, and the table says how they were sent.
+func TestBenchSubmitsInBulk(t *testing.T) {
+	root := newRoot()
+	var out, errb bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errb)
+	root.SetArgs([]string{"bench", "--tasks", "250", "--job-size", "1", "--submitters", "4", "--bulk", "30", "--slots", "4",
+		"--workers", "2", "--latency-jobs", "0", "--data-dir", t.TempDir()})
+	if err := root.Execute(); err != nil {
+		t.Fatalf("allot bench: %v\n%s", err, errb.String())
+	}
+	for _, want := range []string{"4 submitters, 30 jobs per bulk request", "totals      250 jobs, 250 tasks"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
 func TestBenchRefusesImpossibleSettings(t *testing.T) {
 	for _, args := range [][]string{
 		{"--tasks", "0"},
 		{"--workers", "20", "--slots", "10"},
 		{"--job-size", "100001"},
 		{"--backlog", "-1"},
+		{"--bulk", "0"},
+		{"--bulk", "10001"},
 		{"-o", "yaml"},
 	} {
 		root := newRoot()
