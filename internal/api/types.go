@@ -61,6 +61,11 @@ const (
 	// read-only or failing file system); the change was not applied, and
 	// the same request may be sent again later.
 	CodeStoreUnavailable = "store_unavailable"
+	// CodeHeld (503): the change was taken before the store refused
+	// writes and is held until it is stored; the server answers before
+	// the client's connection gives up, with the outcome unknown. Sending
+	// the same request again (a job with the same id) tells it.
+	CodeHeld = "held"
 	// CodeNotLeader (503) is a request made to a replica that does not
 	// lead: it was not handled, and goes to the leader the answer names
 	// (Error.Leader, LeaderHeader), or to another replica when none is

@@ -103,6 +103,13 @@ const DefaultHeartbeatTimeout = 30 * time.Second
 // ErrStopped is returned to requests made after the loop ended.
 var ErrStopped = errors.New("the scheduling loop is not running")
 
+// ErrHeld is returned to a change whose caller stopped waiting while the
+// store refused writes: the loop took it, most likely into the held round,
+// so it is neither refused nor stored yet (degraded.go).
+var ErrHeld = errors.New("this change was taken before the store refused writes and waits to be stored: " +
+	"it is stored when the store takes writes again, unless the server stops first; " +
+	"its outcome is not known yet: send the same request again (a job with the same id) to learn it")
+
 // Controller owns the engine and the store's write side.
 type Controller struct {
 	cfg     Config
@@ -548,6 +555,9 @@ func (c *Controller) send(ctx context.Context, r *request) (any, error) {
 	case <-ctx.Done():
 		// The loop still runs the request; only its answer is dropped, so a
 		// stalled loop cannot hang callers (readiness answers 503).
+		if h := c.StoreHealth(); h.Degraded && !r.read {
+			return nil, fmt.Errorf("%w (the store refuses writes: %s)", ErrHeld, h.Cause)
+		}
 		return nil, ctx.Err()
 	case <-c.done:
 		// The loop answers every request it took before it ended; one that

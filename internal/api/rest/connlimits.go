@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -116,13 +117,24 @@ func (s *Server) deadlines(next http.Handler) http.Handler {
 		case routeOf(r) == "GET /v1/events" && following(r):
 			answerIn = 0 // streamEvents sets it before each batch it sends
 		}
+		var due *answerDue
 		if answerIn > 0 {
 			_ = rc.SetWriteDeadline(now.Add(answerIn))
+			var ctx context.Context
+			ctx, due = newAnswerDue(r.Context(), answerIn)
+			defer due.stop()
+			r = r.WithContext(ctx)
 		}
-		if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
+		withBody := r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0
+		if withBody {
 			if err := rc.SetReadDeadline(now.Add(t.Body)); err == nil {
-				r.Body = &pacedBody{ReadCloser: r.Body, rc: rc, start: now, grace: t.Body, rate: t.MinBodyRate, answerIn: answerIn}
+				r.Body = &pacedBody{ReadCloser: r.Body, rc: rc, start: now, grace: t.Body, rate: t.MinBodyRate, answerIn: answerIn, due: due}
+			} else {
+				withBody = false
 			}
+		}
+		if !withBody {
+			due.start()
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -157,8 +169,45 @@ type pacedBody struct {
 	grace    time.Duration
 	rate     int64
 	answerIn time.Duration
+	due      *answerDue
 	n        int64
 	done     bool
+}
+
+// answerDue ends a request's context a tenth before its answer's write
+// deadline, counted like that deadline from the end of the body: a change
+// the loop holds while the store refuses writes is then answered
+// (control.ErrHeld) while the client can still read the answer, instead
+// of being answered after the connection gave up. A nil answerDue does
+// nothing (a stream sets its deadlines as it goes).
+type answerDue struct {
+	in     time.Duration
+	cancel context.CancelFunc
+	timer  *time.Timer
+}
+
+func newAnswerDue(parent context.Context, answerIn time.Duration) (context.Context, *answerDue) {
+	ctx, cancel := context.WithCancel(parent)
+	return ctx, &answerDue{in: answerIn - answerIn/10, cancel: cancel}
+}
+
+// start runs the clock from now; the body's end starts it again.
+func (d *answerDue) start() {
+	if d == nil {
+		return
+	}
+	if d.timer == nil {
+		d.timer = time.AfterFunc(d.in, d.cancel)
+		return
+	}
+	d.timer.Reset(d.in)
+}
+
+func (d *answerDue) stop() {
+	if d.timer != nil {
+		d.timer.Stop()
+	}
+	d.cancel()
 }
 
 // finish restarts the answer's time and, for a body read whole, lifts the
@@ -173,6 +222,7 @@ func (b *pacedBody) finish(whole bool) {
 	if b.answerIn > 0 {
 		_ = b.rc.SetWriteDeadline(time.Now().Add(b.answerIn))
 	}
+	b.due.start()
 }
 
 func (b *pacedBody) Read(p []byte) (int, error) {

@@ -108,6 +108,8 @@ var errorKinds = []errorKind{
 	{status: http.StatusServiceUnavailable, code: api.CodeOverloaded, match: is(errOverloaded), retryAfter: netlimit.RetryAfterHeader},
 	{status: http.StatusServiceUnavailable, code: api.CodeStoreUnavailable, match: is(store.ErrUnavailable),
 		retryAfter: func() string { return storeRetryAfter }},
+	{status: http.StatusServiceUnavailable, code: api.CodeHeld, match: is(control.ErrHeld),
+		retryAfter: func() string { return storeRetryAfter }},
 	{status: http.StatusServiceUnavailable, code: api.CodeUnavailable, match: is(control.ErrStopped)},
 	{status: http.StatusServiceUnavailable, code: api.CodeUnavailable, match: is(context.Canceled)},
 	{status: http.StatusServiceUnavailable, code: api.CodeUnavailable, match: is(context.DeadlineExceeded)},

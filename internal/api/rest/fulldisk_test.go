@@ -20,6 +20,10 @@ import (
 // newServerOnFullDisk runs the API on a real controller whose store's
 // writes fail as on a full disk while the returned FullDisk is full.
 func newServerOnFullDisk(t *testing.T) (*httptest.Server, *storetest.FullDisk) {
+	return newServerOnFullDiskWith(t, Options{})
+}
+
+func newServerOnFullDiskWith(t *testing.T, opt Options) (*httptest.Server, *storetest.FullDisk) {
 	t.Helper()
 	st, err := sqlite.Open(filepath.Join(t.TempDir(), "allot.db"))
 	if err != nil {
@@ -34,7 +38,7 @@ func newServerOnFullDisk(t *testing.T) (*httptest.Server, *storetest.FullDisk) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- ctrl.Run(ctx) }()
-	srv := httptest.NewServer(New(ctrl, Options{}).Handler())
+	srv := httptest.NewServer(New(ctrl, opt).Handler())
 	t.Cleanup(func() {
 		srv.Close()
 		cancel()
@@ -106,5 +110,56 @@ func TestFullDiskAnswers503StoreUnavailableAndServesReads(t *testing.T) {
 	}
 	if status, eb, _ := call(t, srv, "POST", "/v1/jobs", "application/yaml", job("refused")); status != http.StatusCreated {
 		t.Errorf("the refused job sent again: %d %+v, want 201", status, eb)
+	}
+}
+
+// A change held by a full disk is answered before the client's connection
+// gives up (the write timeout): 503 held, with the outcome unknown, not an
+// answer computed after nobody can read it; once the disk frees, the held
+// job is stored, and sending it again says so.
+func TestAChangeHeldByAFullDiskIsAnsweredBeforeTheWriteTimeout(t *testing.T) {
+	srv, disk := newServerOnFullDiskWith(t, Options{Timeouts: Timeouts{Write: time.Second}})
+	t.Cleanup(disk.Free)
+	job := "id: held\nqueue: batch\ntasks: [{name: t, run: 'true'}]\n"
+	disk.Fill()
+	type answer struct {
+		status int
+		eb     api.ErrorBody
+		retry  string
+	}
+	held := make(chan answer, 1)
+	go func() {
+		req, _ := http.NewRequest("POST", srv.URL+"/v1/jobs", strings.NewReader(job))
+		req.Header.Set("Content-Type", "application/yaml")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			held <- answer{}
+			return
+		}
+		defer resp.Body.Close()
+		var eb api.ErrorBody
+		_ = json.NewDecoder(resp.Body).Decode(&eb)
+		held <- answer{resp.StatusCode, eb, resp.Header.Get("Retry-After")}
+	}()
+	select {
+	case a := <-held:
+		if a.status != http.StatusServiceUnavailable || a.eb.Error.Code != api.CodeHeld || !strings.Contains(a.eb.Error.Message, "disk full") ||
+			!strings.Contains(a.eb.Error.Message, "same id") || a.retry == "" {
+			t.Fatalf("a submission held by a full disk: %d %+v (Retry-After %q); want 503 held naming the disk and how to learn the outcome", a.status, a.eb, a.retry)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no answer to a submission held by a full disk while the disk stays full")
+	}
+	disk.Free()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if status, _, _ := call(t, srv, "GET", "/readyz", "", ""); status == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the store takes no writes once the disk freed")
+		}
+	}
+	if status, eb, _ := call(t, srv, "POST", "/v1/jobs", "application/yaml", job); status != http.StatusConflict && status != http.StatusOK {
+		t.Errorf("the held job sent again: %d %+v, want it recognised as stored", status, eb)
 	}
 }
