@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -137,7 +138,7 @@ tasks) first, then the server.`,
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "Allot is running at %s (data in %s)\n", srv.URL, dataDir)
 			fmt.Fprintf(out, "Dashboard: %s/\n", srv.URL)
-			fmt.Fprintf(out, "%d local workers with %d slots each: dev-1 … dev-%d\n\n", workers, slots, workers)
+			fmt.Fprintf(out, "%d local workers with %d slots each: dev-1 … dev-%d%s\n\n", workers, slots, workers, runningAs(runAs))
 			if withAuth {
 				file := filepath.Join(dataDir, auth.AdminTokenFile)
 				fmt.Fprintf(out, "Authentication is on; the admin token is in %s\n\n", file)
@@ -165,6 +166,19 @@ tasks) first, then the server.`,
 	logs.add(cmd)
 	limits.add(cmd)
 	return cmd
+}
+
+// runningAs says whom the local workers run tasks as (runAs, else dev's
+// own user), for dev's first lines; "" if that is unknown.
+func runningAs(runAs string) string {
+	if runAs == "" {
+		u, err := user.Current()
+		if err != nil {
+			return ""
+		}
+		runAs = u.Username
+	}
+	return ", running tasks as " + runAs
 }
 
 // loopback reports whether a listen address only accepts connections from

@@ -84,6 +84,9 @@ func TestDevRunsTasksAsNobodyWhenRoot(t *testing.T) {
 		t.Skip("no user nobody on this machine")
 	}
 	d := startDev(t, "--auth")
+	if !strings.Contains(d.out.String(), "running tasks as nobody") {
+		t.Errorf("dev does not say its tasks run as nobody:\n%s", d.out.String())
+	}
 	admin := d.adminToken(t)
 	c, err := client.New(d.url, client.WithToken(admin))
 	if err != nil {
