@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -23,6 +24,8 @@ func newDevCmd() *cobra.Command {
 	var listen, dataDir, configFile string
 	var workers, slots int
 	var withAuth bool
+	var runAs string
+	var allowUsers []string
 	var logs logFlags
 	var limits limitFlags
 	cmd := &cobra.Command{
@@ -34,10 +37,16 @@ It prints the URL and a first command to try, and stops everything on Ctrl-C.
 
 Without --auth the API takes no token (every caller is an admin), so dev only
 listens on a loopback address. With --auth it works as allot server does: the
-admin token's secret is in DATA_DIR/admin.token, and the local workers get a
-worker token of their own.`,
+admin token's secret is in DATA_DIR/admin.token, the local workers get a
+worker token of their own, and it listens on any --listen address.
+
+The local workers run tasks as allot worker does: started as root, as nobody
+(--run-as), or as the user a job names if --allow-user allows it; else as
+dev's own user, who can read DATA_DIR and so the admin token: with --auth,
+start dev as root to keep tasks from it. Ctrl-C stops the workers (and their
+tasks) first, then the server.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (rerr error) {
 			if slots < 1 {
 				return fmt.Errorf("--slots: must be at least 1, got %d", slots)
 			}
@@ -61,38 +70,67 @@ worker token of their own.`,
 				dataDir = dir
 			}
 			cfg.Server.DataDir = dataDir
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
+			runAs = taskRunAs(runAs, cmd.Flags().Changed("run-as"), os.Geteuid())
 			log, err := logs.logger(cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
+			if withAuth {
+				// The agents hold their token in this process, as allot
+				// worker's do in theirs.
+				if err := protectProcess(); err != nil {
+					return err
+				}
+			}
+			// Ctrl-C stops the workers first, and the server once they
+			// told it they stopped: the server has a context of its own.
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			srvCtx, stopServer := context.WithCancel(context.WithoutCancel(cmd.Context()))
+			defer stopServer()
 			var srv *runningServer
 			if withAuth {
-				srv, err = startServerWith(ctx, cfg, log, serverOptions{auth: true})
+				srv, err = startServerWith(srvCtx, cfg, log, serverOptions{auth: true})
 			} else {
-				srv, err = startServer(ctx, cfg, log)
+				srv, err = startServer(srvCtx, cfg, log)
 			}
 			if err != nil {
 				return err
 			}
+			srvErr := make(chan error, 1)
+			go func() { srvErr <- srv.Wait() }()
+			workersCtx, stopWorkers := context.WithCancel(ctx)
+			var wg sync.WaitGroup
+			// However dev ends, its workers stop first (each stops its
+			// tasks and tells the server), then the server.
+			defer func() {
+				stop() // a second Ctrl-C ends dev at once
+				stopWorkers()
+				wg.Wait()
+				stopServer()
+				if err := <-srvErr; rerr == nil {
+					rerr = err
+				}
+			}()
 			var workerToken string
 			if withAuth {
-				if workerToken, err = devWorkerToken(cmd.Context(), srv.URL, dataDir); err != nil {
+				if workerToken, err = devWorkerToken(ctx, srv.URL, dataDir); err != nil {
 					return err
 				}
+				if os.Geteuid() != 0 || runAs == "root" {
+					log.Warn("the local workers run tasks as a user who can read the data directory and its admin token: start allot dev as root, without --run-as root, to run them as nobody", "dataDir", dataDir)
+				}
 			}
-			var wg sync.WaitGroup
 			for i := 1; i <= workers; i++ {
 				a, err := agent.New(agent.Config{Server: srv.URL, Token: workerToken, Name: fmt.Sprintf("dev-%d", i), Slots: slots,
-					Labels: map[string]string{"dev": "true"}, Logger: log})
+					Labels: map[string]string{"dev": "true"}, RunAs: runAs, AllowUsers: allowUsers, Logger: log})
 				if err != nil {
 					return err
 				}
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					if err := a.Run(ctx); err != nil && ctx.Err() == nil {
+					if err := a.Run(workersCtx); err != nil && workersCtx.Err() == nil {
 						log.Error("worker stopped", "err", err)
 					}
 				}()
@@ -100,7 +138,7 @@ worker token of their own.`,
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "Allot is running at %s (data in %s)\n", srv.URL, dataDir)
 			fmt.Fprintf(out, "Dashboard: %s/\n", srv.URL)
-			fmt.Fprintf(out, "%d local workers with %d slots each: dev-1 … dev-%d\n\n", workers, slots, workers)
+			fmt.Fprintf(out, "%d local workers with %d slots each: dev-1 … dev-%d%s\n\n", workers, slots, workers, runningAs(runAs))
 			if withAuth {
 				file := filepath.Join(dataDir, auth.AdminTokenFile)
 				fmt.Fprintf(out, "Authentication is on; the admin token is in %s\n\n", file)
@@ -109,9 +147,12 @@ worker token of their own.`,
 				fmt.Fprintf(out, "Try, in another terminal:\n  allot submit examples/jobs/pipeline.yaml --wait --server %s\n\n", srv.URL)
 			}
 			fmt.Fprintln(out, "Press Ctrl-C to stop.")
-			err = srv.Wait()
-			wg.Wait()
-			return err
+			select {
+			case <-ctx.Done():
+			case err := <-srvErr: // stopped on its own: so do the workers
+				srvErr <- err
+			}
+			return nil
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", defaultListen, "address to listen on")
@@ -119,10 +160,25 @@ worker token of their own.`,
 	cmd.Flags().StringVar(&configFile, "config", "", "configuration file (queues, policies, placement)")
 	cmd.Flags().IntVar(&workers, "workers", 2, "local workers to start")
 	cmd.Flags().IntVar(&slots, "slots", 2, "slots of each local worker")
-	cmd.Flags().BoolVar(&withAuth, "auth", false, "require bearer tokens, as allot server does (the admin token is written to DATA_DIR/admin.token)")
+	cmd.Flags().BoolVar(&withAuth, "auth", false, "require bearer tokens, as allot server does (the admin token is written to DATA_DIR/admin.token), and listen on any address")
+	cmd.Flags().StringVar(&runAs, "run-as", "", "user the local workers run tasks as when their job names none (default: nobody when dev runs as root, else dev's user)")
+	cmd.Flags().StringArrayVar(&allowUsers, "allow-user", nil, "user a job may name to run its tasks as, or a pattern like svc-* (repeatable; root only when named)")
 	logs.add(cmd)
 	limits.add(cmd)
 	return cmd
+}
+
+// runningAs says whom the local workers run tasks as (runAs, else dev's
+// own user), for dev's first lines; "" if that is unknown.
+func runningAs(runAs string) string {
+	if runAs == "" {
+		u, err := user.Current()
+		if err != nil {
+			return ""
+		}
+		runAs = u.Username
+	}
+	return ", running tasks as " + runAs
 }
 
 // loopback reports whether a listen address only accepts connections from

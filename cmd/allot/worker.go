@@ -117,9 +117,7 @@ allot workers shows it.`,
 				return err
 			}
 			cfg.Token = tok
-			if !cmd.Flags().Changed("run-as") && os.Geteuid() == 0 {
-				cfg.RunAs = "nobody" // a root agent's tasks must not be root
-			}
+			cfg.RunAs = taskRunAs(cfg.RunAs, cmd.Flags().Changed("run-as"), os.Geteuid())
 			if cfg.StateDir == "" {
 				if cfg.StateDir, err = defaultStateDir(cfg.Name); err != nil {
 					return err
@@ -172,6 +170,20 @@ allot workers shows it.`,
 	// --cached came first: registration only, and models only.
 	_ = f.MarkDeprecated("cached", "use --cache model=NAME (or dataset=NAME), which heartbeats keep fresh")
 	return cmd
+}
+
+// rootTaskUser is whom a root agent runs tasks as when neither the job nor
+// --run-as names a user: a root agent's tasks must not be root.
+const rootTaskUser = "nobody"
+
+// taskRunAs is the run-as user of an agent running as euid, given --run-as
+// (set says whether it was given): allot worker and allot dev's local
+// workers decide it alike.
+func taskRunAs(runAs string, set bool, euid int) string {
+	if !set && euid == 0 {
+		return rootTaskUser
+	}
+	return runAs
 }
 
 // defaultStateDir is the state directory of the agent named name (the

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -246,7 +247,7 @@ func (r runner) run(at *attempt) (api.Report, leftover) {
 	if err != nil {
 		at.mu.Unlock()
 		pr.Close()
-		rep.Error = fmt.Sprintf("could not start: %v", err)
+		rep.Error = startError(err, cmd.Dir)
 		return rep, left
 	}
 	at.proc = cmd.Process
@@ -368,6 +369,25 @@ func command(as api.Assignment) (*exec.Cmd, error) {
 	default:
 		return nil, errors.New("the assignment has neither run nor command")
 	}
+}
+
+// startError says why a task could not start. A working directory the
+// child cannot change to fails the start with exec's error, which names
+// the program ("fork/exec /bin/sh: no such file or directory"), as if the
+// program were missing; so a directory that is missing or is not one is
+// named instead.
+func startError(err error, dir string) string {
+	if dir != "" {
+		fi, serr := os.Stat(dir)
+		var pe *fs.PathError
+		switch {
+		case errors.As(serr, &pe):
+			return fmt.Sprintf("could not start: workdir %s: %v", dir, pe.Err)
+		case serr == nil && !fi.IsDir():
+			return fmt.Sprintf("could not start: workdir %s: not a directory", dir)
+		}
+	}
+	return fmt.Sprintf("could not start: %v", err)
 }
 
 // dir is the attempt's working directory: the assignment's workdir

@@ -65,6 +65,16 @@ func TestRunReportsExitCodeOutputAndResult(t *testing.T) {
 			exitCode: -1, errHas: "could not start",
 		},
 		{
+			name:     "a missing workdir is named, not the shell",
+			as:       api.Assignment{Run: "pwd", WorkDir: "/nonexistent/allot-test-dir"},
+			exitCode: -1, errHas: "could not start: workdir /nonexistent/allot-test-dir: no such file or directory",
+		},
+		{
+			name:     "a workdir that is a file is named",
+			as:       api.Assignment{Run: "pwd", WorkDir: "/dev/null"},
+			exitCode: -1, errHas: "could not start: workdir /dev/null: not a directory",
+		},
+		{
 			name:     "an assignment with nothing to run",
 			as:       api.Assignment{Run: "  "},
 			exitCode: -1, errHas: "neither run nor command",
