@@ -36,9 +36,12 @@ func newDevCmd() *cobra.Command {
 It prints the URL and a first command to try, and stops everything on Ctrl-C.
 
 Without --auth the API takes no token (every caller is an admin), so dev only
-listens on a loopback address. With --auth it works as allot server does: the
-admin token's secret is in DATA_DIR/admin.token, the local workers get a
-worker token of their own, and it listens on any --listen address.
+listens on a loopback address, and refuses what a web page may make a browser
+send it: requests to other names than loopback ones (DNS rebinding), with
+another site's Origin, or with bodies of other media types than JSON and YAML.
+With --auth it works as allot server does: the admin token's secret is in
+DATA_DIR/admin.token, the local workers get a worker token of their own, and
+it listens on any --listen address.
 
 The local workers run tasks as allot worker does: started as root, as nobody
 (--run-as), or as the user a job names if --allow-user allows it; else as

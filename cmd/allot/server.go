@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"sync"
@@ -352,7 +353,7 @@ func startServerWith(ctx context.Context, cfg spec.ServerConfig, log *slog.Logge
 	limited := netlimit.Wrap(tcp, lim, netlimit.Options{Observer: mx, TLS: tlsConfig})
 	mx.WatchConnections(limited)
 	restOpt := rest.Options{MaxBodyBytes: int64(cfg.Server.MaxBodyBytes) << 20, Logger: log, Auth: authn,
-		Metrics: mx.Handler(), Requests: mx, Timeouts: timeouts}
+		Metrics: mx.Handler(), Requests: mx, Timeouts: timeouts, Hosts: serverHosts(cfg.Server.Listen, cfg.Server.Advertise)}
 	var (
 		handler http.Handler
 		rep     *replica
@@ -538,4 +539,15 @@ func tuneGC() {
 	if _, set := os.LookupEnv("GOGC"); !set && gcBallast == nil {
 		gcBallast = make([]byte, gcFloor)
 	}
+}
+
+// serverHosts are the names a request's Host may give while
+// authentication is off, besides the loopback ones (rest.Options.Hosts):
+// the listen address's host and the advertised URL's.
+func serverHosts(listen, advertise string) []string {
+	hosts := []string{listen}
+	if u, err := url.Parse(advertise); err == nil && u.Host != "" {
+		hosts = append(hosts, u.Host)
+	}
+	return hosts
 }

@@ -15,6 +15,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -266,6 +267,23 @@ func TestHelpDoesNotPrintTheTokenFromTheEnvironment(t *testing.T) {
 		}
 		if !strings.Contains(out.String(), "--token") || strings.Contains(out.String(), "do_not_print_me") {
 			t.Errorf("allot %s prints the token (or no --token flag):\n%s", strings.Join(args, " "), out.String())
+		}
+	}
+}
+
+// With authentication off the server answers to its listen address's and
+// advertised URL's hosts besides the loopback ones (rest.Options.Hosts).
+func TestServerHostsAreTheListenAndAdvertisedHosts(t *testing.T) {
+	for _, tc := range []struct {
+		listen, advertise string
+		want              []string
+	}{
+		{"127.0.0.1:7070", "", []string{"127.0.0.1:7070"}},
+		{"0.0.0.0:7070", "https://allot-1.internal:7070", []string{"0.0.0.0:7070", "allot-1.internal:7070"}},
+		{":7070", "not a url", []string{":7070"}},
+	} {
+		if got := serverHosts(tc.listen, tc.advertise); !slices.Equal(got, tc.want) {
+			t.Errorf("serverHosts(%q, %q) = %q, want %q", tc.listen, tc.advertise, got, tc.want)
 		}
 	}
 }

@@ -190,7 +190,7 @@ func (c loopbackClient) callWithin(limit time.Duration, method, path, body strin
 	}
 	defer conn.Close()
 	_ = conn.SetDeadline(start.Add(limit))
-	req := fmt.Sprintf("%s %s HTTP/1.1\r\nHost: allot\r\nConnection: close\r\n", method, path)
+	req := fmt.Sprintf("%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n", method, path)
 	if body != "" {
 		req += fmt.Sprintf("Content-Type: application/json\r\nContent-Length: %d\r\n", len(body))
 	}
@@ -220,7 +220,7 @@ func (c loopbackClient) open(method, path, body string) (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	req := fmt.Sprintf("%s %s HTTP/1.1\r\nHost: allot\r\n", method, path)
+	req := fmt.Sprintf("%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\n", method, path)
 	if body != "" {
 		req += fmt.Sprintf("Content-Type: application/json\r\nContent-Length: %d\r\n", len(body))
 	}
@@ -384,7 +384,7 @@ func TestSlowClients(t *testing.T) {
 			start := time.Now()
 			closed := make(chan struct{})
 			go func() { closedWithin(conn, start.Add(5*time.Second)); close(closed) }()
-			_, _ = io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: allot\r\n")
+			_, _ = io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
 			limit := start.Add(time.Duration(slowLimits.HeaderTimeout) + slack)
 			for time.Now().Before(limit) {
 				select {
@@ -407,7 +407,7 @@ func TestSlowClients(t *testing.T) {
 			start := time.Now()
 			closed := make(chan struct{})
 			go func() { closedWithin(conn, start.Add(5*time.Second)); close(closed) }()
-			_, _ = io.WriteString(conn, "POST /v1/jobs HTTP/1.1\r\nHost: allot\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n")
+			_, _ = io.WriteString(conn, "POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n")
 			limit := start.Add(time.Duration(slowLimits.BodyTimeout) + slack)
 			for time.Now().Before(limit) {
 				select {

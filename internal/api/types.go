@@ -55,6 +55,9 @@ const (
 	// not handle because it is at a connection limit: sending it again
 	// later is safe, whatever it is.
 	CodeOverloaded = "overloaded"
+	// CodeUnsupportedMediaType (415) is a body of a media type the route
+	// does not read (its Content-Type, or none); field is Content-Type.
+	CodeUnsupportedMediaType = "unsupported_media_type"
 	// CodeTimeout (408) is a request whose body arrived too slowly.
 	CodeTimeout = "timeout"
 	// CodeStoreUnavailable: the server cannot write its store (disk full,

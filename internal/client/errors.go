@@ -116,6 +116,8 @@ func codeForStatus(status int) string {
 		return api.CodeTooLarge
 	case http.StatusRequestTimeout:
 		return api.CodeTimeout
+	case http.StatusUnsupportedMediaType:
+		return api.CodeUnsupportedMediaType
 	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout, http.StatusTooManyRequests:
 		return api.CodeUnavailable
 	default:

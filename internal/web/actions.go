@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -64,9 +65,11 @@ func (d *Dashboard) secret(r *http.Request) string {
 // checkForm refuses a form posted from another site or without the
 // visitor's form token, and answers for it.
 func (d *Dashboard) checkForm(w http.ResponseWriter, r *http.Request) bool {
-	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	if !sameOrigin(r) {
 		d.errorPage(w, r, http.StatusForbidden, "The form was posted from another site.")
+		return false
+	}
+	if !d.readForm(w, r) {
 		return false
 	}
 	if !hmac.Equal([]byte(r.PostFormValue("csrf")), []byte(d.csrf(r))) {
@@ -74,6 +77,29 @@ func (d *Dashboard) checkForm(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	return true
+}
+
+// maxFormBytes bounds a form's body (docs/security.md, "Request bodies").
+const maxFormBytes = 64 << 10
+
+// readForm reads the posted form of r within maxFormBytes, and answers for
+// a body that is larger (413 naming the body) or cannot be read (400).
+// Reading it here, rather than through PostFormValue, which drops the
+// error, keeps a cut form from being taken for a form with missing or
+// partial fields (an invalid token, a stale form).
+func (d *Dashboard) readForm(w http.ResponseWriter, r *http.Request) bool {
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	err := r.ParseForm()
+	if err == nil {
+		return true
+	}
+	w.Header().Set("Connection", "close")
+	if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+		d.errorPage(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("The form's body is larger than the %d KiB a form may send.", maxFormBytes>>10))
+		return false
+	}
+	d.errorPage(w, r, http.StatusBadRequest, "The form's body could not be read: "+err.Error())
+	return false
 }
 
 // jobAction posts a job page's form to the API.

@@ -80,7 +80,9 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		d.errorPage(w, r, http.StatusForbidden, "The login form was posted from another site.")
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if !d.readForm(w, r) {
+		return
+	}
 	next := safeNext(r.PostFormValue("next"))
 	if d.opt.Auth == nil {
 		http.Redirect(w, r, next, http.StatusSeeOther)

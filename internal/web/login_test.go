@@ -2,11 +2,14 @@ package web_test
 
 import (
 	htmlpkg "html"
+	"io"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/allot-sched/allot/internal/web"
 )
 
 // browserHost is the host a browser would go to when told to redirect to
@@ -116,6 +119,31 @@ func TestLoginPageCarriesOnlyASafeNext(t *testing.T) {
 			}
 			if got := htmlpkg.UnescapeString(m[1]); got != tc.want {
 				t.Errorf("the login form carries next=%q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// A form body over the dashboard's 64 KiB (docs/security.md, "Request
+// bodies") is a 413 that names the body, not a refusal of whatever part of
+// it was read: the login form's token, an action form's csrf.
+func TestAFormOverItsLimitIs413NamingTheBody(t *testing.T) {
+	f := newFixture(t, true)
+	big := "token=" + strings.Repeat(" ", 70<<10)
+	for _, path := range []string{"/login", "/jobs/any/hold", "/workers/node-1/state"} {
+		t.Run(path, func(t *testing.T) {
+			req, _ := http.NewRequest("POST", f.srv.URL+path, strings.NewReader(big))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("Origin", f.srv.URL)
+			req.AddCookie(&http.Cookie{Name: web.CookieName, Value: f.admin})
+			resp, err := noRedirect.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			raw, _ := io.ReadAll(resp.Body)
+			if text := pageText(string(raw)); resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(text, "body") {
+				t.Errorf("POST %s with a 70 KiB form: %d %q, want 413 naming the body", path, resp.StatusCode, text)
 			}
 		})
 	}

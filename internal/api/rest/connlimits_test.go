@@ -40,7 +40,7 @@ func sendPaced(t *testing.T, srv *httptest.Server, path, body string, chunk int,
 	}
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: allot\r\nContent-Type: application/yaml\r\nContent-Length: %d\r\n\r\n", path, len(body))
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/yaml\r\nContent-Length: %d\r\n\r\n", path, len(body))
 	go func() {
 		for i := 0; i < len(body); i += chunk {
 			time.Sleep(gap)
@@ -182,6 +182,101 @@ func TestARefusalInTheReserveDoesNotWaitForTheBody(t *testing.T) {
 			if ne, ok := err.(net.Error); ok && ne.Timeout() {
 				t.Errorf("the refused connection was still open %s after its answer: it waits for a body it will not use",
 					time.Since(start).Round(time.Millisecond))
+			}
+		})
+	}
+}
+
+// A route that takes no body (a probe, a scrape, any GET, HEAD or DELETE)
+// does not wait for one: a request that announces a body there is refused
+// at once with 400 naming body, and its connection closed, whether or not
+// the body comes. Otherwise a client without a token holds a reserved
+// connection until the body timeout with "GET /healthz" and a
+// Content-Length, and a few of those leave no reserve for the probes and
+// workers.
+func TestARouteWithoutABodyDoesNotWaitForOne(t *testing.T) {
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "allot.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ctrl, err := control.New(ctx, control.Config{Scheduling: spec.Scheduling{Queues: []spec.Queue{{Name: "batch"}}}}, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- ctrl.Run(ctx) }()
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const slots = 2
+	ln := netlimit.Wrap(inner, netlimit.Limits{Max: slots, Reserved: slots}, netlimit.Options{}) // every connection is reserved
+	opt := Options{Auth: auth.NewAuthenticator(st, nil, 0), Timeouts: Timeouts{Body: 30 * time.Second}}
+	hs := &http.Server{Handler: New(ctrl, opt).Handler(), ConnState: ln.ConnState, ConnContext: netlimit.ConnContext}
+	go func() { _ = hs.Serve(ln) }()
+	t.Cleanup(func() {
+		_ = hs.Close()
+		cancel()
+		<-done
+		st.Close()
+	})
+
+	for _, tc := range []struct{ name, request string }{
+		{"a probe with a Content-Length", "GET /healthz HTTP/1.1\r\nHost: allot\r\nContent-Length: 200000\r\n\r\n{"},
+		{"a readiness probe with a chunked body", "GET /readyz HTTP/1.1\r\nHost: allot\r\nTransfer-Encoding: chunked\r\n\r\n1\r\n{\r\n"},
+		{"a scrape with a Content-Length", "GET /metrics HTTP/1.1\r\nHost: allot\r\nContent-Length: 1000\r\n\r\n"},
+		{"a HEAD with a Content-Length", "HEAD /healthz HTTP/1.1\r\nHost: allot\r\nContent-Length: 1000\r\n\r\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// As many as the reserve holds, at once: each must be let go.
+			conns := make([]net.Conn, slots)
+			for i := range conns {
+				conn, err := net.Dial("tcp", inner.Addr().String())
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer conn.Close()
+				_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+				io.WriteString(conn, tc.request)
+				conns[i] = conn
+			}
+			for _, conn := range conns {
+				br := bufio.NewReader(conn)
+				method, _, _ := strings.Cut(tc.request, " ")
+				resp, err := http.ReadResponse(br, &http.Request{Method: method})
+				if err != nil {
+					t.Fatalf("no answer: %v", err)
+				}
+				var eb api.ErrorBody
+				_ = json.NewDecoder(resp.Body).Decode(&eb)
+				resp.Body.Close()
+				if resp.StatusCode != 400 || (method != "HEAD" && eb.Error.Field != "body") {
+					t.Fatalf("%s: %s %+v, want 400 naming body", strings.SplitN(tc.request, "\r\n", 2)[0], resp.Status, eb.Error)
+				}
+				start := time.Now()
+				_ = conn.SetReadDeadline(start.Add(2 * time.Second))
+				_, err = io.Copy(io.Discard, br)
+				if ne, ok := err.(net.Error); ok && ne.Timeout() {
+					t.Fatalf("the connection was still open %s after its answer: it waits for a body the route does not read",
+						time.Since(start).Round(time.Millisecond))
+				}
+			}
+			// The reserve is free again for a plain probe.
+			conn, err := net.Dial("tcp", inner.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+			io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: allot\r\nConnection: close\r\n\r\n")
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatalf("a plain probe after them: %v", err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Errorf("a plain probe after them: %s, want 200", resp.Status)
 			}
 		})
 	}

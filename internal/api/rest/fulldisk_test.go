@@ -77,6 +77,9 @@ func TestFullDiskAnswers503StoreUnavailableAndServesReads(t *testing.T) {
 		t.Run(tc.name+" is refused", func(t *testing.T) {
 			req, _ := http.NewRequest(tc.method, srv.URL+tc.path, strings.NewReader(tc.body))
 			req.Header.Set("Content-Type", "application/yaml")
+			if strings.HasPrefix(tc.body, "{") {
+				req.Header.Set("Content-Type", "application/json")
+			}
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Fatal(err)

@@ -115,6 +115,12 @@ func (o *observed) do(t *testing.T, method, path string, body any, out any, head
 		r = bytes.NewReader(raw)
 	}
 	req, _ := http.NewRequest(method, o.srv.URL+path, r)
+	if r != nil { // as the client sends them
+		req.Header.Set("Content-Type", "application/json")
+		if b, ok := body.(string); ok && !strings.HasPrefix(b, "{") {
+			req.Header.Set("Content-Type", "application/yaml")
+		}
+	}
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}

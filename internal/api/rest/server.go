@@ -39,6 +39,12 @@ type Options struct {
 	// /openapi.json. Nil switches authentication off: every caller is an
 	// admin (allot dev, allot server --no-auth).
 	Auth *auth.Authenticator
+	// Hosts are the names and addresses ("host" or "host:port"; the port
+	// is not compared) that a request's Host may name while authentication
+	// is off, besides the loopback ones: the listen address's and the
+	// advertised URL's. An unspecified address (0.0.0.0, ::) among them
+	// admits any IP address (see localOnly).
+	Hosts []string
 	// Metrics serves GET /metrics (internal/metrics); nil answers 404.
 	Metrics http.Handler
 	// Requests, when set, is told about every request (API metrics).
@@ -108,8 +114,10 @@ type Server struct {
 	handler http.Handler // mux behind authentication
 
 	defaultQueue queueDefault
-	// patterns are the API routes registered, "METHOD /path" (handle).
-	patterns []string
+	// patterns are the API routes registered, "METHOD /path" (handle);
+	// apiRoutes the same as a set.
+	patterns  []string
+	apiRoutes map[string]bool
 }
 
 //go:embed openapi.json
@@ -126,7 +134,11 @@ func New(ctrl Controller, opt Options) *Server {
 	opt.Timeouts = opt.Timeouts.WithDefaults()
 	s := &Server{ctrl: ctrl, opt: opt, mux: http.NewServeMux()}
 	s.routes()
-	s.handler = s.observe(s.admitReserved(s.deadlines(s.authenticate(s.identify(s.leaderOnly(s.mux))))))
+	s.apiRoutes = make(map[string]bool, len(s.patterns))
+	for _, p := range s.patterns {
+		s.apiRoutes[p] = true
+	}
+	s.handler = s.observe(s.admitReserved(s.screen(s.deadlines(s.authenticate(s.mediaTypes(s.identify(s.leaderOnly(s.mux))))))))
 	return s
 }
 
