@@ -127,6 +127,9 @@ func addClientCommands(root *cobra.Command) {
 	}
 }
 
+// wrapSource is the name `allot submit --wrap` gives its document.
+const wrapSource = "--wrap.json"
+
 func newSubmitCmd(f *clientFlags) *cobra.Command {
 	var wait, strict bool
 	var opts submitOptions
@@ -179,7 +182,7 @@ give the job a new ID (to submit the same file again); --queue, --share and
 			var body []byte
 			switch source {
 			case "":
-				body, source = opts.wrapped(), "--wrap.json"
+				body, source = opts.wrapped(), wrapSource
 			case "-":
 				body, err = io.ReadAll(cmd.InOrStdin())
 			default:
@@ -201,12 +204,17 @@ give the job a new ID (to submit the same file again); --queue, --share and
 			if err := opts.checkVarsUsed([][]byte{body}); err != nil {
 				return err
 			}
-			if body, ct, err = opts.edit(body, ct); err != nil {
+			var lineOf func(string) int
+			if body, ct, lineOf, err = opts.edit(body, ct); err != nil {
 				return err
+			}
+			if source == wrapSource {
+				// The document is the flags': none of its lines is the user's.
+				lineOf = func(string) int { return 0 }
 			}
 			job, err := c.SubmitJobWith(cmd.Context(), body, ct, client.SubmitOptions{Strict: strict})
 			if err != nil {
-				return err
+				return mapLines(err, lineOf)
 			}
 			for _, w := range job.Warnings {
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: job %s: %s (allot explain %s; --strict refuses such a job)\n", job.ID, w.Message, job.ID)

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/allot-sched/allot/internal/client"
 	"github.com/allot-sched/allot/internal/model"
 	"github.com/allot-sched/allot/internal/spec"
 )
@@ -189,29 +190,35 @@ func (o *submitOptions) checkVarsUsed(docs [][]byte) error {
 
 // edit applies the flags to one job document: its variables, then the
 // fields the flags set. A document the fields were set in is sent as
-// JSON (contentType says so); errors then name fields, not lines.
-func (o *submitOptions) edit(doc []byte, contentType string) ([]byte, string, error) {
+// JSON (contentType says so), whose lines are not the user's: lineOf then
+// maps an error's field to its line in doc (0 for a field a flag set), for
+// mapLines; it is nil when doc is sent as the user wrote it.
+func (o *submitOptions) edit(doc []byte, contentType string) ([]byte, string, func(field string) int, error) {
 	vars, err := o.vars()
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	doc, err = spec.ExpandVars(doc, vars)
 	var ve *spec.VarError
 	if errors.As(err, &ve) {
-		return nil, "", fmt.Errorf("line %d: ${{ %s }} is not set: give --set %s=VALUE", ve.Line, ve.Name, ve.Name)
+		return nil, "", nil, fmt.Errorf("line %d: ${{ %s }} is not set: give --set %s=VALUE", ve.Line, ve.Name, ve.Name)
 	}
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	deps, _ := o.dependencies()
 	if o.id == "" && o.idPrefix == "" && o.queue == "" && o.share == "" && len(deps) == 0 {
-		return doc, contentType, nil
+		return doc, contentType, nil, nil
 	}
 	var m map[string]any
 	if err := yaml.Unmarshal(doc, &m); err != nil || m == nil {
 		// Left as it is, for the server to say what is wrong with it.
-		return doc, contentType, nil
+		return doc, contentType, nil, nil
 	}
+	var root yaml.Node
+	_ = yaml.Unmarshal(doc, &root) // read as m was
+	list, _ := m["dependsOn"].([]any)
+	written := len(list) // dependsOn entries of the document; the flags' follow
 	switch {
 	case o.id != "":
 		m["id"] = o.id
@@ -225,7 +232,6 @@ func (o *submitOptions) edit(doc []byte, contentType string) ([]byte, string, er
 		m["share"] = o.share
 	}
 	if len(deps) > 0 {
-		list, _ := m["dependsOn"].([]any)
 		for _, d := range deps {
 			list = append(list, map[string]any{"job": d.Job, "type": string(d.Type)})
 		}
@@ -233,9 +239,45 @@ func (o *submitOptions) edit(doc []byte, contentType string) ([]byte, string, er
 	}
 	out, err := json.Marshal(m)
 	if err != nil {
-		return nil, "", fmt.Errorf("the job document with the flags' fields: %w", err)
+		return nil, "", nil, fmt.Errorf("the job document with the flags' fields: %w", err)
 	}
-	return out, "application/json", nil
+	lineOf := func(field string) int {
+		if o.flagSets(field, written) {
+			return 0
+		}
+		return spec.LineOf(&root, field)
+	}
+	return out, "application/json", lineOf, nil
+}
+
+// flagSets reports whether a field of an edited document is one a flag
+// set: the document has no line for it. written is how many dependsOn
+// entries the document itself has.
+func (o *submitOptions) flagSets(field string, written int) bool {
+	top, _, _ := strings.Cut(field, ".")
+	switch {
+	case top == "id":
+		return o.id != "" || o.idPrefix != ""
+	case top == "queue":
+		return o.queue != ""
+	case top == "share":
+		return o.share != ""
+	case strings.HasPrefix(top, "dependsOn["):
+		var i int
+		_, err := fmt.Sscanf(top, "dependsOn[%d]", &i)
+		return err == nil && i >= written
+	}
+	return false
+}
+
+// mapLines gives the lines of err, an answer to a document edit
+// re-encoded, by lineOf; err is returned, changed or not.
+func mapLines(err error, lineOf func(field string) int) error {
+	var e *client.Error
+	if lineOf != nil && errors.As(err, &e) {
+		e.MapLines(lineOf)
+	}
+	return err
 }
 
 // editAll applies the flags to each document of a bulk submission.
@@ -261,11 +303,21 @@ func (o *submitOptions) editAll(docs []jobDocument) ([]jobDocument, error) {
 			// The line in the file, not in the document.
 			return nil, fmt.Errorf("%s:%d: ${{ %s }} is not set: give --set %s=VALUE", d.file, d.line+ve.Line-1, ve.Name, ve.Name)
 		}
-		body, _, err := o.edit(d.body, "")
+		body, _, lineOf, err := o.edit(d.body, "")
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", d.file, d.line, err)
 		}
 		d.body = body
+		if lineOf != nil {
+			// The file's lines: the document's, from the line it starts on.
+			start := d.line
+			d.lineOf = func(field string) int {
+				if n := lineOf(field); n > 0 {
+					return start + n - 1
+				}
+				return 0
+			}
+		}
 		out[i] = d
 	}
 	return out, nil

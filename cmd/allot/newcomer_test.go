@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/allot-sched/allot/internal/client"
+	"github.com/allot-sched/allot/internal/spec"
+)
+
+// The first-run path of the docs against the example server's queues
+// (batch and inference, no "default"), and the errors of a submission
+// whose document the flags re-encoded.
+
+// startQueuesCluster is a server without workers whose queues are the
+// example server's: two, neither named "default".
+func startQueuesCluster(t *testing.T) *cluster {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	cfg := spec.ServerConfig{Scheduling: spec.Scheduling{Queues: []spec.Queue{{Name: "batch"}, {Name: "inference"}}}}
+	cfg.Server.DataDir, cfg.Server.Listen = t.TempDir(), "127.0.0.1:0"
+	srv, err := startServer(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &cluster{url: srv.URL, c: c, srv: srv}
+}
+
+func writeJobFile(t *testing.T, name, text string) string {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(f, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// badAtLine8 is a job whose error is on line 8 (tasks[0].count).
+const badAtLine8 = `# a job
+# with comments
+# before it
+id: bad-count
+tasks:
+  - name: a
+    run: echo a
+    count: -1
+`
+
+func TestSubmitErrorsCiteOnlyTheUsersLines(t *testing.T) {
+	k := startQueuesCluster(t)
+	file := writeJobFile(t, "bad.yaml", badAtLine8)
+	bulk := writeJobFile(t, "jobs.yaml", "id: fine-1\ntasks:\n  - {name: a, run: echo a}\n---\n"+badAtLine8)
+	noQueue := writeJobFile(t, "pipeline.yaml", "# no queue\nid: pipeline\ntasks:\n  - {name: a, run: echo a}\n")
+	cases := []struct {
+		name    string
+		args    []string
+		want    []string
+		wantNot []string
+	}{
+		{name: "a job naming no queue on a server without a default queue",
+			args:    []string{"submit", noQueue},
+			want:    []string{`queue: the job names no queue and this server has no queue "default": give queue: (batch, inference)`},
+			wantNot: []string{"line "}},
+		{name: "--wrap with an unknown --queue",
+			args:    []string{"submit", "--wrap", "x", "--queue", "nope"},
+			want:    []string{`no queue "nope"`},
+			wantNot: []string{"line "}},
+		{name: "--dependency on a job that does not exist",
+			args:    []string{"submit", "--wrap", "x", "--queue", "batch", "--dependency", "afterok:self1"},
+			want:    []string{"dependsOn[0].job"},
+			wantNot: []string{"line "}},
+		{name: "a file with --queue keeps its own lines",
+			args: []string{"submit", file, "--queue", "batch", "--id-prefix", "q"},
+			want: []string{"line 8: tasks[0].count"}},
+		{name: "a file with --dependency keeps its own lines",
+			args: []string{"submit", file, "--queue", "batch", "--dependency", "afterany:other"},
+			want: []string{"line 8: tasks[0].count"}},
+		{name: "a bulk file with --queue and --id-prefix keeps the file's lines",
+			args: []string{"submit", bulk, "--queue", "batch", "--id-prefix", "q"},
+			want: []string{"jobs.yaml:4: refused: invalid: line 12: tasks[0].count"}},
+		{name: "a file with --queue only",
+			args: []string{"submit", file, "--queue", "batch"},
+			want: []string{"line 8: tasks[0].count"}},
+		{name: "a file without flags",
+			args: []string{"submit", file},
+			want: []string{"line 8: tasks[0].count"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, err := runCLIErr(t, k.url, tc.args...)
+			if err == nil {
+				t.Fatalf("allot %s succeeded:\n%s%s", strings.Join(tc.args, " "), out, errOut)
+			}
+			got := out + errOut + err.Error()
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("got %q, want it to contain %q", got, w)
+				}
+			}
+			for _, w := range tc.wantNot {
+				if strings.Contains(got, w) {
+					t.Errorf("got %q, want no %q", got, w)
+				}
+			}
+		})
+	}
+}
