@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,6 +18,7 @@ import (
 	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/auth"
 	"github.com/allot-sched/allot/internal/client"
+	"github.com/allot-sched/allot/internal/spec"
 )
 
 func newDevCmd() *cobra.Command {
@@ -101,12 +103,13 @@ worker token of their own.`,
 			fmt.Fprintf(out, "Allot is running at %s (data in %s)\n", srv.URL, dataDir)
 			fmt.Fprintf(out, "Dashboard: %s/\n", srv.URL)
 			fmt.Fprintf(out, "%d local workers with %d slots each: dev-1 … dev-%d\n\n", workers, slots, workers)
+			try := devTrySubmit(cfg.Scheduling.Queues) + " --server " + srv.URL
 			if withAuth {
 				file := filepath.Join(dataDir, auth.AdminTokenFile)
 				fmt.Fprintf(out, "Authentication is on; the admin token is in %s\n\n", file)
-				fmt.Fprintf(out, "Try, in another terminal:\n  ALLOT_TOKEN=$(cat %s) allot submit examples/jobs/pipeline.yaml --wait --server %s\n\n", file, srv.URL)
+				fmt.Fprintf(out, "Try, in another terminal:\n  ALLOT_TOKEN=$(cat %s) %s\n\n", file, try)
 			} else {
-				fmt.Fprintf(out, "Try, in another terminal:\n  allot submit examples/jobs/pipeline.yaml --wait --server %s\n\n", srv.URL)
+				fmt.Fprintf(out, "Try, in another terminal:\n  %s\n\n", try)
 			}
 			fmt.Fprintln(out, "Press Ctrl-C to stop.")
 			err = srv.Wait()
@@ -123,6 +126,17 @@ worker token of their own.`,
 	logs.add(cmd)
 	limits.add(cmd)
 	return cmd
+}
+
+// devTrySubmit is the first command dev suggests: the example pipeline,
+// which names no queue, so it goes to the server's default queue (the only
+// queue, or the one named "default"); with neither, it needs --queue.
+func devTrySubmit(queues []spec.Queue) string {
+	cmd := "allot submit examples/jobs/pipeline.yaml --wait"
+	if len(queues) < 2 || slices.ContainsFunc(queues, func(q spec.Queue) bool { return q.Name == spec.DefaultQueue }) {
+		return cmd
+	}
+	return cmd + " --queue " + queues[0].Name
 }
 
 // loopback reports whether a listen address only accepts connections from

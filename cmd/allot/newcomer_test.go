@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -111,6 +112,42 @@ func TestSubmitErrorsCiteOnlyTheUsersLines(t *testing.T) {
 				if strings.Contains(got, w) {
 					t.Errorf("got %q, want no %q", got, w)
 				}
+			}
+		})
+	}
+}
+
+func TestDevSuggestsASubmissionItsServerTakes(t *testing.T) {
+	cases := []struct {
+		name   string
+		config string // a server configuration file; "" for none
+	}{
+		{"no configuration", ""},
+		{"the example server", "../../examples/server/allot.yaml"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			cfg, err := loadServerConfig(tc.config)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Server.DataDir, cfg.Server.Listen = t.TempDir(), "127.0.0.1:0"
+			srv, err := startServer(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			args := strings.Fields(devTrySubmit(cfg.Scheduling.Queues))[1:] // without "allot"
+			for i, a := range args {
+				if a == "examples/jobs/pipeline.yaml" {
+					args[i] = "../../" + a
+				}
+			}
+			// Without --wait: this server has no workers.
+			args = slices.DeleteFunc(args, func(a string) bool { return a == "--wait" })
+			if out, errOut, err := runCLIErr(t, srv.URL, args...); err != nil {
+				t.Fatalf("allot %s: %v\n%s%s", strings.Join(args, " "), err, out, errOut)
 			}
 		})
 	}
