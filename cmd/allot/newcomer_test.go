@@ -152,3 +152,27 @@ func TestDevSuggestsASubmissionItsServerTakes(t *testing.T) {
 		})
 	}
 }
+
+func TestSubmitFlagsRefuseWhatTheDocumentRefuses(t *testing.T) {
+	const nowhere = "http://127.0.0.1:1" // refused before anything is sent
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"--count 0", []string{"submit", "--wrap", "x", "--count", "0"}, "--count 0: must be at least 1"},
+		{"--count 0 with --cpu 0", []string{"submit", "--wrap", "x", "--count", "0", "--cpu", "0"}, "--count 0: must be at least 1"},
+		{"--count -1", []string{"submit", "--wrap", "x", "--count", "-1"}, "--count -1: must be at least 1"},
+		{"--gpus -1", []string{"submit", "--wrap", "x", "--gpus", "-1"}, "--gpus -1: must not be negative"},
+		{"--dependency with ?", []string{"submit", "--wrap", "x", "--dependency", "afterok:a?afterok:b"},
+			"`?` (any of) is not supported: a job waits for all its dependencies; write afterok:a:b, or afterok:a,afterok:b"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := runCLIErr(t, nowhere, tc.args...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("allot %s: %v, want an error containing %q", strings.Join(tc.args, " "), err, tc.want)
+			}
+		})
+	}
+}

@@ -35,6 +35,9 @@ type submitOptions struct {
 	dependency     string
 	set            []string
 	resourcesGiven func() bool
+	// changed reports whether a flag was given: a flag written as 0 is a
+	// value, not the flag left out.
+	changed func(name string) bool
 }
 
 func (o *submitOptions) register(cmd *cobra.Command) {
@@ -52,6 +55,7 @@ func (o *submitOptions) register(cmd *cobra.Command) {
 	fl.StringVar(&o.share, "share", "", "the job's share, over the document's")
 	fl.StringVar(&o.dependency, "dependency", "", "jobs to wait for, added to the document's dependsOn: TYPE:ID[:ID...][,TYPE:ID...] with TYPE after, afterok, afternotok or afterany (sbatch --dependency)")
 	fl.StringArrayVar(&o.set, "set", nil, "KEY=VALUE: the value of the variable ${{ KEY }} in the job document (repeat for each)")
+	o.changed = fl.Changed
 	o.resourcesGiven = func() bool {
 		for _, n := range []string{"name", "count", "cpu", "memory", "gpus", "timeout"} {
 			if fl.Changed(n) {
@@ -79,8 +83,11 @@ func (o *submitOptions) check(args []string) error {
 		return fmt.Errorf("--id %q: %s", o.id, model.NameRule)
 	case o.idPrefix != "" && (!model.ValidName(o.idPrefix) || len(o.idPrefix) > model.MaxNameLen-len("-20060102-150405-0123456789")):
 		return fmt.Errorf("--id-prefix %q: %s, and at most %d characters", o.idPrefix, model.NameRule, model.MaxNameLen-len("-20060102-150405-0123456789"))
-	case o.count < 0 || o.gpus < 0:
-		return errors.New("--count and --gpus must not be negative")
+	case o.changed("count") && o.count < 1:
+		// As count: 0 in a document: a written 0 is a value, and refused.
+		return fmt.Errorf("--count %d: must be at least 1: leave --count out for one task", o.count)
+	case o.gpus < 0:
+		return fmt.Errorf("--gpus %d: must not be negative", o.gpus)
 	}
 	if _, err := o.dependencies(); err != nil {
 		return err
@@ -96,6 +103,9 @@ func (o *submitOptions) dependencies() ([]model.JobDependency, error) {
 	}
 	var out []model.JobDependency
 	for _, part := range strings.Split(o.dependency, ",") {
+		if strings.Contains(part, "?") {
+			return nil, fmt.Errorf("--dependency %q: `?` (any of) is not supported: a job waits for all its dependencies; write afterok:a:b, or afterok:a,afterok:b", o.dependency)
+		}
 		fields := strings.Split(part, ":")
 		typ := model.DependencyType(fields[0])
 		if !typ.Known() || len(fields) < 2 {
