@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/allot-sched/allot/internal/auth"
 	"github.com/allot-sched/allot/internal/client"
 	"github.com/allot-sched/allot/internal/spec"
 )
@@ -172,6 +173,44 @@ func TestSubmitFlagsRefuseWhatTheDocumentRefuses(t *testing.T) {
 			_, _, err := runCLIErr(t, nowhere, tc.args...)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("allot %s: %v, want an error containing %q", strings.Join(tc.args, " "), err, tc.want)
+			}
+		})
+	}
+}
+
+func TestTokensCreateWarnsOfAQueueTheServerDoesNotHave(t *testing.T) {
+	dir := t.TempDir()
+	cfg := spec.ServerConfig{Server: spec.ServerSettings{Listen: "127.0.0.1:0", DataDir: dir}}
+	srv, _ := serve(t, cfg, serverOptions{auth: true})
+	raw, err := os.ReadFile(filepath.Join(dir, auth.AdminTokenFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := strings.TrimSpace(string(raw))
+	cases := []struct {
+		queues []string
+		want   string // on standard error; "" for nothing
+	}{
+		{[]string{"batch"}, `warning: this server has no queue "batch" (queues: default): the token's jobs there are refused until it has one`},
+		{[]string{"default", "gpu", "batch"}, `warning: this server has no queues "gpu", "batch" (queues: default)`},
+		{[]string{"default"}, ""},
+		{[]string{"*"}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(strings.Join(tc.queues, ","), func(t *testing.T) {
+			args := []string{"tokens", "create", "--role", "submitter", "--share", "*", "--token", admin}
+			for _, q := range tc.queues {
+				args = append(args, "--queue", q)
+			}
+			out, errOut, err := runCLIErr(t, srv.URL, args...)
+			if err != nil {
+				t.Fatalf("tokens create: %v\n%s", err, errOut)
+			}
+			if !strings.Contains(out, "created ") {
+				t.Errorf("standard output %q, want the token", out)
+			}
+			if tc.want == "" && errOut != "" || !strings.Contains(errOut, tc.want) {
+				t.Errorf("standard error %q, want %q", errOut, tc.want)
 			}
 		})
 	}
