@@ -234,6 +234,11 @@ give the job a new ID (to submit the same file again); --queue, --share and
 				})
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "submitted %s\n", job.ID)
+			if len(job.Warnings) > 0 {
+				// The job waits for a worker that may never come: say
+				// that --wait does too, and how to stop.
+				fmt.Fprintf(cmd.ErrOrStderr(), "--wait waits for job %s anyway: it starts once a worker that can run it registers; Ctrl-C stops waiting (the job stays; allot cancel %s ends it)\n", job.ID, job.ID)
+			}
 			final, err := waitForJob(cmd.Context(), c, job.ID, cmd.ErrOrStderr())
 			if err != nil {
 				return err

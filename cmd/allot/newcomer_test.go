@@ -8,8 +8,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/auth"
 	"github.com/allot-sched/allot/internal/client"
 	"github.com/allot-sched/allot/internal/spec"
@@ -214,4 +217,76 @@ func TestTokensCreateWarnsOfAQueueTheServerDoesNotHave(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startCLI runs the command line until it returns or the test cancels
+// it: for the commands that wait.
+func startCLI(t *testing.T, url string, args ...string) (stdout, stderr *syncBuffer, stop func() error) {
+	t.Helper()
+	root := newRoot()
+	stdout, stderr = &syncBuffer{}, &syncBuffer{}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetArgs(append(args, "--server", url))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	var once sync.Once
+	var err error
+	stop = func() error {
+		once.Do(func() { cancel(); err = <-done })
+		return err
+	}
+	t.Cleanup(func() { _ = stop() })
+	return stdout, stderr, stop
+}
+
+// waitFor polls what a command wrote until it holds want, or the command
+// has had ample time.
+func waitForText(t *testing.T, what string, b *syncBuffer, want string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(b.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s %q, want it to say %q", what, b.String(), want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestCommandsThatWaitSayWhatFor(t *testing.T) {
+	cfg := spec.ServerConfig{}
+	cfg.Server.DataDir, cfg.Server.Listen = t.TempDir(), "127.0.0.1:0"
+	srv, err := startServer(t.Context(), cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A registered worker that never asks for work, and has no GPU.
+	if _, err := c.Register(t.Context(), api.Register{Name: "cpu-1", Resources: spec.Resources{CPU: 4000, Memory: 8192}, Slots: 1}); err != nil {
+		t.Fatal(err)
+	}
+	gpu := writeJobFile(t, "gpu.yaml", "id: gpu\ntasks:\n  - name: train\n    run: 'true'\n    resources: {gpus: 1}\n")
+
+	t.Run("submit --wait on a job no worker can run", func(t *testing.T) {
+		_, stderr, stop := startCLI(t, srv.URL, "submit", gpu, "--wait")
+		waitForText(t, "submit --wait's standard error", stderr,
+			"--wait waits for job gpu anyway: it starts once a worker that can run it registers; Ctrl-C stops waiting (the job stays; allot cancel gpu ends it)")
+		_ = stop()
+	})
+	t.Run("logs -f on a task that has not started", func(t *testing.T) {
+		stdout, stderr, stop := startCLI(t, srv.URL, "logs", "gpu", "-f")
+		waitForText(t, "logs -f's standard error", stderr, "task train of job gpu has not started yet (unschedulable: ")
+		waitForText(t, "logs -f's standard error", stderr, "; waiting for it to start (Ctrl-C stops)")
+		_ = stop()
+		if stdout.String() != "" {
+			t.Errorf("logs -f printed %q before the task started", stdout.String())
+		}
+		if n := strings.Count(stderr.String(), "has not started"); n != 1 {
+			t.Errorf("the note is printed %d times:\n%s", n, stderr.String())
+		}
+	})
 }
