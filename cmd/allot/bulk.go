@@ -32,6 +32,9 @@ type jobDocument struct {
 	file string
 	line int // the file's line its body starts on
 	body []byte
+	// lineOf is set for a body the flags re-encoded: the file's line of
+	// an error's field (0 for a field a flag set).
+	lineOf func(field string) int
 }
 
 // readJobDir reads the job documents of every job file of a directory
@@ -121,7 +124,10 @@ func submitBulk(ctx context.Context, c *client.Client, docs []jobDocument) ([]bu
 		}
 		for i, r := range res.Results {
 			r.Index = len(out)
-			if r.Error != nil {
+			switch {
+			case r.Error != nil && docs[i].lineOf != nil:
+				r.Error.MapLines(docs[i].lineOf)
+			case r.Error != nil:
 				// From the lines of the call's body to the lines of the job's file.
 				r.Error.ShiftLines(docs[i].line - starts[i] - 1)
 			}

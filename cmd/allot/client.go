@@ -127,6 +127,9 @@ func addClientCommands(root *cobra.Command) {
 	}
 }
 
+// wrapSource is the name `allot submit --wrap` gives its document.
+const wrapSource = "--wrap.json"
+
 func newSubmitCmd(f *clientFlags) *cobra.Command {
 	var wait, strict bool
 	var opts submitOptions
@@ -179,7 +182,7 @@ give the job a new ID (to submit the same file again); --queue, --share and
 			var body []byte
 			switch source {
 			case "":
-				body, source = opts.wrapped(), "--wrap.json"
+				body, source = opts.wrapped(), wrapSource
 			case "-":
 				body, err = io.ReadAll(cmd.InOrStdin())
 			default:
@@ -201,12 +204,17 @@ give the job a new ID (to submit the same file again); --queue, --share and
 			if err := opts.checkVarsUsed([][]byte{body}); err != nil {
 				return err
 			}
-			if body, ct, err = opts.edit(body, ct); err != nil {
+			var lineOf func(string) int
+			if body, ct, lineOf, err = opts.edit(body, ct); err != nil {
 				return err
+			}
+			if source == wrapSource {
+				// The document is the flags': none of its lines is the user's.
+				lineOf = func(string) int { return 0 }
 			}
 			job, err := c.SubmitJobWith(cmd.Context(), body, ct, client.SubmitOptions{Strict: strict})
 			if err != nil {
-				return err
+				return mapLines(err, lineOf)
 			}
 			for _, w := range job.Warnings {
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: job %s: %s (allot explain %s; --strict refuses such a job)\n", job.ID, w.Message, job.ID)
@@ -226,6 +234,11 @@ give the job a new ID (to submit the same file again); --queue, --share and
 				})
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "submitted %s\n", job.ID)
+			if len(job.Warnings) > 0 {
+				// The job waits for a worker that may never come: say
+				// that --wait does too, and how to stop.
+				fmt.Fprintf(cmd.ErrOrStderr(), "--wait waits for job %s anyway: it starts once a worker that can run it registers; Ctrl-C stops waiting (the job stays; allot cancel %s ends it)\n", job.ID, job.ID)
+			}
 			final, err := waitForJob(cmd.Context(), c, job.ID, cmd.ErrOrStderr())
 			if err != nil {
 				return err

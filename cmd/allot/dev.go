@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,6 +19,7 @@ import (
 	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/auth"
 	"github.com/allot-sched/allot/internal/client"
+	"github.com/allot-sched/allot/internal/spec"
 )
 
 func newDevCmd() *cobra.Command {
@@ -142,12 +144,13 @@ tasks) first, then the server.`,
 			fmt.Fprintf(out, "Allot is running at %s (data in %s)\n", srv.URL, dataDir)
 			fmt.Fprintf(out, "Dashboard: %s/\n", srv.URL)
 			fmt.Fprintf(out, "%d local workers with %d slots each: dev-1 … dev-%d%s\n\n", workers, slots, workers, runningAs(runAs))
+			try := devTrySubmit(cfg.Scheduling.Queues) + " --server " + srv.URL
 			if withAuth {
 				file := filepath.Join(dataDir, auth.AdminTokenFile)
 				fmt.Fprintf(out, "Authentication is on; the admin token is in %s\n\n", file)
-				fmt.Fprintf(out, "Try, in another terminal:\n  ALLOT_TOKEN=$(cat %s) allot submit examples/jobs/pipeline.yaml --wait --server %s\n\n", file, srv.URL)
+				fmt.Fprintf(out, "Try, in another terminal:\n  ALLOT_TOKEN=$(cat %s) %s\n\n", file, try)
 			} else {
-				fmt.Fprintf(out, "Try, in another terminal:\n  allot submit examples/jobs/pipeline.yaml --wait --server %s\n\n", srv.URL)
+				fmt.Fprintf(out, "Try, in another terminal:\n  %s\n\n", try)
 			}
 			fmt.Fprintln(out, "Press Ctrl-C to stop.")
 			select {
@@ -182,6 +185,17 @@ func runningAs(runAs string) string {
 		runAs = u.Username
 	}
 	return ", running tasks as " + runAs
+}
+
+// devTrySubmit is the first command dev suggests: the example pipeline,
+// which names no queue, so it goes to the server's default queue (the only
+// queue, or the one named "default"); with neither, it needs --queue.
+func devTrySubmit(queues []spec.Queue) string {
+	cmd := "allot submit examples/jobs/pipeline.yaml --wait"
+	if len(queues) < 2 || slices.ContainsFunc(queues, func(q spec.Queue) bool { return q.Name == spec.DefaultQueue }) {
+		return cmd
+	}
+	return cmd + " --queue " + queues[0].Name
 }
 
 // loopback reports whether a listen address only accepts connections from

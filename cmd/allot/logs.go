@@ -11,6 +11,7 @@ import (
 
 	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/client"
+	"github.com/allot-sched/allot/internal/model"
 )
 
 // followEvery is how often allot logs -f asks for new output.
@@ -50,7 +51,7 @@ worker sends it (about every second), and returns when the attempt ends.`,
 				q.Task = args[1]
 			}
 			if follow {
-				return followLogs(cmd.Context(), c, cmd.OutOrStdout(), args[0], q)
+				return followLogs(cmd.Context(), c, cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], q)
 			}
 			logs, err := c.LogsOf(cmd.Context(), args[0], q)
 			if err != nil {
@@ -99,8 +100,9 @@ func logHeader(t api.TaskLog) string {
 
 // followLogs prints one task's output as it comes, until its attempt has
 // ended and all its output is printed. A job of one task needs no task
-// name; a task that has not started is waited for.
-func followLogs(ctx context.Context, c *client.Client, w io.Writer, job string, q api.LogQuery) error {
+// name; a task that has not started is waited for, and errW says so once,
+// with why it waits, so that the wait is not silent.
+func followLogs(ctx context.Context, c *client.Client, w, errW io.Writer, job string, q api.LogQuery) error {
 	if q.Task == "" {
 		j, err := c.Job(ctx, job)
 		if err != nil {
@@ -121,11 +123,14 @@ func followLogs(ctx context.Context, c *client.Client, w io.Writer, job string, 
 	}
 	tick := time.NewTicker(followEvery)
 	defer tick.Stop()
-	headed, endedOnce := false, false
+	headed, endedOnce, noted := false, false, false
 	for {
 		logs, err := c.LogsOf(ctx, job, q)
 		if err != nil && !client.Retryable(err) {
 			return err
+		}
+		if err == nil && !noted && !headed && (len(logs.Tasks) == 0 || logs.Tasks[0].Attempt == 0) {
+			noted = noteNotStarted(ctx, c, errW, job, q.Task)
 		}
 		if err == nil && len(logs.Tasks) == 1 {
 			t := logs.Tasks[0]
@@ -157,4 +162,29 @@ func followLogs(ctx context.Context, c *client.Client, w io.Writer, job string, 
 		case <-tick.C:
 		}
 	}
+}
+
+// noteNotStarted tells errW that a task has not started yet and why it
+// waits (its pending reason), and reports whether it did: not when the
+// task has started meanwhile, or cannot be read now.
+func noteNotStarted(ctx context.Context, c *client.Client, errW io.Writer, job, task string) bool {
+	j, err := c.Job(ctx, job)
+	if err != nil {
+		return false
+	}
+	for _, t := range j.Tasks {
+		if t.Name != task {
+			continue
+		}
+		if t.State != string(model.TaskBlocked) && t.State != string(model.TaskReady) {
+			return false
+		}
+		why := ""
+		if t.Reason != nil {
+			why = fmt.Sprintf(" (%s: %s)", t.Reason.Code, t.Reason.Message)
+		}
+		fmt.Fprintf(errW, "task %s of job %s has not started yet%s; waiting for it to start (Ctrl-C stops)\n", task, job, why)
+		return true
+	}
+	return false
 }

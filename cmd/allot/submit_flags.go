@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/allot-sched/allot/internal/client"
 	"github.com/allot-sched/allot/internal/model"
 	"github.com/allot-sched/allot/internal/spec"
 )
@@ -34,6 +35,9 @@ type submitOptions struct {
 	dependency     string
 	set            []string
 	resourcesGiven func() bool
+	// changed reports whether a flag was given: a flag written as 0 is a
+	// value, not the flag left out.
+	changed func(name string) bool
 }
 
 func (o *submitOptions) register(cmd *cobra.Command) {
@@ -51,6 +55,7 @@ func (o *submitOptions) register(cmd *cobra.Command) {
 	fl.StringVar(&o.share, "share", "", "the job's share, over the document's")
 	fl.StringVar(&o.dependency, "dependency", "", "jobs to wait for, added to the document's dependsOn: TYPE:ID[:ID...][,TYPE:ID...] with TYPE after, afterok, afternotok or afterany (sbatch --dependency)")
 	fl.StringArrayVar(&o.set, "set", nil, "KEY=VALUE: the value of the variable ${{ KEY }} in the job document (repeat for each)")
+	o.changed = fl.Changed
 	o.resourcesGiven = func() bool {
 		for _, n := range []string{"name", "count", "cpu", "memory", "gpus", "timeout"} {
 			if fl.Changed(n) {
@@ -78,8 +83,11 @@ func (o *submitOptions) check(args []string) error {
 		return fmt.Errorf("--id %q: %s", o.id, model.NameRule)
 	case o.idPrefix != "" && (!model.ValidName(o.idPrefix) || len(o.idPrefix) > model.MaxNameLen-len("-20060102-150405-0123456789")):
 		return fmt.Errorf("--id-prefix %q: %s, and at most %d characters", o.idPrefix, model.NameRule, model.MaxNameLen-len("-20060102-150405-0123456789"))
-	case o.count < 0 || o.gpus < 0:
-		return errors.New("--count and --gpus must not be negative")
+	case o.changed("count") && o.count < 1:
+		// As count: 0 in a document: a written 0 is a value, and refused.
+		return fmt.Errorf("--count %d: must be at least 1: leave --count out for one task", o.count)
+	case o.gpus < 0:
+		return fmt.Errorf("--gpus %d: must not be negative", o.gpus)
 	}
 	if _, err := o.dependencies(); err != nil {
 		return err
@@ -95,6 +103,9 @@ func (o *submitOptions) dependencies() ([]model.JobDependency, error) {
 	}
 	var out []model.JobDependency
 	for _, part := range strings.Split(o.dependency, ",") {
+		if strings.Contains(part, "?") {
+			return nil, fmt.Errorf("--dependency %q: `?` (any of) is not supported: a job waits for all its dependencies; write afterok:a:b, or afterok:a,afterok:b", o.dependency)
+		}
 		fields := strings.Split(part, ":")
 		typ := model.DependencyType(fields[0])
 		if !typ.Known() || len(fields) < 2 {
@@ -189,29 +200,35 @@ func (o *submitOptions) checkVarsUsed(docs [][]byte) error {
 
 // edit applies the flags to one job document: its variables, then the
 // fields the flags set. A document the fields were set in is sent as
-// JSON (contentType says so); errors then name fields, not lines.
-func (o *submitOptions) edit(doc []byte, contentType string) ([]byte, string, error) {
+// JSON (contentType says so), whose lines are not the user's: lineOf then
+// maps an error's field to its line in doc (0 for a field a flag set), for
+// mapLines; it is nil when doc is sent as the user wrote it.
+func (o *submitOptions) edit(doc []byte, contentType string) ([]byte, string, func(field string) int, error) {
 	vars, err := o.vars()
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	doc, err = spec.ExpandVars(doc, vars)
 	var ve *spec.VarError
 	if errors.As(err, &ve) {
-		return nil, "", fmt.Errorf("line %d: ${{ %s }} is not set: give --set %s=VALUE", ve.Line, ve.Name, ve.Name)
+		return nil, "", nil, fmt.Errorf("line %d: ${{ %s }} is not set: give --set %s=VALUE", ve.Line, ve.Name, ve.Name)
 	}
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	deps, _ := o.dependencies()
 	if o.id == "" && o.idPrefix == "" && o.queue == "" && o.share == "" && len(deps) == 0 {
-		return doc, contentType, nil
+		return doc, contentType, nil, nil
 	}
 	var m map[string]any
 	if err := yaml.Unmarshal(doc, &m); err != nil || m == nil {
 		// Left as it is, for the server to say what is wrong with it.
-		return doc, contentType, nil
+		return doc, contentType, nil, nil
 	}
+	var root yaml.Node
+	_ = yaml.Unmarshal(doc, &root) // read as m was
+	list, _ := m["dependsOn"].([]any)
+	written := len(list) // dependsOn entries of the document; the flags' follow
 	switch {
 	case o.id != "":
 		m["id"] = o.id
@@ -225,7 +242,6 @@ func (o *submitOptions) edit(doc []byte, contentType string) ([]byte, string, er
 		m["share"] = o.share
 	}
 	if len(deps) > 0 {
-		list, _ := m["dependsOn"].([]any)
 		for _, d := range deps {
 			list = append(list, map[string]any{"job": d.Job, "type": string(d.Type)})
 		}
@@ -233,9 +249,45 @@ func (o *submitOptions) edit(doc []byte, contentType string) ([]byte, string, er
 	}
 	out, err := json.Marshal(m)
 	if err != nil {
-		return nil, "", fmt.Errorf("the job document with the flags' fields: %w", err)
+		return nil, "", nil, fmt.Errorf("the job document with the flags' fields: %w", err)
 	}
-	return out, "application/json", nil
+	lineOf := func(field string) int {
+		if o.flagSets(field, written) {
+			return 0
+		}
+		return spec.LineOf(&root, field)
+	}
+	return out, "application/json", lineOf, nil
+}
+
+// flagSets reports whether a field of an edited document is one a flag
+// set: the document has no line for it. written is how many dependsOn
+// entries the document itself has.
+func (o *submitOptions) flagSets(field string, written int) bool {
+	top, _, _ := strings.Cut(field, ".")
+	switch {
+	case top == "id":
+		return o.id != "" || o.idPrefix != ""
+	case top == "queue":
+		return o.queue != ""
+	case top == "share":
+		return o.share != ""
+	case strings.HasPrefix(top, "dependsOn["):
+		var i int
+		_, err := fmt.Sscanf(top, "dependsOn[%d]", &i)
+		return err == nil && i >= written
+	}
+	return false
+}
+
+// mapLines gives the lines of err, an answer to a document edit
+// re-encoded, by lineOf; err is returned, changed or not.
+func mapLines(err error, lineOf func(field string) int) error {
+	var e *client.Error
+	if lineOf != nil && errors.As(err, &e) {
+		e.MapLines(lineOf)
+	}
+	return err
 }
 
 // editAll applies the flags to each document of a bulk submission.
@@ -261,11 +313,21 @@ func (o *submitOptions) editAll(docs []jobDocument) ([]jobDocument, error) {
 			// The line in the file, not in the document.
 			return nil, fmt.Errorf("%s:%d: ${{ %s }} is not set: give --set %s=VALUE", d.file, d.line+ve.Line-1, ve.Name, ve.Name)
 		}
-		body, _, err := o.edit(d.body, "")
+		body, _, lineOf, err := o.edit(d.body, "")
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", d.file, d.line, err)
 		}
 		d.body = body
+		if lineOf != nil {
+			// The file's lines: the document's, from the line it starts on.
+			start := d.line
+			d.lineOf = func(field string) int {
+				if n := lineOf(field); n > 0 {
+					return start + n - 1
+				}
+				return 0
+			}
+		}
 		out[i] = d
 	}
 	return out, nil

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -10,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/allot-sched/allot/internal/api"
+	"github.com/allot-sched/allot/internal/client"
 	"github.com/allot-sched/allot/internal/spec"
 )
 
@@ -89,6 +93,7 @@ prefixes ending in '*'; '*' alone allows any).`,
 			if err != nil {
 				return withTokenFlags(err)
 			}
+			warnUnknownQueues(cmd.Context(), c, req.Queues, cmd.ErrOrStderr())
 			if quiet {
 				_, err := fmt.Fprintln(cmd.OutOrStdout(), t.Secret)
 				return err
@@ -187,4 +192,38 @@ func describe(t api.Token) string {
 		out += ", expires " + t.Expires.Format(time.RFC3339)
 	}
 	return out
+}
+
+// warnUnknownQueues says on w which of a token's queues the server does
+// not have: the token is valid (a queue may be configured later), but its
+// submissions there are refused until then, which is otherwise only found
+// out at the first submission. Nothing is said when the queues cannot be
+// read.
+func warnUnknownQueues(ctx context.Context, c *client.Client, queues []string, w io.Writer) {
+	if len(queues) == 0 || slices.Contains(queues, "*") {
+		return
+	}
+	have, err := c.Queues(ctx)
+	if err != nil {
+		return
+	}
+	names := make([]string, len(have))
+	for i, q := range have {
+		names[i] = q.Name
+	}
+	var missing []string
+	for _, q := range queues {
+		if !slices.Contains(names, q) && !strings.HasSuffix(q, "*") {
+			missing = append(missing, strconv.Quote(q))
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	what := "queue"
+	if len(missing) > 1 {
+		what = "queues"
+	}
+	fmt.Fprintf(w, "warning: this server has no %s %s (queues: %s): the token's jobs there are refused until it has one\n",
+		what, strings.Join(missing, ", "), strings.Join(names, ", "))
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+
+	"github.com/allot-sched/allot/internal/model"
 )
 
 // linePrefix is how an error message names its line.
@@ -28,5 +30,27 @@ func (e *Error) ShiftLines(by int) {
 		if d.Line > 0 {
 			d.Line += by
 		}
+	}
+}
+
+// MapLines gives each line e names the line lineOf returns for its field,
+// 0 for none: for an answer to a document the client wrote from the
+// user's (a re-encoded one), whose lines are not the user's. The message
+// is written again from the details, or with its line prefix replaced.
+func (e *Error) MapLines(lineOf func(field string) int) {
+	for _, d := range e.Details {
+		d.Line = lineOf(d.Path)
+	}
+	hadLine := e.Line > 0 || linePrefix.MatchString(e.Message)
+	e.Line = lineOf(e.Field)
+	switch {
+	case len(e.Details) > 0:
+		e.Message = model.FieldErrors(e.Details).Error()
+	case hadLine:
+		msg := linePrefix.ReplaceAllString(e.Message, "")
+		if e.Line > 0 {
+			msg = fmt.Sprintf("line %d: %s", e.Line, msg)
+		}
+		e.Message = msg
 	}
 }

@@ -179,12 +179,18 @@ func (c *Controller) CheckJob(js spec.Job) error {
 	if err := js.CheckRunnable(""); err != nil {
 		return err
 	}
-	if js.Queue == "" {
+	named := js.Queue != ""
+	if !named {
 		js.Queue = c.defaultQueue()
 	}
 	ex.Job.Queue = js.Queue
 	pc, ok := c.queuePolicy(js.Queue)
-	if !ok {
+	switch {
+	case !ok && !named:
+		// The job did not write the queue it failed on: say that, rather
+		// than name a queue the user never wrote.
+		return model.FieldErrors{{Path: "queue", Msg: fmt.Sprintf("the job names no queue and this server has no queue %q: give queue: (%s)", js.Queue, strings.Join(c.queueNames(), ", "))}}
+	case !ok:
 		return model.FieldErrors{{Path: "queue", Msg: fmt.Sprintf("no queue %q (queues: %s)", js.Queue, strings.Join(c.queueNames(), ", "))}}
 	}
 	if err := policy.CheckJob(pc, &ex.Job); err != nil {

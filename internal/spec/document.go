@@ -190,7 +190,9 @@ func PathAt(root *yaml.Node, line int) string {
 }
 
 // LineOf returns the line where path ("jobs[1].tasks[0].count") is written,
-// or the line of its closest existing parent; 0 when unknown.
+// or the line of its closest existing parent; 0 when unknown. A top-level
+// field the document does not write has no line: the root's own line is
+// only where its first field happens to be.
 func LineOf(root *yaml.Node, path string) int {
 	if root == nil {
 		return 0
@@ -199,7 +201,10 @@ func LineOf(root *yaml.Node, path string) int {
 	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
 		n = n.Content[0]
 	}
-	line := n.Line
+	line := 0
+	if path == "" {
+		line = n.Line
+	}
 	for _, step := range splitPath(path) {
 		switch {
 		case step.index >= 0 && n.Kind == yaml.SequenceNode && step.index < len(n.Content):

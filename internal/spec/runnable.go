@@ -99,6 +99,9 @@ func (j Job) checkRunnable(c *errs, p func(string) string) {
 				}
 				refs = append(refs, r)
 			}
+			if bad := unresolvedRef(s); bad != "" {
+				c.add(field, "%s is not a result reference the run can resolve: write ${tasks.NAME.result.FIELD}, FIELD a top-level field of the result (nested fields are not supported)", bad)
+			}
 		}
 		find(tp+".run", t.Run)
 		for k, a := range t.Command {
@@ -164,6 +167,35 @@ func Substitute(s string, results map[string]json.RawMessage) (string, error) {
 		return string(v)
 	})
 	return out, firstErr
+}
+
+// refStart is how every result reference begins. No shell variable name
+// has a dot, so a "${tasks." that is not a whole reference is one the run
+// cannot resolve: Substitute leaves it, and sh stops on it.
+const refStart = "${tasks."
+
+// unresolvedRef returns the first text in s that begins as a result
+// reference and is not one (${tasks.p.result.a.b}: nested fields), up to
+// its closing brace and at most 80 bytes; "" when there is none.
+func unresolvedRef(s string) string {
+	for rest := s; ; {
+		i := strings.Index(rest, refStart)
+		if i < 0 {
+			return ""
+		}
+		rest = rest[i:]
+		if loc := refRE.FindStringIndex(rest); loc == nil || loc[0] != 0 {
+			end := strings.IndexAny(rest, "} \t\n")
+			switch {
+			case end < 0:
+				end = len(rest)
+			case rest[end] == '}':
+				end++
+			}
+			return rest[:min(end, 80)]
+		}
+		rest = rest[len(refStart):]
+	}
 }
 
 // References lists the task names s references results of.

@@ -514,7 +514,7 @@ var fieldRanges = map[reflect.Type]map[string]intRange{
 		"Priority": {MinPriority, MaxPriority, true},
 	},
 	reflect.TypeFor[Task](): {
-		"Count": {0, MaxTasksPerJob, true},
+		"Count": {1, MaxTasksPerJob, true}, // 0 is refused too (its zero tag)
 	},
 	reflect.TypeFor[Resources](): {
 		"GPUs": {0, MaxGPUs, true},
