@@ -3,6 +3,7 @@ package rest
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -118,5 +119,54 @@ func TestOutputChunksNeedTheAttemptsSecretAndAreServedFromAnOffset(t *testing.T)
 	}
 	if status, eb, _, _ := s.as(t, s.admin, "GET", "/v1/jobs/j/logs?offset=-1", ""); status != 400 || eb.Error.Field != "offset" {
 		t.Errorf("offset=-1: %d %+v", status, eb)
+	}
+}
+
+// A chunk's offset must be a place in an output: not negative, and not so
+// far that the chunk would end past store.MaxOutputEnd (near the end of
+// int64 offset plus length overflows, and the output read back had a
+// negative total and lost what was stored). The 400 names the chunk's
+// offset, says nothing of the store, and what was stored stays readable.
+func TestOutputChunksAtAnImpossibleOffsetAreRefusedNamingIt(t *testing.T) {
+	s := newAuthServer(t, "batch")
+	w := s.token(t, api.CreateToken{Role: "worker", Workers: []string{"w1"}})
+	s.must(t, 200, w.Secret, "POST", "/v1/workers", `{"name":"w1","slots":1,"resources":{"cpu":"1","memory":"1Gi"}}`, nil)
+	s.must(t, 201, s.admin, "POST", "/v1/jobs", `{"id":"out-1","queue":"batch","tasks":[{"name":"t","run":"true"}]}`, nil)
+	var l api.Lease
+	s.must(t, 200, w.Secret, "POST", "/v1/workers/w1/lease", `{}`, &l)
+	a := l.Assignments[0]
+	send := func(offs ...int64) (int, api.ErrorBody, []byte) {
+		var req api.OutputChunks
+		for _, off := range offs {
+			req.Chunks = append(req.Chunks, api.OutputChunk{Attempt: a.Attempt, Secret: a.Secret, Offset: off, Data: []byte("hello\n")})
+		}
+		body, _ := json.Marshal(req)
+		status, eb, raw, _ := s.as(t, w.Secret, "POST", "/v1/workers/w1/output", string(body))
+		return status, eb, raw
+	}
+	if status, _, raw := send(0); status != 204 {
+		t.Fatalf("the first chunk: %d %s", status, raw)
+	}
+	for _, tc := range []struct {
+		offs  []int64
+		field string
+	}{
+		{[]int64{-5}, "chunks[0].offset"},
+		{[]int64{math.MaxInt64 - 1}, "chunks[0].offset"},
+		{[]int64{store.MaxOutputEnd - 5}, "chunks[0].offset"},
+		{[]int64{6, math.MaxInt64 - 1}, "chunks[1].offset"},
+	} {
+		status, eb, raw := send(tc.offs...)
+		if status != 400 || eb.Error.Field != tc.field {
+			t.Errorf("chunks at %v: %d %s, want 400 naming %s", tc.offs, status, raw, tc.field)
+		}
+		if strings.Contains(eb.Error.Message, "sqlite") || strings.Contains(eb.Error.Message, "postgres") {
+			t.Errorf("chunks at %v: the message tells of the store: %s", tc.offs, eb.Error.Message)
+		}
+	}
+	var logs api.Logs
+	s.must(t, 200, s.admin, "GET", "/v1/jobs/out-1/logs", "", &logs)
+	if tl := logs.Tasks[0]; tl.Output != "hello\n" || tl.Total != 6 || tl.Dropped != 0 {
+		t.Errorf("logs after the refused chunks: %+v, want hello\\n of 6 bytes", tl)
 	}
 }
