@@ -23,8 +23,12 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 	if !s.decodeJSON(w, r, &req) {
 		return
 	}
+	var expiresIn *time.Duration
+	if req.ExpiresIn != nil {
+		expiresIn = new(time.Duration(*req.ExpiresIn))
+	}
 	tok, secret, err := auth.New(auth.Spec{Name: req.Name, Role: auth.Role(req.Role), Queues: req.Queues, Shares: req.Shares,
-		Workers: req.Workers, ExpiresIn: time.Duration(req.ExpiresIn),
+		Workers: req.Workers, ExpiresIn: expiresIn,
 		Limits: store.TokenLimits{MaxPriority: req.MaxPriority, Urgent: req.Urgent, Requestors: req.Requestors,
 			SLAGroups: req.SLAGroups, Users: req.Users}}, time.Now())
 	if err != nil {
