@@ -84,7 +84,11 @@ prefixes ending in '*'; '*' alone allows any).`,
 			if req.Role == "" {
 				return fmt.Errorf("--role: required (admin, submitter or worker)")
 			}
-			req.ExpiresIn = spec.Duration(expires)
+			if cmd.Flags().Changed("expires") {
+				// Set, it counts: --expires 0s is refused by the
+				// server (naming --expires), not taken as never.
+				req.ExpiresIn = new(spec.Duration(expires))
+			}
 			c, err := f.client()
 			if err != nil {
 				return err

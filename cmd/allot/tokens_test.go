@@ -80,3 +80,33 @@ func TestTokenLimitsFromTheCommandLineBindSubmitAndPriority(t *testing.T) {
 		t.Errorf("allot list: %v\n%s\nwant a SUBMITTER column with grid", err, jobs)
 	}
 }
+
+// --expires 0s (or 0d) is a written lifetime of nothing: refused naming
+// --expires, not taken as "never expires", which is --expires left out.
+func TestTokensCreateRefusesAnExpiryOfZero(t *testing.T) {
+	dir := t.TempDir()
+	cfg := spec.ServerConfig{Server: spec.ServerSettings{Listen: "127.0.0.1:0", DataDir: dir},
+		Scheduling: spec.Scheduling{Queues: []spec.Queue{{Name: "batch"}}}}
+	srv, _ := serve(t, cfg, serverOptions{auth: true})
+	raw, err := os.ReadFile(filepath.Join(dir, auth.AdminTokenFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := strings.TrimSpace(string(raw))
+	for _, v := range []string{"0s", "0d", "0", "0d0h"} {
+		out, err := runCLI(t, srv.URL, "tokens", "create", "--role", "admin", "--expires", v, "--token", admin)
+		if err == nil || !strings.Contains(err.Error(), "--expires") {
+			t.Errorf("--expires %s: %v\n%s\nwant an error naming --expires", v, err, out)
+		}
+	}
+	if _, err := runCLI(t, srv.URL, "tokens", "create", "--role", "admin", "--name", "forever", "--token", admin); err != nil {
+		t.Fatalf("tokens create without --expires: %v", err)
+	}
+	list, err := runCLI(t, srv.URL, "tokens", "list", "--token", admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(list, "\n"); n != 3 || !regexp.MustCompile(`admin\s+forever\s+.*never\s+active`).MatchString(list) {
+		t.Errorf("tokens list:\n%s\nwant the header, the bootstrap token and forever, which never expires", list)
+	}
+}

@@ -50,9 +50,9 @@ type CreateToken struct {
 	Requestors  []string `json:"requestors,omitempty"`
 	SLAGroups   []string `json:"slaGroups,omitempty"`
 	Users       []string `json:"users,omitempty"`
-	// ExpiresIn makes the token expire this long after its creation; zero:
-	// it never expires.
-	ExpiresIn model.Duration `json:"expiresIn,omitempty"`
+	// ExpiresIn makes the token expire this long after its creation; nil
+	// (left out): it never expires. A written value counts: 0 is refused.
+	ExpiresIn *model.Duration `json:"expiresIn,omitempty"`
 }
 
 // NewToken is the answer of POST /v1/tokens: the token and its secret. The

@@ -89,8 +89,10 @@ type Spec struct {
 	// Limits bound a submitter's jobs (see Principal.AllowScheduling);
 	// other roles have none.
 	Limits store.TokenLimits
-	// ExpiresIn makes the token expire that long after creation; zero: never.
-	ExpiresIn time.Duration
+	// ExpiresIn makes the token expire that long after creation; nil:
+	// never. A lifetime of 0 is refused, not taken as never: that is
+	// ExpiresIn left out.
+	ExpiresIn *time.Duration
 }
 
 // Check validates s. Errors name the field: role, queues[1], expiresIn.
@@ -139,9 +141,12 @@ func (s Spec) Check() error {
 	}
 	checkLimits(s.Role, s.Limits, add)
 	switch {
-	case s.ExpiresIn < 0:
+	case s.ExpiresIn == nil:
+	case *s.ExpiresIn < 0:
 		add("expiresIn", "must not be negative")
-	case s.ExpiresIn > MaxExpiresIn:
+	case *s.ExpiresIn == 0:
+		add("expiresIn", "must be more than 0 (got 0): leave it out for a token that never expires")
+	case *s.ExpiresIn > MaxExpiresIn:
 		add("expiresIn", "must be at most %s (ten years)", MaxExpiresIn)
 	}
 	if len(errs) > 0 {
@@ -179,8 +184,8 @@ func New(s Spec, now time.Time) (store.Token, string, error) {
 	t := store.Token{ID: NewID(), Hash: Hash(secret), Name: s.Name, Role: string(s.Role),
 		Queues: tidy(s.Queues), Shares: tidy(s.Shares), Workers: tidy(s.Workers),
 		Limits: tidyLimits(s.Limits), Created: now.UTC()}
-	if s.ExpiresIn > 0 {
-		t.Expires = t.Created.Add(s.ExpiresIn)
+	if s.ExpiresIn != nil {
+		t.Expires = t.Created.Add(*s.ExpiresIn)
 	}
 	return t, secret, nil
 }

@@ -29,7 +29,7 @@ type specCase struct {
 func TestSpecCheckNamesTheField(t *testing.T) {
 	checkSpecs(t, []specCase{
 		{"admin", Spec{Role: Admin}, ""},
-		{"submitter", Spec{Role: Submitter, Queues: []string{"batch"}, Shares: []string{"research"}, ExpiresIn: time.Hour}, ""},
+		{"submitter", Spec{Role: Submitter, Queues: []string{"batch"}, Shares: []string{"research"}, ExpiresIn: new(time.Hour)}, ""},
 		{"submitter with any", Spec{Role: Submitter, Queues: []string{Any}, Shares: []string{Any}}, ""},
 		{"worker prefix", Spec{Role: Worker, Workers: []string{"gpu-*", "cpu-1", "*"}}, ""},
 		{"no role", Spec{}, "role"},
@@ -48,9 +48,10 @@ func TestSpecCheckNamesTheField(t *testing.T) {
 		{"too many entries", Spec{Role: Worker, Workers: make([]string, MaxScopeItems+1)}, "workers"},
 		{"long name", Spec{Role: Admin, Name: strings.Repeat("n", MaxNameLen+1)}, "name"},
 		{"control character in name", Spec{Role: Admin, Name: "a\nb"}, "name"},
-		{"negative expiry", Spec{Role: Admin, ExpiresIn: -time.Second}, "expiresIn"},
-		{"an expiry past what the store keeps", Spec{Role: Admin, ExpiresIn: 2562047 * time.Hour}, "expiresIn"},
-		{"an expiry past ten years", Spec{Role: Admin, ExpiresIn: MaxExpiresIn + time.Second}, "expiresIn"},
+		{"negative expiry", Spec{Role: Admin, ExpiresIn: new(-time.Second)}, "expiresIn"},
+		{"an expiry past what the store keeps", Spec{Role: Admin, ExpiresIn: new(2562047 * time.Hour)}, "expiresIn"},
+		{"an expiry past ten years", Spec{Role: Admin, ExpiresIn: new(MaxExpiresIn + time.Second)}, "expiresIn"},
+		{"an expiry of 0 (never is no expiry at all)", Spec{Role: Admin, ExpiresIn: new(time.Duration(0))}, "expiresIn"},
 	})
 }
 
@@ -80,7 +81,7 @@ func checkSpecs(t *testing.T, cases []specCase) {
 
 func TestNewTokenKeepsOnlyTheHashOfItsSecret(t *testing.T) {
 	tok, secret, err := New(Spec{Name: "alice", Role: Submitter, Queues: []string{"gpu", "batch", "gpu"}, Shares: []string{"research"},
-		ExpiresIn: 720 * time.Hour}, t0.In(time.FixedZone("x", 7200)))
+		ExpiresIn: new(720 * time.Hour)}, t0.In(time.FixedZone("x", 7200)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,8 +169,8 @@ func TestAuthenticateRefusesEveryBadToken(t *testing.T) {
 	m := &memTokens{byHash: map[string]store.Token{}}
 	good := m.add(t, Spec{Name: "alice", Role: Submitter, Queues: []string{"q"}, Shares: []string{"s"}}, nil)
 	revoked := m.add(t, Spec{Role: Admin}, func(tok *store.Token) { tok.Revoked = t0.Add(time.Minute) })
-	expired := m.add(t, Spec{Role: Admin, ExpiresIn: time.Hour}, nil)
-	notYet := m.add(t, Spec{Role: Worker, Workers: []string{"w"}, ExpiresIn: 3 * time.Hour}, nil)
+	expired := m.add(t, Spec{Role: Admin, ExpiresIn: new(time.Hour)}, nil)
+	notYet := m.add(t, Spec{Role: Worker, Workers: []string{"w"}, ExpiresIn: new(3 * time.Hour)}, nil)
 	unreadable := m.add(t, Spec{Role: Admin}, func(tok *store.Token) { tok.Unreadable = "scope: invalid JSON" })
 	now := t0.Add(2 * time.Hour)
 	a := NewAuthenticator(m, func() time.Time { return now }, -1)

@@ -169,7 +169,7 @@ func TestMethodsSendTheRouteAndDecodeTheAnswer(t *testing.T) {
 			name: "CreateToken sends the request and decodes the secret",
 			call: func(c *Client) (any, error) {
 				return c.CreateToken(ctx, api.CreateToken{Name: "alice", Role: "submitter", Queues: []string{"q"}, Shares: []string{"s"},
-					ExpiresIn: spec.Duration(720 * time.Hour)})
+					ExpiresIn: new(spec.Duration(720 * time.Hour))})
 			},
 			status: 201, answer: `{"id":"tok-1","name":"alice","role":"submitter","queues":["q"],"shares":["s"],"created":"2026-01-01T00:00:00Z","secret":"allot_x"}`,
 			method: "POST", path: "/prefix/v1/tokens", contentType: "application/json",

@@ -99,8 +99,12 @@ func withAttempts(ctx context.Context, st store.Store, job api.Job) (api.Job, er
 const DefaultUsagePeriod = 7 * 24 * time.Hour
 
 // Usage sums what the attempts recorded in [since, until) used, per share
-// and per submitter (api.Usage says how).
-func Usage(ctx context.Context, st store.Store, since, until time.Time) (api.Usage, error) {
+// and per submitter (api.Usage says how). sees, when not nil, keeps the
+// attempts of the jobs a caller may read (by their queue and share): the
+// rest count nowhere, not in the total either, so that what a submitter
+// is shown tells nothing of jobs outside its scope, whatever their share
+// or submitter is called.
+func Usage(ctx context.Context, st store.Store, since, until time.Time, sees func(queue, share string) bool) (api.Usage, error) {
 	if !until.After(since) {
 		return api.Usage{}, fmt.Errorf("%w: the period ends (%s) before it starts (%s)", ErrInvalid,
 			until.Format(time.RFC3339), since.Format(time.RFC3339))
@@ -123,6 +127,9 @@ func Usage(ctx context.Context, st store.Store, since, until time.Time) (api.Usa
 		r.GPUHours += gpu
 	}
 	for _, a := range recs {
+		if sees != nil && !sees(a.Queue, a.Share) {
+			continue
+		}
 		wall := a.Ended.Sub(a.Started)
 		in := minTime(a.Ended, until).Sub(maxTime(a.Started, since))
 		if in <= 0 || wall <= 0 {

@@ -92,7 +92,7 @@ func TestUsageCountsThePartInsideThePeriod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, err := Usage(p.ctx(), p.st, day, day.Add(2*time.Hour))
+	u, err := Usage(p.ctx(), p.st, day, day.Add(2*time.Hour), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestUsageCountsThePartInsideThePeriod(t *testing.T) {
 	if len(u.Shares) != 1 || u.Shares[0] != want || u.Submitters[0].Name != "ann" || u.Total.SlotHours != 2 {
 		t.Errorf("usage %+v", u)
 	}
-	if _, err := Usage(p.ctx(), p.st, day, day); err == nil {
+	if _, err := Usage(p.ctx(), p.st, day, day, nil); err == nil {
 		t.Error("an empty period was accepted")
 	}
 }

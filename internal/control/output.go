@@ -28,6 +28,9 @@ const DefaultMaxOutputBytes = 8 << 20
 // without the attempt's secret is refused with ErrForbidden, and nothing of
 // the request is stored.
 func (c *Controller) AppendOutput(ctx context.Context, worker string, chunks []api.OutputChunk) error {
+	if err := CheckOutputChunks(chunks); err != nil {
+		return err
+	}
 	if err := c.seen(worker); err != nil {
 		return err
 	}
@@ -66,11 +69,31 @@ func (c *Controller) AppendOutput(ctx context.Context, worker string, chunks []a
 		err := c.st.AppendOutput(ctx, store.OutputChunk{Job: ch.Job, Task: ch.Task, Attempt: ch.Attempt.Attempt,
 			Offset: ch.Offset, Data: ch.Data}, c.cfg.MaxOutputBytes)
 		if errors.Is(err, store.ErrInvalid) {
-			return fmt.Errorf("%w: chunks[%d]: %v", ErrInvalid, i, err)
+			// CheckOutputChunks has checked what the store checks: the
+			// store's words (its name, its query) are not the caller's.
+			c.cfg.Logger.Warn("output chunk refused by the store", "worker", worker, "chunk", i, "err", err)
+			return fmt.Errorf("%w: chunks[%d]: the chunk cannot be stored", ErrInvalid, i)
 		}
 		if err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// CheckOutputChunks checks where each chunk lies in its attempt's output
+// (store.CheckOutputRange), so that a request with a chunk no store takes
+// is refused whole, naming it (chunks[1].offset), before any of it is
+// stored.
+func CheckOutputChunks(chunks []api.OutputChunk) error {
+	var errs model.FieldErrors
+	for i, ch := range chunks {
+		if msg := store.CheckOutputRange(ch.Offset, len(ch.Data)); msg != "" {
+			errs = append(errs, &model.FieldError{Path: fmt.Sprintf("chunks[%d].offset", i), Msg: msg})
+		}
+	}
+	if len(errs) > 0 {
+		return errs
 	}
 	return nil
 }

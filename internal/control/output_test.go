@@ -1,10 +1,15 @@
 package control
 
 import (
+	"errors"
+	"math"
+	"strings"
 	"testing"
 
 	"github.com/allot-sched/allot/internal/api"
+	"github.com/allot-sched/allot/internal/model"
 	"github.com/allot-sched/allot/internal/spec"
+	"github.com/allot-sched/allot/internal/store"
 )
 
 // An attempt asked for without a task (allot logs JOB --attempt N) shows
@@ -65,5 +70,46 @@ func TestLogsOfAStoppedAttemptThatIsStillCurrentShowItsExitCode(t *testing.T) {
 	}
 	if tl := logs.Tasks[0]; tl.Attempt != 1 || tl.Running || tl.ExitCode == nil || *tl.ExitCode != 143 {
 		t.Errorf("logs: %+v, want attempt 1 ended with exit code 143", tl)
+	}
+}
+
+// A request with a chunk at an impossible offset (negative, or so far
+// that its end passes store.MaxOutputEnd) is refused whole, naming the
+// chunk's offset in the caller's words, not the store's: none of its
+// chunks is stored, and what was stored before stays.
+func TestOutputChunksAtAnImpossibleOffsetAreRefusedWhole(t *testing.T) {
+	p := newPlane(t)
+	p.register("w1", 1)
+	p.submit(spec.Job{ID: "j", Tasks: []spec.Task{{Name: "t", Run: "true"}}})
+	a := p.leaseUntil("w1", "t", func(l api.Lease) bool { return len(l.Assignments) == 1 }).Assignments[0]
+	chunk := func(off int64) api.OutputChunk {
+		return api.OutputChunk{Attempt: a.Attempt, Secret: a.Secret, Offset: off, Data: []byte("hello\n")}
+	}
+	if err := p.c.AppendOutput(p.ctx(), "w1", []api.OutputChunk{chunk(0)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		chunks []api.OutputChunk
+		field  string
+	}{
+		{[]api.OutputChunk{chunk(-5)}, "chunks[0].offset"},
+		{[]api.OutputChunk{chunk(6), chunk(math.MaxInt64 - 1)}, "chunks[1].offset"},
+		{[]api.OutputChunk{chunk(store.MaxOutputEnd - 1)}, "chunks[0].offset"},
+	} {
+		err := p.c.AppendOutput(p.ctx(), "w1", tc.chunks)
+		var list model.FieldErrors
+		if !errors.As(err, &list) || list[0].Path != tc.field {
+			t.Errorf("chunks at %d..: %v, want an error naming %s", tc.chunks[0].Offset, err, tc.field)
+		}
+		if err != nil && strings.Contains(err.Error(), "sqlite") {
+			t.Errorf("the error tells of the store: %v", err)
+		}
+	}
+	logs, err := p.c.Logs(p.ctx(), "j", api.LogQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tl := logs.Tasks[0]; tl.Output != "hello\n" || tl.Total != 6 {
+		t.Errorf("logs: %+v, want hello\\n of 6 bytes", tl)
 	}
 }

@@ -84,15 +84,36 @@ type Output struct {
 // Dropped is how many bytes of the output are not kept.
 func (o Output) Dropped() int64 { return o.Total - int64(len(o.Data)) }
 
-// CheckOutputChunk checks a chunk: its attempt, a non-negative offset.
+// MaxOutputEnd bounds where an attempt's output may end (a chunk's offset
+// plus its length): 2^53 bytes, 8 PiB, more than any task writes, yet an
+// offset every JSON reader holds exactly and far from the end of int64,
+// so that offsets, totals and dropped counts never overflow.
+const MaxOutputEnd int64 = 1 << 53
+
+// CheckOutputChunk checks a chunk: its attempt, and its place in the
+// output (CheckOutputRange).
 func CheckOutputChunk(c OutputChunk) error {
 	if c.Job == "" || c.Task == "" || c.Attempt < 1 {
 		return fmt.Errorf("output of %s/%s attempt %d: job, task and attempt are required: %w", c.Job, c.Task, c.Attempt, ErrInvalid)
 	}
-	if c.Offset < 0 {
-		return fmt.Errorf("output offset: %d, must not be negative: %w", c.Offset, ErrInvalid)
+	if msg := CheckOutputRange(c.Offset, len(c.Data)); msg != "" {
+		return fmt.Errorf("output offset: %s: %w", msg, ErrInvalid)
 	}
 	return nil
+}
+
+// CheckOutputRange says what is wrong with a chunk of size bytes at
+// offset ("" when nothing): a negative offset, or an end past
+// MaxOutputEnd. The API checks a request's chunks with it before they
+// reach the store, which checks them again.
+func CheckOutputRange(offset int64, size int) string {
+	switch {
+	case offset < 0:
+		return fmt.Sprintf("must not be negative (got %d)", offset)
+	case size < 0 || int64(size) > MaxOutputEnd || offset > MaxOutputEnd-int64(size):
+		return fmt.Sprintf("%d is too far: a chunk of %d bytes there would end past byte %d, the most an attempt's output may have", offset, size, MaxOutputEnd)
+	}
+	return ""
 }
 
 // OutputChunkRow is one stored chunk, as the backends keep them.

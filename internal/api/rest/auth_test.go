@@ -130,7 +130,7 @@ func (s *authServer) jobIDs(t *testing.T) []string {
 func TestMissingBadExpiredAndRevokedTokensAre401AndStoreNothing(t *testing.T) {
 	s := newAuthServer(t, "batch")
 	// An expired token, as a store would hold it an hour after its end.
-	expired, expiredSecret, err := auth.New(auth.Spec{Role: auth.Admin, ExpiresIn: time.Hour}, time.Now().Add(-2*time.Hour))
+	expired, expiredSecret, err := auth.New(auth.Spec{Role: auth.Admin, ExpiresIn: new(time.Hour)}, time.Now().Add(-2*time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -488,7 +488,7 @@ func TestAdminManagesTokensAndSecretsAreShownOnce(t *testing.T) {
 		t.Fatalf("unknown field: %d %s", status, raw)
 	}
 	nt := s.token(t, api.CreateToken{Name: "alice", Role: "submitter", Queues: []string{"batch"}, Shares: []string{"research"},
-		ExpiresIn: spec.Duration(720 * time.Hour)})
+		ExpiresIn: new(spec.Duration(720 * time.Hour))})
 	if !auth.WellFormed(nt.Secret) || nt.ID == "" || nt.Expires == nil || nt.Expires.Sub(nt.Created) != 720*time.Hour {
 		t.Fatalf("created %+v", nt)
 	}
@@ -627,3 +627,25 @@ func TestRevokedTokenEndsItsEventStream(t *testing.T) {
 
 // The store interface is what the API needs; sqlite must satisfy it.
 var _ auth.TokenStore = store.Store(nil)
+
+// A written expiresIn counts: 0 is no lifetime, refused naming the field,
+// never taken as "never expires" (that is expiresIn left out).
+func TestTokenExpiresInOfZeroIsRefused(t *testing.T) {
+	s := newAuthServer(t, "batch")
+	for _, body := range []string{`{"role":"admin","expiresIn":"0s"}`, `{"role":"admin","expiresIn":"0"}`,
+		`{"role":"admin","expiresIn":0}`, `{"role":"admin","expiresIn":"-1s"}`} {
+		if status, eb, raw, _ := s.as(t, s.admin, "POST", "/v1/tokens", body); status != 400 || eb.Error.Field != "expiresIn" {
+			t.Errorf("%s: %d %s, want 400 naming expiresIn", body, status, raw)
+		}
+	}
+	var never api.NewToken
+	s.must(t, 201, s.admin, "POST", "/v1/tokens", `{"role":"admin","name":"forever"}`, &never)
+	if never.Expires != nil {
+		t.Errorf("a token without expiresIn expires at %v, want never", never.Expires)
+	}
+	var toks []api.Token
+	s.must(t, 200, s.admin, "GET", "/v1/tokens", "", &toks)
+	if len(toks) != 2 {
+		t.Errorf("%d tokens, want the bootstrap one and forever: %+v", len(toks), toks)
+	}
+}

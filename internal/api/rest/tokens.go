@@ -23,12 +23,24 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 	if !s.decodeJSON(w, r, &req) {
 		return
 	}
+	var expiresIn *time.Duration
+	if req.ExpiresIn != nil {
+		expiresIn = new(time.Duration(*req.ExpiresIn))
+	}
 	tok, secret, err := auth.New(auth.Spec{Name: req.Name, Role: auth.Role(req.Role), Queues: req.Queues, Shares: req.Shares,
-		Workers: req.Workers, ExpiresIn: time.Duration(req.ExpiresIn),
+		Workers: req.Workers, ExpiresIn: expiresIn,
 		Limits: store.TokenLimits{MaxPriority: req.MaxPriority, Urgent: req.Urgent, Requestors: req.Requestors,
 			SLAGroups: req.SLAGroups, Users: req.Users}}, time.Now())
 	if err != nil {
 		s.fail(w, err)
+		return
+	}
+	if taken, err := s.nameTaken(r, tok.Name); err != nil {
+		s.fail(w, err)
+		return
+	} else if taken != "" {
+		writeError(w, http.StatusConflict, api.Error{Code: api.CodeConflict, Field: "name",
+			Message: fmt.Sprintf("name %q is taken by token %s, which is active: revoke it first, or choose another name", tok.Name, taken)})
 		return
 	}
 	if err := s.ctrl.Store().PutToken(r.Context(), tok); err != nil {
@@ -37,6 +49,31 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 	}
 	s.opt.Logger.Info("token created", "token", tok.ID, "role", tok.Role, "name", tok.Name, "by", principal(r).TokenID)
 	writeJSON(w, http.StatusCreated, api.NewToken{Token: tokenView(tok), Secret: secret})
+}
+
+// nameTaken returns the ID of an active token whose name is name, or
+// whose ID is (a nameless token's jobs record its ID as their submitter),
+// or "" when there is none or name is empty. A name says whose jobs are
+// whose (GET /v1/jobs?mine=true, the usage of a submitter), so two live
+// tokens of one name would be one submitter. The check reads the stored
+// tokens before the new one is written: two creations of one name at the
+// same instant may both pass. What a token may read does not rest on it:
+// that is its scope (see usage).
+func (s *Server) nameTaken(r *http.Request, name string) (string, error) {
+	if name == "" {
+		return "", nil
+	}
+	toks, err := s.ctrl.Store().Tokens(r.Context())
+	if err != nil {
+		return "", err
+	}
+	now := time.Now()
+	for _, t := range toks {
+		if (t.Name == name || t.ID == name) && auth.Active(t, now) {
+			return t.ID, nil
+		}
+	}
+	return "", nil
 }
 
 func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) {

@@ -15,8 +15,11 @@ import (
 
 // usage answers GET /v1/usage?since=&until= (RFC 3339 times; the last
 // seven days by default): what the attempts of each share and submitter
-// used (control.Usage). A submitter sees the shares its token allows and
-// its own row among the submitters, and a total of those shares.
+// used (control.Usage). A submitter's answer counts only the attempts of
+// the jobs it may read (its queues and its shares, as GET /v1/jobs/{id}),
+// and of the submitters only its own row: names are not scopes (a token
+// of another team may be called the same), so the row is of attempts
+// within the token's scope alone.
 func (s *Server) usage(w http.ResponseWriter, r *http.Request) {
 	if !s.allow(w, r, auth.ReadJobs) {
 		return
@@ -43,7 +46,11 @@ func (s *Server) usage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, model.FieldErrors{{Path: "until", Msg: "must be after since"}})
 		return
 	}
-	u, err := control.Usage(r.Context(), s.jobReads().Store(), since, until)
+	var sees func(queue, share string) bool
+	if p := principal(r); p.Role == auth.Submitter {
+		sees = p.Sees
+	}
+	u, err := control.Usage(r.Context(), s.jobReads().Store(), since, until, sees)
 	if err != nil {
 		s.fail(w, err)
 		return
@@ -51,26 +58,13 @@ func (s *Server) usage(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, scopeUsage(principal(r), u))
 }
 
-// scopeUsage keeps what p may see of u: everything for an admin; for a
-// submitter, the shares of its scope, its own submitter row, and the total
-// of those shares.
+// scopeUsage keeps what p may see of u, summed over the attempts p may
+// read (see usage): everything for an admin; for a submitter, its own
+// submitter row.
 func scopeUsage(p auth.Principal, u api.Usage) api.Usage {
 	if p.Role != auth.Submitter {
 		return u
 	}
-	_, shares := p.JobScope()
-	kept := u.Shares[:0:0]
-	u.Total = api.UsageRow{}
-	for _, row := range u.Shares {
-		if shares == nil || slices.Contains(shares, row.Name) {
-			kept = append(kept, row)
-			u.Total.Attempts += row.Attempts
-			u.Total.SlotHours += row.SlotHours
-			u.Total.CPUHours += row.CPUHours
-			u.Total.GPUHours += row.GPUHours
-		}
-	}
-	u.Shares = kept
 	me := p.SubmitterName()
 	u.Submitters = slices.DeleteFunc(u.Submitters, func(row api.UsageRow) bool { return row.Name != me })
 	return u
@@ -84,6 +78,10 @@ func (s *Server) output(w http.ResponseWriter, r *http.Request) {
 	}
 	var req api.OutputChunks
 	if !s.decodeJSON(w, r, &req) {
+		return
+	}
+	if err := control.CheckOutputChunks(req.Chunks); err != nil {
+		s.fail(w, err)
 		return
 	}
 	if err := s.ctrl.AppendOutput(r.Context(), r.PathValue("name"), req.Chunks); err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -173,5 +174,31 @@ func testOutputAppendKeepsTheTail(t *testing.T, o opener) {
 	err := s.AppendOutput(ctx, store.OutputChunk{Job: "j", Task: "t", Attempt: 0}, 0)
 	if !errors.Is(err, store.ErrInvalid) {
 		t.Errorf("attempt 0: %v, want ErrInvalid", err)
+	}
+}
+
+// testOutputOffsetsOutOfRangeAreRefused: a chunk whose offset is negative
+// or whose end lies past store.MaxOutputEnd (so close to the largest int64
+// that offset plus length overflows, at worst) is refused with ErrInvalid,
+// and what is stored of the output stays as it was.
+func testOutputOffsetsOutOfRangeAreRefused(t *testing.T, o opener) {
+	s := o.store(t)
+	ctx := t.Context()
+	if err := s.AppendOutput(ctx, store.OutputChunk{Job: "j", Task: "t", Attempt: 1, Data: []byte("hello\n")}, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	for _, off := range []int64{-5, math.MaxInt64 - 1, math.MaxInt64 - 5, store.MaxOutputEnd - 5, store.MaxOutputEnd} {
+		err := s.AppendOutput(ctx, store.OutputChunk{Job: "j", Task: "t", Attempt: 1, Offset: off, Data: []byte("hello\n")}, 1<<20)
+		if !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("a chunk at offset %d: %v, want ErrInvalid", off, err)
+		}
+	}
+	out, err := s.Output(ctx, "j", "t", 1, 1<<20, 0)
+	if err != nil || string(out.Data) != "hello\n" || out.Total != 6 || out.Start != 0 {
+		t.Errorf("after the refused chunks: %+v (%q) %v, want hello\\n of 6 bytes", out, out.Data, err)
+	}
+	// The last byte an output may have is stored.
+	if err := s.AppendOutput(ctx, store.OutputChunk{Job: "j", Task: "t", Attempt: 2, Offset: store.MaxOutputEnd - 6, Data: []byte("hello\n")}, 1<<20); err != nil {
+		t.Errorf("a chunk that ends at MaxOutputEnd: %v", err)
 	}
 }

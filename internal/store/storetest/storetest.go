@@ -65,6 +65,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"JobsFilterBySubmitter", testJobsFilterBySubmitter},
 		{"AttemptsRoundTripAndFilter", testAttemptsRoundTripAndFilter},
 		{"OutputAppendKeepsTheTail", testOutputAppendKeepsTheTail},
+		{"OutputOffsetsOutOfRangeAreRefused", testOutputOffsetsOutOfRangeAreRefused},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, o) })
 	}
