@@ -1,0 +1,195 @@
+package spec
+
+import (
+	"fmt"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// nodeOverhead is what each node adds to a document's expanded size
+// beyond its text: a bracket, a colon or a comma. It is less than JSON
+// spends on any node, so that the expanded size of a document is at most
+// what the document takes normalised to JSON.
+const nodeOverhead = 1
+
+// maxSmallMapping is the largest mapping whose keys docWalk compares pair
+// by pair; a larger one gets a set.
+const maxSmallMapping = 16
+
+// sizeBounded is a type whose documents are bounded, once their aliases
+// are expanded, below MaxDocumentBytes: a job, which is stored.
+type sizeBounded interface {
+	// maxExpandedBytes returns the bound, what the document is, and why
+	// it is bounded (for the error).
+	maxExpandedBytes() (max int, what, why string)
+}
+
+func (*Job) maxExpandedBytes() (int, string, string) {
+	return MaxJobSpecBytes, "the job", "a job is stored normalised to JSON, in at most 1 MiB; describe identical tasks with count, and pass large data as inputs"
+}
+
+// docWalk reads a parsed document once, before it is decoded, for what
+// the decoder would find too late or name wrongly:
+//
+//   - An alias repeats a node without repeating its text, so a small
+//     document may expand to gigabytes: 5,000 aliases of a 65 KB mapping
+//     make 325 MB of job, which the decoder built and JSON encoded before
+//     the job's size was checked. docWalk adds up the expanded size
+//     (scalars' lengths and nodeOverhead a node; an alias counts the size
+//     of its anchor's node, measured once when the walk passed it) and
+//     stops as soon as it passes the bound. It visits each node of the
+//     text once, whatever the aliases.
+//   - The decoder names a key given twice by its line only, and a line
+//     of one-line JSON holds every field. docWalk names it by its path.
+type docWalk struct {
+	max       int
+	what, why string
+	total     int
+	// sizes holds the expanded size of each anchored node walked, -1
+	// while it is being walked (an alias inside its own anchor, which the
+	// decoder refuses). It is made at the first anchor.
+	sizes map[*yaml.Node]int
+	// steps is the path to the current node, formatted only for an error.
+	steps []pathStep
+	over  *FieldError
+	twice Errors
+}
+
+// walkDocument walks root: it returns the error of an expansion past max,
+// or the keys given twice.
+func walkDocument(root *yaml.Node, max int, what, why string) (over *FieldError, twice Errors) {
+	w := docWalk{max: max, what: what, why: why, steps: make([]pathStep, 0, 16)}
+	w.node(root)
+	return w.over, w.twice
+}
+
+// node walks n; it returns false once the bound is passed.
+func (w *docWalk) node(n *yaml.Node) bool {
+	if n.Kind == yaml.AliasNode {
+		size, walked := w.sizes[n.Alias]
+		switch {
+		case !walked && n.Alias != nil:
+			// An alias follows its anchor in the text, so the walk has
+			// measured it; a tree built otherwise is measured here.
+			start := w.total
+			if !w.node(n.Alias) {
+				return false
+			}
+			size = w.total - start
+			w.total = start
+		case size < 0:
+			size = 0 // inside its own anchor: the decoder refuses it
+		}
+		return w.add(n, nodeOverhead+size)
+	}
+	start := w.total
+	if n.Anchor != "" {
+		if w.sizes == nil {
+			w.sizes = map[*yaml.Node]int{}
+		}
+		w.sizes[n] = -1
+	}
+	if !w.add(n, nodeOverhead+len(n.Value)) {
+		return false
+	}
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			if !w.node(c) {
+				return false
+			}
+		}
+	case yaml.MappingNode:
+		w.keys(n)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			w.steps = append(w.steps, pathStep{key: n.Content[i].Value, index: -1})
+			if !w.node(n.Content[i]) || !w.node(n.Content[i+1]) {
+				return false
+			}
+			w.steps = w.steps[:len(w.steps)-1]
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			w.steps = append(w.steps, pathStep{index: i})
+			if !w.node(c) {
+				return false
+			}
+			w.steps = w.steps[:len(w.steps)-1]
+		}
+	}
+	if n.Anchor != "" {
+		w.sizes[n] = w.total - start
+	}
+	return true
+}
+
+// add counts size bytes of n; false when the total passes the bound.
+func (w *docWalk) add(n *yaml.Node, size int) bool {
+	w.total += size
+	if w.total <= w.max {
+		return true
+	}
+	where := w.path()
+	if where == "" {
+		where = "the top"
+	}
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		where += fmt.Sprintf(", an alias of &%s from line %d", n.Value, n.Alias.Line)
+	}
+	w.over = &FieldError{Path: "body", Line: n.Line, Msg: fmt.Sprintf(
+		"%s passes %d bytes once its aliases are expanded (at %s): %s",
+		w.what, w.max, where, w.why)}
+	return false
+}
+
+// keys finds the keys of mapping n given twice, as the decoder compares
+// them: the same kind and the same text.
+func (w *docWalk) keys(n *yaml.Node) {
+	c := n.Content
+	if len(c) <= 2*maxSmallMapping {
+		for i := 2; i+1 < len(c); i += 2 {
+			for j := 0; j < i; j += 2 {
+				if c[j].Kind == c[i].Kind && c[j].Value == c[i].Value {
+					w.given(c[j], c[i])
+					break
+				}
+			}
+		}
+		return
+	}
+	type key struct {
+		kind  yaml.Kind
+		value string
+	}
+	first := make(map[key]*yaml.Node, len(c)/2)
+	for i := 0; i+1 < len(c); i += 2 {
+		k := key{c[i].Kind, c[i].Value}
+		if prev, ok := first[k]; ok {
+			w.given(prev, c[i])
+			continue
+		}
+		first[k] = c[i]
+	}
+}
+
+func (w *docWalk) given(first, again *yaml.Node) {
+	w.twice = append(w.twice, &FieldError{Path: join(w.path(), again.Value), Line: again.Line,
+		Msg: fmt.Sprintf("a key given twice: %q is also at line %d, column %d", again.Value, first.Line, first.Column)})
+}
+
+// path formats the path to the current node: "tasks[3].env".
+func (w *docWalk) path() string {
+	var b strings.Builder
+	for _, s := range w.steps {
+		if s.index >= 0 {
+			fmt.Fprintf(&b, "[%d]", s.index)
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(s.key)
+	}
+	return b.String()
+}
