@@ -2,7 +2,6 @@ package spec
 
 import (
 	"fmt"
-	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -12,6 +11,10 @@ import (
 // spends on any node, so that the expanded size of a document is at most
 // what the document takes normalised to JSON.
 const nodeOverhead = 1
+
+// maxTwice is the most keys given twice docWalk reports: each is named by
+// a search of the tree.
+const maxTwice = 10
 
 // maxSmallMapping is the largest mapping whose keys docWalk compares pair
 // by pair; a larger one gets a set.
@@ -50,8 +53,7 @@ type docWalk struct {
 	// while it is being walked (an alias inside its own anchor, which the
 	// decoder refuses). It is made at the first anchor.
 	sizes map[*yaml.Node]int
-	// steps is the path to the current node, formatted only for an error.
-	steps []pathStep
+	root  *yaml.Node // for the path of a node in an error (pathTo)
 	over  *FieldError
 	twice Errors
 }
@@ -59,7 +61,7 @@ type docWalk struct {
 // walkDocument walks root: it returns the error of an expansion past max,
 // or the keys given twice.
 func walkDocument(root *yaml.Node, max int, what, why string) (over *FieldError, twice Errors) {
-	w := docWalk{max: max, what: what, why: why, steps: make([]pathStep, 0, 16)}
+	w := docWalk{max: max, what: what, why: why, root: root}
 	w.node(root)
 	return w.over, w.twice
 }
@@ -102,20 +104,16 @@ func (w *docWalk) node(n *yaml.Node) bool {
 		}
 	case yaml.MappingNode:
 		w.keys(n)
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			w.steps = append(w.steps, pathStep{key: n.Content[i].Value, index: -1})
-			if !w.node(n.Content[i]) || !w.node(n.Content[i+1]) {
-				return false
-			}
-			w.steps = w.steps[:len(w.steps)-1]
-		}
-	case yaml.SequenceNode:
-		for i, c := range n.Content {
-			w.steps = append(w.steps, pathStep{index: i})
+		for _, c := range n.Content {
 			if !w.node(c) {
 				return false
 			}
-			w.steps = w.steps[:len(w.steps)-1]
+		}
+	case yaml.SequenceNode:
+		for _, c := range n.Content {
+			if !w.node(c) {
+				return false
+			}
 		}
 	}
 	if n.Anchor != "" {
@@ -130,7 +128,7 @@ func (w *docWalk) add(n *yaml.Node, size int) bool {
 	if w.total <= w.max {
 		return true
 	}
-	where := w.path()
+	where := pathTo(w.root, n)
 	if where == "" {
 		where = "the top"
 	}
@@ -151,7 +149,7 @@ func (w *docWalk) keys(n *yaml.Node) {
 		for i := 2; i+1 < len(c); i += 2 {
 			for j := 0; j < i; j += 2 {
 				if c[j].Kind == c[i].Kind && c[j].Value == c[i].Value {
-					w.given(c[j], c[i])
+					w.given(n, c[j], c[i])
 					break
 				}
 			}
@@ -166,30 +164,59 @@ func (w *docWalk) keys(n *yaml.Node) {
 	for i := 0; i+1 < len(c); i += 2 {
 		k := key{c[i].Kind, c[i].Value}
 		if prev, ok := first[k]; ok {
-			w.given(prev, c[i])
+			w.given(n, prev, c[i])
 			continue
 		}
 		first[k] = c[i]
 	}
 }
 
-func (w *docWalk) given(first, again *yaml.Node) {
-	w.twice = append(w.twice, &FieldError{Path: join(w.path(), again.Value), Line: again.Line,
+// given reports a key of mapping m given twice.
+func (w *docWalk) given(m, first, again *yaml.Node) {
+	if len(w.twice) == maxTwice {
+		return
+	}
+	w.twice = append(w.twice, &FieldError{Path: join(pathTo(w.root, m), again.Value), Line: again.Line,
 		Msg: fmt.Sprintf("a key given twice: %q is also at line %d, column %d", again.Value, first.Line, first.Column)})
 }
 
-// path formats the path to the current node: "tasks[3].env".
-func (w *docWalk) path() string {
-	var b strings.Builder
-	for _, s := range w.steps {
-		if s.index >= 0 {
-			fmt.Fprintf(&b, "[%d]", s.index)
-			continue
+// pathTo returns the path of node target in the tree of root, not
+// through aliases: "tasks[3].env". It is for errors, and searches.
+func pathTo(root, target *yaml.Node) string {
+	var steps []string
+	var find func(n *yaml.Node) bool
+	find = func(n *yaml.Node) bool {
+		if n == target {
+			return true
 		}
-		if b.Len() > 0 {
-			b.WriteByte('.')
+		switch n.Kind {
+		case yaml.DocumentNode:
+			for _, c := range n.Content {
+				if find(c) {
+					return true
+				}
+			}
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if find(n.Content[i]) || find(n.Content[i+1]) {
+					steps = append(steps, n.Content[i].Value)
+					return true
+				}
+			}
+		case yaml.SequenceNode:
+			for i, c := range n.Content {
+				if find(c) {
+					steps = append(steps, fmt.Sprintf("[%d]", i))
+					return true
+				}
+			}
 		}
-		b.WriteString(s.key)
+		return false
 	}
-	return b.String()
+	find(root)
+	path := ""
+	for i := len(steps) - 1; i >= 0; i-- {
+		path = join(path, steps[i])
+	}
+	return path
 }
