@@ -60,11 +60,12 @@ func Decode(data []byte, out any) (*yaml.Node, error) {
 	if root.Kind == 0 {
 		return nil, &FieldError{Msg: "document is empty"}
 	}
-	max, what, why := MaxDocumentBytes, "the document", "a document is at most that large"
-	if b, ok := out.(sizeBounded); ok {
-		max, what, why = b.maxExpandedBytes()
+	bounds := decodeBounds{bytes: MaxDocumentBytes, what: "the document", why: "a document is at most that large"}
+	if b, ok := out.(boundedDocument); ok {
+		bounds = b.decodeBounds()
 	}
-	over, twice := walkDocument(&root, maxInt(max, len(data)), what, why)
+	bounds.bytes = maxInt(bounds.bytes, len(data))
+	over, twice := walkDocument(&root, bounds)
 	if over != nil {
 		return nil, Errors{over}
 	}

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
@@ -182,5 +183,42 @@ func TestANameThatCountMakesCannotBeWrittenToo(t *testing.T) {
 		if _, err := j.Expand("", time.Time{}); err != nil {
 			t.Errorf("%q: %v", doc, err)
 		}
+	}
+}
+
+// The decoder compares the keys of a mapping pair by pair, so its time
+// grows with the square of the keys (30,000 took 10 s). A job's mapping
+// of thousands of keys, far more than any of its mappings holds, is
+// refused naming it before it is decoded.
+func TestAJobMappingOfThousandsOfKeysIsRefusedBeforeDecoding(t *testing.T) {
+	keys := func(n int) string {
+		var b strings.Builder
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `"k%d":""`, i)
+		}
+		return b.String()
+	}
+	for _, tt := range []struct {
+		name, doc, field string
+	}{
+		{"env", `{"tasks":[{"name":"t","run":"x","env":{` + keys(5000) + `}}]}`, "tasks[0].env"},
+		{"labels", `{"labels":{` + keys(5000) + `},"tasks":[{"name":"t","run":"x"}]}`, "labels"},
+		{"the job", `{` + keys(4999) + `,"tasks":[{"name":"t","run":"x"}]}`, "body"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var j Job
+			_, err := Decode([]byte(tt.doc), &j)
+			var list Errors
+			if !errors.As(err, &list) || list[0].Path != tt.field || !strings.Contains(list[0].Msg, "5000 keys") {
+				t.Errorf("Decode: %.300v; want an error naming %q and its 5000 keys", err, tt.field)
+			}
+		})
+	}
+	var j Job
+	if _, err := Decode([]byte(`{"tasks":[{"name":"t","run":"x","env":{`+keys(MaxEnv)+`}}]}`), &j); err != nil {
+		t.Errorf("an env of %d variables: %v", MaxEnv, err)
 	}
 }

@@ -20,16 +20,31 @@ const maxTwice = 10
 // by pair; a larger one gets a set.
 const maxSmallMapping = 16
 
-// sizeBounded is a type whose documents are bounded, once their aliases
-// are expanded, below MaxDocumentBytes: a job, which is stored.
-type sizeBounded interface {
-	// maxExpandedBytes returns the bound, what the document is, and why
-	// it is bounded (for the error).
-	maxExpandedBytes() (max int, what, why string)
+// decodeBounds are the bounds docWalk holds a document to.
+type decodeBounds struct {
+	// bytes bounds the document's size once its aliases are expanded;
+	// what names the document and why says why, for the error.
+	bytes     int
+	what, why string
+	// keys bounds the keys of one mapping; 0 for no bound.
+	keys int
 }
 
-func (*Job) maxExpandedBytes() (int, string, string) {
-	return MaxJobSpecBytes, "the job", "a job is stored normalised to JSON, in at most 1 MiB; describe identical tasks with count, and pass large data as inputs"
+// boundedDocument is a type whose documents are held to bounds tighter
+// than a document's (MaxDocumentBytes): a job, which is stored.
+type boundedDocument interface {
+	decodeBounds() decodeBounds
+}
+
+// maxJobMappingKeys bounds the keys of one mapping of a job, four times
+// what its largest (env, MaxEnv) may hold. The decoder compares a
+// mapping's keys pair by pair, so that its time grows with the square of
+// their number: 30,000 keys took 10 s.
+const maxJobMappingKeys = 4 * MaxEnv
+
+func (*Job) decodeBounds() decodeBounds {
+	return decodeBounds{bytes: MaxJobSpecBytes, what: "the job", keys: maxJobMappingKeys,
+		why: "a job is stored normalised to JSON, in at most 1 MiB; describe identical tasks with count, and pass large data as inputs"}
 }
 
 // docWalk reads a parsed document once, before it is decoded, for what
@@ -46,24 +61,23 @@ func (*Job) maxExpandedBytes() (int, string, string) {
 //   - The decoder names a key given twice by its line only, and a line
 //     of one-line JSON holds every field. docWalk names it by its path.
 type docWalk struct {
-	max       int
-	what, why string
-	total     int
+	decodeBounds
+	total int
 	// sizes holds the expanded size of each anchored node walked, -1
 	// while it is being walked (an alias inside its own anchor, which the
 	// decoder refuses). It is made at the first anchor.
 	sizes map[*yaml.Node]int
 	root  *yaml.Node // for the path of a node in an error (pathTo)
 	over  *FieldError
-	twice Errors
+	given Errors
 }
 
-// walkDocument walks root: it returns the error of an expansion past max,
-// or the keys given twice.
-func walkDocument(root *yaml.Node, max int, what, why string) (over *FieldError, twice Errors) {
-	w := docWalk{max: max, what: what, why: why, root: root}
+// walkDocument walks root: it returns the error of a document past its
+// bounds, or the keys given twice.
+func walkDocument(root *yaml.Node, b decodeBounds) (over *FieldError, twice Errors) {
+	w := docWalk{decodeBounds: b, root: root}
 	w.node(root)
-	return w.over, w.twice
+	return w.over, w.given
 }
 
 // node walks n; it returns false once the bound is passed.
@@ -103,7 +117,15 @@ func (w *docWalk) node(n *yaml.Node) bool {
 			}
 		}
 	case yaml.MappingNode:
-		w.keys(n)
+		if w.keys > 0 && len(n.Content)/2 > w.keys {
+			where := pathTo(w.root, n)
+			if where == "" {
+				where = "body"
+			}
+			w.over = &FieldError{Path: where, Line: n.Line, Msg: fmt.Sprintf("has %d keys, more than any mapping of %s holds (%d)", len(n.Content)/2, w.what, w.keys)}
+			return false
+		}
+		w.twice(n)
 		for _, c := range n.Content {
 			if !w.node(c) {
 				return false
@@ -125,7 +147,7 @@ func (w *docWalk) node(n *yaml.Node) bool {
 // add counts size bytes of n; false when the total passes the bound.
 func (w *docWalk) add(n *yaml.Node, size int) bool {
 	w.total += size
-	if w.total <= w.max {
+	if w.total <= w.bytes {
 		return true
 	}
 	where := pathTo(w.root, n)
@@ -137,19 +159,19 @@ func (w *docWalk) add(n *yaml.Node, size int) bool {
 	}
 	w.over = &FieldError{Path: "body", Line: n.Line, Msg: fmt.Sprintf(
 		"%s passes %d bytes once its aliases are expanded (at %s): %s",
-		w.what, w.max, where, w.why)}
+		w.what, w.bytes, where, w.why)}
 	return false
 }
 
-// keys finds the keys of mapping n given twice, as the decoder compares
+// twice finds the keys of mapping n given twice, as the decoder compares
 // them: the same kind and the same text.
-func (w *docWalk) keys(n *yaml.Node) {
+func (w *docWalk) twice(n *yaml.Node) {
 	c := n.Content
 	if len(c) <= 2*maxSmallMapping {
 		for i := 2; i+1 < len(c); i += 2 {
 			for j := 0; j < i; j += 2 {
 				if c[j].Kind == c[i].Kind && c[j].Value == c[i].Value {
-					w.given(n, c[j], c[i])
+					w.givenTwice(n, c[j], c[i])
 					break
 				}
 			}
@@ -164,19 +186,19 @@ func (w *docWalk) keys(n *yaml.Node) {
 	for i := 0; i+1 < len(c); i += 2 {
 		k := key{c[i].Kind, c[i].Value}
 		if prev, ok := first[k]; ok {
-			w.given(n, prev, c[i])
+			w.givenTwice(n, prev, c[i])
 			continue
 		}
 		first[k] = c[i]
 	}
 }
 
-// given reports a key of mapping m given twice.
-func (w *docWalk) given(m, first, again *yaml.Node) {
-	if len(w.twice) == maxTwice {
+// givenTwice reports a key of mapping m given twice.
+func (w *docWalk) givenTwice(m, first, again *yaml.Node) {
+	if len(w.given) == maxTwice {
 		return
 	}
-	w.twice = append(w.twice, &FieldError{Path: join(pathTo(w.root, m), again.Value), Line: again.Line,
+	w.given = append(w.given, &FieldError{Path: join(pathTo(w.root, m), again.Value), Line: again.Line,
 		Msg: fmt.Sprintf("a key given twice: %q is also at line %d, column %d", again.Value, first.Line, first.Column)})
 }
 
