@@ -150,7 +150,14 @@ func onlyDocument(dec *yaml.Decoder, data []byte) error {
 func trailingText(data []byte, err error) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	var first json.RawMessage
-	if dec.Decode(&first) != nil {
+	at := 0
+	if dec.Decode(&first) == nil {
+		at = int(dec.InputOffset())
+		for at < len(data) && strings.IndexByte(" \t\r\n", data[at]) >= 0 {
+			at++
+		}
+	}
+	if at == 0 || at == len(data) { // not JSON, or nothing after it that JSON sees
 		msg := strings.TrimPrefix(err.Error(), "yaml: ")
 		line := 0
 		if m := lineRE.FindStringSubmatch(msg); m != nil {
@@ -161,10 +168,6 @@ func trailingText(data []byte, err error) error {
 			line++ // the parser counts lines from 0, and leaves out a 0
 		}
 		return Errors{{Path: "body", Line: line, Err: ErrTrailingText, Msg: "text after the document: " + msg}}
-	}
-	at := int(dec.InputOffset())
-	for at < len(data) && strings.IndexByte(" \t\r\n", data[at]) >= 0 {
-		at++
 	}
 	line := 1 + bytes.Count(data[:at], []byte("\n"))
 	col := at - (bytes.LastIndexByte(data[:at], '\n') + 1) + 1
