@@ -37,7 +37,8 @@ var ErrTrailingText = errors.New("text after the document")
 // job (out a *Job) past MaxJobSpecBytes, unless its text is larger: the
 // size is added up on the parsed tree before anything is expanded
 // (docWalk), so that a small document cannot make the decoder build a
-// huge value.
+// huge value. A job's mappings hold at most 1,024 keys, checked there too:
+// the decoder's time grows with the square of a mapping's keys.
 func Decode(data []byte, out any) (*yaml.Node, error) {
 	if len(data) > MaxDocumentBytes {
 		return nil, &FieldError{Msg: fmt.Sprintf("document is %d bytes, more than the limit of %d", len(data), MaxDocumentBytes)}
@@ -64,7 +65,7 @@ func Decode(data []byte, out any) (*yaml.Node, error) {
 	if b, ok := out.(boundedDocument); ok {
 		bounds = b.decodeBounds()
 	}
-	bounds.bytes = maxInt(bounds.bytes, len(data))
+	bounds.bytes = max(bounds.bytes, len(data))
 	over, twice := walkDocument(&root, bounds)
 	if over != nil {
 		return nil, Errors{over}
@@ -108,13 +109,6 @@ func Decode(data []byte, out any) (*yaml.Node, error) {
 		return nil, typeErrors(err, &root)
 	}
 	return &root, nil
-}
-
-func maxInt(a, b int) int {
-	if a > b {
-		return a
-	}
-	return b
 }
 
 // onlyDocument reads what follows the first document of data from dec:

@@ -58,6 +58,8 @@ func (*Job) decodeBounds() decodeBounds {
 //     of its anchor's node, measured once when the walk passed it) and
 //     stops as soon as it passes the bound. It visits each node of the
 //     text once, whatever the aliases.
+//   - The decoder compares the keys of a mapping pair by pair; docWalk
+//     refuses a mapping of more keys than the bounds allow first.
 //   - The decoder names a key given twice by its line only, and a line
 //     of one-line JSON holds every field. docWalk names it by its path.
 type docWalk struct {
@@ -110,12 +112,6 @@ func (w *docWalk) node(n *yaml.Node) bool {
 		return false
 	}
 	switch n.Kind {
-	case yaml.DocumentNode:
-		for _, c := range n.Content {
-			if !w.node(c) {
-				return false
-			}
-		}
 	case yaml.MappingNode:
 		if w.keys > 0 && len(n.Content)/2 > w.keys {
 			where := pathTo(w.root, n)
@@ -131,7 +127,7 @@ func (w *docWalk) node(n *yaml.Node) bool {
 				return false
 			}
 		}
-	case yaml.SequenceNode:
+	case yaml.DocumentNode, yaml.SequenceNode:
 		for _, c := range n.Content {
 			if !w.node(c) {
 				return false
