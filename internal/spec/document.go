@@ -2,11 +2,13 @@ package spec
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -16,13 +18,27 @@ import (
 // MaxDocumentBytes bounds a document so a runaway file cannot exhaust memory.
 const MaxDocumentBytes = 64 << 20
 
+// ErrTrailingText is the cause of Decode's error for text after the
+// document it reads: a second document, or text that is not part of the
+// first. Reading the first alone would take part of what was sent for
+// all of it.
+var ErrTrailingText = errors.New("text after the document")
+
 // Decode reads a YAML or JSON document into out, rejecting unknown fields,
-// wrong types, and numbers out does not hold as written (a fraction or an
-// overflow in an integer field, NaN or an infinity in a number field), each
-// named by its exact field path. It returns the document's node tree so
-// that later checks can report lines. JSON is YAML, and reads as the
-// parser reads it; plain JSON, the common submission, gets the parser's
-// tree without the parser (jsonnode.go).
+// wrong types, keys given twice, text after the document, and numbers out
+// does not hold as written (a fraction or an overflow in an integer field,
+// NaN or an infinity in a number field), each named by its exact field
+// path. It returns the document's node tree so that later checks can
+// report lines. JSON is YAML, and reads as the parser reads it; plain
+// JSON, the common submission, gets the parser's tree without the parser
+// (jsonnode.go).
+//
+// A document's aliases may not expand it past MaxDocumentBytes, nor a
+// job (out a *Job) past MaxJobSpecBytes, unless its text is larger: the
+// size is added up on the parsed tree before anything is expanded
+// (docWalk), so that a small document cannot make the decoder build a
+// huge value. A job's mappings hold at most 1,024 keys, checked there too:
+// the decoder's time grows with the square of a mapping's keys.
 func Decode(data []byte, out any) (*yaml.Node, error) {
 	if len(data) > MaxDocumentBytes {
 		return nil, &FieldError{Msg: fmt.Sprintf("document is %d bytes, more than the limit of %d", len(data), MaxDocumentBytes)}
@@ -30,11 +46,29 @@ func Decode(data []byte, out any) (*yaml.Node, error) {
 	var root yaml.Node
 	if n, ok := jsonNode(data); ok {
 		root = *n // the tree the parser would build, without it (jsonnode.go)
-	} else if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, syntaxError(err)
+	} else {
+		dec := yaml.NewDecoder(bytes.NewReader(data))
+		switch err := dec.Decode(&root); {
+		case errors.Is(err, io.EOF):
+		case err != nil:
+			return nil, syntaxError(err)
+		default:
+			if err := onlyDocument(dec, data); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if root.Kind == 0 {
 		return nil, &FieldError{Msg: "document is empty"}
+	}
+	bounds := decodeBounds{bytes: MaxDocumentBytes, what: "the document", why: "a document is at most that large"}
+	if b, ok := out.(boundedDocument); ok {
+		bounds = b.decodeBounds()
+	}
+	bounds.bytes = max(bounds.bytes, len(data))
+	over, twice := walkDocument(&root, bounds)
+	if over != nil {
+		return nil, Errors{over}
 	}
 	// The tree just parsed is decoded, not the text parsed again: a
 	// submission is parsed once. The strict decoder's unknown fields are
@@ -51,7 +85,13 @@ func Decode(data []byte, out any) (*yaml.Node, error) {
 	}
 	// The document's shape, checked against out, finds what the decoder
 	// takes silently and names each field exactly (see shapeChecker).
+	// Keys given twice, which the decoder names by line only, are
+	// docWalk's.
 	problems, complete := checkShapeOf(&root, out, "yaml")
+	if len(twice) > 0 {
+		problems = append(twice, problems...)
+		slices.SortStableFunc(problems, func(a, b *FieldError) int { return a.Line - b.Line })
+	}
 	if len(problems) > 0 {
 		return nil, problems
 	}
@@ -69,6 +109,68 @@ func Decode(data []byte, out any) (*yaml.Node, error) {
 		return nil, typeErrors(err, &root)
 	}
 	return &root, nil
+}
+
+// onlyDocument reads what follows the first document of data from dec:
+// nothing, or documents with nothing in them (a final "---"). Anything
+// else is an error naming the body, its cause ErrTrailingText. Its lines
+// are the document's; its messages name columns, not lines, so that they
+// stay true when a stream shifts the lines (ShiftLines).
+func onlyDocument(dec *yaml.Decoder, data []byte) error {
+	for {
+		var next yaml.Node
+		err := dec.Decode(&next)
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil
+		case err != nil:
+			return trailingText(data, err)
+		case len(next.Content) == 0:
+			continue
+		}
+		n := next.Content[0]
+		if n.Kind == yaml.ScalarNode && n.Tag == "!!null" && n.Value == "" {
+			continue // "---" and nothing after it
+		}
+		return Errors{{Path: "body", Line: n.Line, Err: ErrTrailingText,
+			Msg: "a second document starts on this line; only one document is read"}}
+	}
+}
+
+// trailingText is the error for text after the first document that the
+// parser could not read: JSON followed by more (a second object, stray
+// brackets) is named by where it starts, anything else by the parser's
+// message.
+func trailingText(data []byte, err error) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var first json.RawMessage
+	at := 0
+	if dec.Decode(&first) == nil {
+		at = int(dec.InputOffset())
+		for at < len(data) && strings.IndexByte(" \t\r\n", data[at]) >= 0 {
+			at++
+		}
+	}
+	if at == 0 || at == len(data) { // not JSON, or nothing after it that JSON sees
+		msg := strings.TrimPrefix(err.Error(), "yaml: ")
+		line := 0
+		if m := lineRE.FindStringSubmatch(msg); m != nil {
+			line, _ = strconv.Atoi(m[1])
+			msg = m[2]
+		}
+		if msg == "did not find expected <document start>" {
+			line++ // the parser counts lines from 0, and leaves out a 0
+		}
+		return Errors{{Path: "body", Line: line, Err: ErrTrailingText, Msg: "text after the document: " + msg}}
+	}
+	line := 1 + bytes.Count(data[:at], []byte("\n"))
+	col := at - (bytes.LastIndexByte(data[:at], '\n') + 1) + 1
+	if c := data[at]; c == '{' || c == '[' {
+		return Errors{{Path: "body", Line: line, Err: ErrTrailingText,
+			Msg: fmt.Sprintf("a second document starts on this line, at column %d; only one document is read", col)}}
+	}
+	return Errors{{Path: "body", Line: line, Err: ErrTrailingText,
+		Msg: fmt.Sprintf("text after the document, at column %d of this line: %.20q", col, data[at:])}}
 }
 
 var (

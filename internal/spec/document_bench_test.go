@@ -13,3 +13,15 @@ func BenchmarkDecodeJob(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecodeJobYAML decodes a small job written in YAML, which the
+// parser reads (and reads to its end, for text after the document).
+func BenchmarkDecodeJobYAML(b *testing.B) {
+	body := []byte("id: bench-y-000042\nqueue: batch\ntasks:\n  - name: t\n    count: 4\n    run: ./train.sh\n    env: {A: b}\n")
+	for b.Loop() {
+		var js Job
+		if _, err := Decode(body, &js); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

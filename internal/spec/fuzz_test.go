@@ -47,6 +47,11 @@ tasks:
 	`{"id":"a","tasks":[{"name":"x","count":"many"}]}`,
 	`{"id":".","priority":1e400,"tasks":[{"name":"x","run":"y","resources":{"cpu":"9223372036854775807m"}}]}`,
 	"tasks: [{name: t, command: [x, '${tasks.u.result.v}'], needs: [u]}, {name: u, run: y}]\nlabels: {a: b}\nselector: {k: v}\n",
+	`{"queue":"qa","tasks":[{"name":"a","run":"x","count":2},{"name":"a-0","run":"y"}]}`,
+	`{"queue":"qb","queue":"qa","tasks":[{"name":"t","name":"u","run":"x","env":{"A":"1","A":"2"}}]}`,
+	"id: y-1\ntasks: [{name: t, run: x}]\n---\nid: y-2\n",
+	`{"id":"a","tasks":[{"name":"t","run":"x"}]} {"id":"b"}]]]`,
+	"tasks:\n  - &t {name: t0, run: x, env: &e {A: yyyy}}\n  - {<<: *t, name: t1, env: *e}\n",
 }
 
 // FuzzJobSpec feeds job documents through what a submission goes through

@@ -2,6 +2,8 @@ package spec
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/allot-sched/allot/internal/model"
@@ -178,6 +180,7 @@ func (j Job) Expand(path string, submitted time.Time) (Expanded, error) {
 			}
 		}
 	}
+	checkMadeNames(&c, p, j.Tasks, kept)
 	// Resolve needs against entry names, then against expanded task names.
 	pos, edges := 0, 0
 	for i, t := range j.Tasks {
@@ -216,6 +219,51 @@ func (j Job) Expand(path string, submitted time.Time) (Expanded, error) {
 		return Expanded{}, err
 	}
 	return Expanded{Job: out, Running: running}, nil
+}
+
+// checkMadeNames refuses an entry written with a name that count makes
+// for another entry (a of count 2 makes a-0 and a-1), naming the written
+// entry and the one whose count made the name: the two would be one task
+// to the scheduler. Only such a pair can clash, since a made name is its
+// entry's name, a hyphen and digits, and entry names are unique.
+func checkMadeNames(c *errs, p func(string) string, tasks []Task, kept []bool) {
+	var counted map[string]int // entry name → index, for entries of count 2 or more
+	for i, t := range tasks {
+		if kept[i] && t.Count > 1 {
+			if counted == nil {
+				counted = map[string]int{}
+			}
+			counted[t.Name] = i
+		}
+	}
+	if counted == nil {
+		return
+	}
+	for i, t := range tasks {
+		if !kept[i] || t.Count > 1 {
+			continue
+		}
+		k := strings.LastIndexByte(t.Name, '-')
+		if k <= 0 {
+			continue
+		}
+		m, ok := counted[t.Name[:k]]
+		if !ok {
+			continue
+		}
+		// The made names are the numbers below n, zero-padded to the
+		// width of n-1.
+		n, digits := tasks[m].Count, t.Name[k+1:]
+		if len(digits) != len(strconv.Itoa(n-1)) || strings.Trim(digits, "0123456789") != "" {
+			continue
+		}
+		if v, _ := strconv.Atoi(digits); v >= n {
+			continue
+		}
+		names := expandNames(tasks[m].Name, n)
+		c.add(p(fmt.Sprintf("tasks[%d].name", i)), "task %q clashes with a name that count makes from %s (%q, count %d, makes %s to %s); rename one",
+			t.Name, p(fmt.Sprintf("tasks[%d]", m)), tasks[m].Name, n, names[0], names[n-1])
+	}
 }
 
 func expandNames(name string, count int) []string {

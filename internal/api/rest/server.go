@@ -383,7 +383,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	var js spec.Job
 	root, err := spec.Decode(b, &js)
 	if err != nil {
-		s.fail(w, err)
+		s.fail(w, oneJobPerRequest(err))
 		return
 	}
 	if err := s.ctrl.CheckJob(js); err != nil {
@@ -410,6 +410,16 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	}
 	s.logger(r).Info("job submitted", "job", job.ID, "queue", job.Queue, "state", job.State, "tasks", tasks, "by", principal(r).TokenID)
 	writeJSON(w, http.StatusCreated, job)
+}
+
+// oneJobPerRequest says, of text after the job document of a single
+// submission, where several jobs go.
+func oneJobPerRequest(err error) error {
+	var list model.FieldErrors
+	if errors.As(err, &list) && len(list) > 0 && errors.Is(list[0].Err, spec.ErrTrailingText) {
+		list[0].Msg += "; one job per request: use POST /v1/jobs/bulk for several"
+	}
+	return err
 }
 
 func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
