@@ -20,12 +20,12 @@ func TestLiveTasksAreBoundedPerSubmitterAndForTheServer(t *testing.T) {
 	p := newPlaneConfig(t, Config{Scheduling: spec.Scheduling{Queues: []spec.Queue{{Name: "batch"}}},
 		MaxLiveTasks: 10, MaxLiveTasksPerSubmitter: 6})
 	type step struct {
-		name      string
-		by        string
-		admin     bool
-		job       spec.Job
-		limit     string // the bound that refuses it; "" to accept
-		live      int    // the count the refusal names
+		name  string
+		by    string
+		admin bool
+		job   spec.Job
+		limit string // the bound that refuses it; "" to accept
+		live  int    // the count the refusal names
 	}
 	submit := func(s step) {
 		t.Helper()
