@@ -5,7 +5,8 @@ package spec
 // can hold the server's file descriptors or goroutines for ever
 // (docs/security.md, "Connections and timeouts"). Every field is optional:
 // zero takes the default, which for the connection counts is sized from the
-// process's open-file limit at start. Flags of the same names override them.
+// process's open-file limit at start. Flags of the same names override the
+// connection and timeout fields; the live-task bounds have none.
 type LimitSettings struct {
 	// MaxConnections bounds the open client connections, reserved ones
 	// included. A connection over it is answered 503 (overloaded) and
