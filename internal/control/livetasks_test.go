@@ -84,3 +84,26 @@ func TestBulkSubmissionPastTheLiveTaskBoundRefusesOnlyTheJobsPastIt(t *testing.T
 		}
 	}
 }
+
+// Requeueing a job that ended makes its tasks live again: past its
+// submitter's bound it is refused, and stays ended.
+func TestRequeuePastTheLiveTaskBoundIsRefused(t *testing.T) {
+	p := newPlaneConfig(t, Config{Scheduling: spec.Scheduling{Queues: []spec.Queue{{Name: "batch"}}},
+		MaxLiveTasks: 100, MaxLiveTasksPerSubmitter: 3})
+	if _, err := p.c.SubmitBy(p.ctx(), "alice", tasksJob("old", 3)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.c.Cancel(p.ctx(), "old"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.c.SubmitBy(p.ctx(), "alice", tasksJob("new", 2)); err != nil {
+		t.Fatal(err)
+	}
+	var tm *TooManyTasksError
+	if _, err := p.c.Requeue(p.ctx(), "old", ""); !errors.As(err, &tm) || tm.Live != 2 || tm.Submitter != "alice" {
+		t.Fatalf("Requeue past alice's bound: %v, want a TooManyTasksError with 2 live", err)
+	}
+	if st := p.job("old").State; st != "cancelled" {
+		t.Errorf("the refused job is %s, want cancelled", st)
+	}
+}
