@@ -64,8 +64,12 @@ func (e *TooManyTasksError) Error() string {
 	if e.Submitter != "" {
 		whose = fmt.Sprintf("submitter %q's", e.Submitter)
 	}
-	return fmt.Sprintf("the job's %d tasks would take %s live tasks past %s (%d): %d are live; "+
-		"submit it once jobs have ended, or cancel some", e.Tasks, whose, e.Limit, e.Max, e.Live)
+	tasks := fmt.Sprintf("%d tasks", e.Tasks)
+	if e.Tasks == 1 {
+		tasks = "1 task"
+	}
+	return fmt.Sprintf("the job's %s would take %s live tasks past %s (%d): %d are live; "+
+		"submit it once jobs have ended, or cancel some", tasks, whose, e.Limit, e.Max, e.Live)
 }
 
 // roomFor refuses n more live tasks of submitter when they would pass a
