@@ -3,6 +3,7 @@ package control
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/allot-sched/allot/internal/spec"
 )
@@ -65,6 +66,15 @@ func TestLiveTasksAreBoundedPerSubmitterAndForTheServer(t *testing.T) {
 	}
 	submit(step{name: "alice once a job ended", by: "alice", job: tasksJob("a4", 3)})
 	submit(step{name: "alice past her bound again", by: "alice", job: tasksJob("a5", 1), limit: "server.limits.maxLiveTasksPerSubmitter", live: 6})
+	// The snapshot (allot_live_tasks) shows the server's count: a3, b1,
+	// o2 and a4.
+	deadline := time.Now().Add(testTimeout)
+	for p.c.Snapshot().LiveTasks != 9 {
+		if time.Now().After(deadline) {
+			t.Fatalf("snapshot: %d live tasks, want 9", p.c.Snapshot().LiveTasks)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // Of the jobs of one bulk submission, those past a bound are refused each
