@@ -188,6 +188,9 @@ server creates in its data directory. --no-auth measures without it.`,
 			if cfg.JobSize > spec.MaxTasksPerJob {
 				return fmt.Errorf("--job-size: at most %d tasks per job", spec.MaxTasksPerJob)
 			}
+			if cfg.Bulk*cfg.JobSize > spec.MaxTasksPerJob {
+				return fmt.Errorf("--bulk: %d jobs of %d tasks is more than the %d tasks one bulk request may create", cfg.Bulk, cfg.JobSize, spec.MaxTasksPerJob)
+			}
 			if cfg.Workers > cfg.Slots {
 				return fmt.Errorf("--workers: %d workers cannot share %d slots", cfg.Workers, cfg.Slots)
 			}
@@ -299,6 +302,12 @@ func runBench(ctx context.Context, cfg benchConfig, dataDir string, progress io.
 	// Every worker and submitter of the bench connects from this machine:
 	// one address, which must not be held to one client's share.
 	scfg.Server.Limits.MaxConnectionsPerAddress = math.MaxInt32
+	// The bench is the server's only load: what it submits may all be
+	// live at once, from one submitter.
+	if n := cfg.Tasks + cfg.Backlog; n > spec.DefaultMaxLiveTasksPerSubmitter {
+		scfg.Server.Limits.MaxLiveTasks = max(n, spec.DefaultMaxLiveTasks)
+		scfg.Server.Limits.MaxLiveTasksPerSubmitter = n
+	}
 	if cfg.Backlog > 0 {
 		// The backlog waits in a queue of its own whose pool no bench
 		// worker is in: pending, as jobs wait behind a busy cluster,

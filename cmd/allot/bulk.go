@@ -96,24 +96,56 @@ type bulkOutcome struct {
 	api.BulkResult
 }
 
-// submitBulk sends docs in bulk calls of at most api.MaxBulkJobs documents
-// and bulkCallBytes each, and returns one outcome per document, in order.
-// A refused job's error lines are the lines of its file.
+// bulkCallDocs is how many of docs, from the first, go in the next bulk
+// call: at most api.MaxBulkJobs documents, bulkCallBytes of body (with a
+// separator line each) and the tasks the server creates from one call
+// (spec.MaxTasksPerJob, counts expanded; it refuses the documents past
+// that). The first document always goes, whatever its size: the server
+// says what is wrong with it.
+func bulkCallDocs(docs []jobDocument) int {
+	size, tasks, n := 0, 0, 0
+	for ; n < len(docs) && n < api.MaxBulkJobs; n++ {
+		size += len(docs[n].body) + len("---\n\n")
+		tasks += docTasks(docs[n].body)
+		if n > 0 && (size >= bulkCallBytes || tasks > spec.MaxTasksPerJob) {
+			break
+		}
+	}
+	return n
+}
+
+// docTasks is how many tasks a job document expands to, as the server
+// counts them against a call's budget; a document that cannot be read
+// counts one (the server refuses it).
+func docTasks(body []byte) int {
+	var js spec.Job
+	if _, err := spec.Decode(body, &js); err != nil {
+		return 1
+	}
+	n := 0
+	for _, t := range js.Tasks {
+		n += min(max(t.Count, 1), spec.MaxTasksPerJob+1) // no sum of counts wraps
+	}
+	return max(n, 1)
+}
+
+// submitBulk sends docs in bulk calls (bulkCallDocs), and returns one
+// outcome per document, in order. A refused job's error lines are the
+// lines of its file.
 func submitBulk(ctx context.Context, c *client.Client, docs []jobDocument) ([]bulkOutcome, error) {
 	out := make([]bulkOutcome, 0, len(docs))
 	for len(docs) > 0 {
 		var body bytes.Buffer
 		var starts []int // the line of the body each document's separator is on
-		line, n := 1, 0
-		for n < len(docs) && n < api.MaxBulkJobs && (n == 0 || body.Len()+len(docs[n].body) < bulkCallBytes) {
+		line, n := 1, bulkCallDocs(docs)
+		for _, d := range docs[:n] {
 			starts = append(starts, line)
 			body.WriteString("---\n")
-			body.Write(docs[n].body)
-			if !bytes.HasSuffix(docs[n].body, []byte("\n")) {
+			body.Write(d.body)
+			if !bytes.HasSuffix(d.body, []byte("\n")) {
 				body.WriteByte('\n')
 			}
-			line += 1 + bytes.Count(docs[n].body, []byte("\n")) + boolInt(!bytes.HasSuffix(docs[n].body, []byte("\n")))
-			n++
+			line += 1 + bytes.Count(d.body, []byte("\n")) + boolInt(!bytes.HasSuffix(d.body, []byte("\n")))
 		}
 		res, err := c.SubmitJobs(ctx, body.Bytes(), "application/yaml")
 		if err != nil {

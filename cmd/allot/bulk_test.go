@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -75,5 +76,30 @@ func TestSubmitOfManyJobsPrintsOneLinePerJob(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// `allot submit` sends no more tasks in one bulk call than the server
+// creates from one (spec.MaxTasksPerJob, counts expanded): a list of big
+// jobs goes in several calls, a job alone over it in a call of its own.
+func TestBulkCallsKeepToTheServersTaskBudget(t *testing.T) {
+	doc := func(count int) jobDocument {
+		return jobDocument{body: []byte(fmt.Sprintf(`{"tasks":[{"name":"a","run":"true"},{"name":"b","run":"true","count":%d}]}`, count))}
+	}
+	max := spec.MaxTasksPerJob
+	for _, tc := range []struct {
+		name string
+		docs []jobDocument
+		want int // documents in the first call
+	}{
+		{"all fit", []jobDocument{doc(10), doc(20), doc(30)}, 3},
+		{"the budget exactly", []jobDocument{doc(max/2 - 1), doc(max/2 - 1)}, 2},
+		{"one past it", []jobDocument{doc(max/2 - 1), doc(max / 2), doc(1)}, 1},
+		{"a job over it alone", []jobDocument{doc(2 * max), doc(1)}, 1},
+		{"an unreadable document counts one", []jobDocument{doc(max - 3), {body: []byte("{not json")}, doc(1)}, 2},
+	} {
+		if got := bulkCallDocs(tc.docs); got != tc.want {
+			t.Errorf("%s: %d documents in the first call, want %d", tc.name, got, tc.want)
+		}
 	}
 }

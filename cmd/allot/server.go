@@ -331,7 +331,8 @@ func startServerWith(ctx context.Context, cfg spec.ServerConfig, log *slog.Logge
 	lim, timeouts := serverLimits(cfg.Server.Limits, log)
 	ctrlCfg := control.Config{Scheduling: cfg.Scheduling, CycleEvery: time.Duration(cfg.Server.CycleEvery),
 		StopGrace: time.Duration(cfg.Server.StopGrace), HeartbeatTimeout: time.Duration(cfg.Server.HeartbeatTimeout), InputAllow: cfg.Server.Inputs.Allow,
-		MaxOutputBytes: int64(cfg.Server.MaxOutput) << 20, Logger: log, Observer: mx}
+		MaxOutputBytes: int64(cfg.Server.MaxOutput) << 20, Logger: log, Observer: mx,
+		MaxLiveTasks: cfg.Server.Limits.MaxLiveTasks, MaxLiveTasksPerSubmitter: cfg.Server.Limits.MaxLiveTasksPerSubmitter}
 	var ctrl *control.Controller
 	if !isShared {
 		if ctrl, err = control.New(ctx, ctrlCfg, st); err != nil {

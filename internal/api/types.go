@@ -74,7 +74,13 @@ const (
 	// (Error.Leader, LeaderHeader), or to another replica when none is
 	// known yet. Sending it again there is safe, whatever it is.
 	CodeNotLeader = "not_leader"
-	CodeInternal  = "internal"
+	// CodeTooManyTasks (429) is a job whose tasks would take the tasks of
+	// unfinished jobs past a bound of the server, its submitter's or its
+	// own (server.limits.maxLiveTasksPerSubmitter, maxLiveTasks): the
+	// message names which and the count. Nothing was stored; the same
+	// job is accepted once enough jobs have ended.
+	CodeTooManyTasks = "too_many_tasks"
+	CodeInternal     = "internal"
 )
 
 // Job is a job as the API shows it.

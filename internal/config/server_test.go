@@ -69,7 +69,7 @@ func TestExampleServerConfigLoads(t *testing.T) {
 	}
 	want := spec.LimitSettings{MaxConnections: 4000, ReservedConnections: 200, MaxConnectionsPerAddress: 400,
 		IdleTimeout: spec.Duration(time.Minute), HeaderTimeout: spec.Duration(10 * time.Second), BodyTimeout: spec.Duration(30 * time.Second),
-		MinBodyRate: 4096, WriteTimeout: spec.Duration(30 * time.Second)}
+		MinBodyRate: 4096, WriteTimeout: spec.Duration(30 * time.Second), MaxLiveTasks: 5_000_000, MaxLiveTasksPerSubmitter: 1_000_000}
 	if cfg.Server.Limits != want {
 		t.Errorf("limits %+v, want %+v", cfg.Server.Limits, want)
 	}

@@ -47,6 +47,12 @@ type Config struct {
 	// keeps (server.maxOutput); the oldest bytes beyond it are dropped.
 	// Zero means DefaultMaxOutputBytes.
 	MaxOutputBytes int64
+	// MaxLiveTasks bounds the tasks of the unfinished jobs
+	// (server.limits.maxLiveTasks), MaxLiveTasksPerSubmitter those of one
+	// submitter's (livetasks.go). Zero means spec.DefaultMaxLiveTasks and
+	// spec.DefaultMaxLiveTasksPerSubmitter.
+	MaxLiveTasks             int
+	MaxLiveTasksPerSubmitter int
 	// MaxBatch bounds how many requests one loop round takes.
 	MaxBatch int
 	// GatherMax is the longest a round waits for the callers the last
@@ -84,6 +90,12 @@ func (c *Config) defaults() {
 	}
 	if c.MaxOutputBytes <= 0 {
 		c.MaxOutputBytes = DefaultMaxOutputBytes
+	}
+	if c.MaxLiveTasks <= 0 {
+		c.MaxLiveTasks = spec.DefaultMaxLiveTasks
+	}
+	if c.MaxLiveTasksPerSubmitter <= 0 {
+		c.MaxLiveTasksPerSubmitter = spec.DefaultMaxLiveTasksPerSubmitter
 	}
 	if c.StoreRetryMax <= 0 {
 		c.StoreRetryMax = DefaultStoreRetryMax
@@ -124,7 +136,10 @@ type Controller struct {
 	err     error
 
 	// Loop-owned state: only the loop goroutine touches it.
-	jobs    map[string]*liveJob
+	jobs map[string]*liveJob
+	// live counts the tasks of jobs, changed only by addJob and dropJob
+	// (livetasks.go).
+	live    liveTasks
 	workers map[string]*liveWorker
 	// running indexes the task records in the running state by worker, so
 	// that what one worker runs is found without walking every job. It may
@@ -512,7 +527,7 @@ func (c *Controller) finish(t *txn, batch []*request) {
 		if lj, ok := c.jobs[j]; ok && !store.JobEnded(lj.rec.State) {
 			continue // requeued since it ended: live again (requeue.go)
 		}
-		delete(c.jobs, j)
+		c.dropJob(j)
 		// Its end is durable now; the engine need not remember it.
 		_ = c.eng.Apply(engine.ForgetJob{Job: j})
 	}

@@ -446,6 +446,9 @@ func (c *Controller) Redrive(ctx context.Context, id string) (api.Redriven, erro
 			out.Admission = &api.Admission{Endpoint: d.Job.Endpoint, Variant: d.Job.Variant, State: api.AdmissionDeadLettered, Reason: &r}
 			return api.Redriven{Job: out}, nil
 		}
+		if err := c.roomFor(rec.Submitter, taskCount(js), false); err != nil {
+			return nil, err
+		}
 		lj, err := newLiveJob(js, t.now)
 		if err != nil {
 			return nil, err
@@ -459,7 +462,7 @@ func (c *Controller) Redrive(ctx context.Context, id string) (api.Redriven, erro
 		if err := c.eng.Apply(engine.Redrive{Job: id, At: t.now, Others: others}); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 		}
-		c.jobs[id] = lj
+		c.addJob(lj)
 		t.touchJob(&lj.rec)
 		for _, mt := range lj.model.Tasks {
 			t.touchTask(lj.tasks[mt.Name])

@@ -94,6 +94,9 @@ type SubmitOptions struct {
 	// Strict refuses a job whose tasks no registered worker can ever run
 	// (ErrUnrunnable), rather than accepting it with a warning.
 	Strict bool
+	// AnySubmitter holds the job to the server's bound on live tasks
+	// alone, not to its submitter's (livetasks.go): an admin's submission.
+	AnySubmitter bool
 }
 
 // SubmitCheckedWith is SubmitCheckedBy with options.
@@ -304,6 +307,11 @@ func (c *Controller) submitWith(ctx context.Context, t *txn, js spec.Job, submit
 	if err != nil {
 		return nil, c.duplicateOf(ctx, err, js, submitter, true)
 	}
+	if inaccessible == "" { // a dead-lettered job is not live
+		if err := c.roomFor(submitter, taskCount(js), opts.AnySubmitter); err != nil {
+			return nil, err
+		}
+	}
 	lj, err := newLiveJob(js, t.now)
 	if err != nil {
 		return nil, err
@@ -323,7 +331,7 @@ func (c *Controller) submitWith(ctx context.Context, t *txn, js spec.Job, submit
 	if err := c.eng.Apply(engine.SubmitJob{Job: lj.model, Others: others}); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	c.jobs[js.ID] = lj
+	c.addJob(lj)
 	c.admissionSubmitted(t, lj)
 	t.changed = true
 	if t.created == nil {

@@ -239,7 +239,7 @@ func (c *Controller) recoverJob(ra *admissionRecovery, j store.Job, recs []store
 			}
 		}
 	}
-	c.jobs[j.ID] = lj
+	c.addJob(lj)
 	return nil
 }
 

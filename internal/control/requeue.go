@@ -112,6 +112,11 @@ func (c *Controller) reopen(ctx context.Context, t *txn, id, task string) error 
 		return fmt.Errorf("stored job %q: %w", id, err)
 	}
 	js.Priority, js.Urgent = rec.Priority, rec.Urgent
+	if !inLoop { // forgotten, its tasks are no longer counted
+		if err := c.roomFor(rec.Submitter, taskCount(js), false); err != nil {
+			return err
+		}
+	}
 	lj, err := newLiveJob(js, rec.Submitted)
 	if err != nil {
 		return err
@@ -135,7 +140,7 @@ func (c *Controller) reopen(ctx context.Context, t *txn, id, task string) error 
 		if err := c.eng.Apply(engine.ForgetJob{Job: id}); err != nil {
 			return err
 		}
-		delete(c.jobs, id)
+		c.dropJob(id)
 	}
 	lj.rec = rec
 	lj.rec.State, lj.rec.Ended = "pending", time.Time{}
@@ -165,7 +170,7 @@ func (c *Controller) reopen(ctx context.Context, t *txn, id, task string) error 
 			t.event(EventTaskRequeued, id, mt.Name, "", r, nil)
 		}
 	}
-	c.jobs[id] = lj
+	c.addJob(lj)
 	c.admissionSubmitted(t, lj)
 	t.touchJob(&lj.rec)
 	t.event(EventJobRequeued, id, "", "", r, map[string]any{"tasks": len(again)})

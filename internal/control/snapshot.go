@@ -31,6 +31,9 @@ type Snapshot struct {
 	Workers map[string]int `json:"workers"`
 	// ReadyTasks is the length of the ready queue over all queues.
 	ReadyTasks int `json:"readyTasks"`
+	// LiveTasks counts the tasks of the unfinished jobs, what
+	// server.limits.maxLiveTasks bounds (livetasks.go).
+	LiveTasks int `json:"liveTasks"`
 	// History holds one sample of the groups' running slots against their
 	// targets per HistoryEvery, the newest last, at most HistoryLen; its
 	// groups are those of GroupPoints.
@@ -121,7 +124,7 @@ func (c *Controller) Snapshot() *Snapshot {
 func (c *Controller) publish(t *txn, d *engine.Decisions) {
 	now := t.now
 	s := &Snapshot{At: now, Groups: d.Groups, Pending: c.eng.PendingSummary(), Endpoints: c.eng.EndpointStats(),
-		Workers: c.workerCounts(t), ReadyTasks: c.eng.ReadyTasks()}
+		Workers: c.workerCounts(t), ReadyTasks: c.eng.ReadyTasks(), LiveTasks: c.live.total}
 	if s.Groups == nil {
 		s.Groups = []engine.GroupSummary{}
 	}

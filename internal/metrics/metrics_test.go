@@ -194,6 +194,7 @@ func testSnapshot() *control.Snapshot {
 		}},
 		Workers:    map[string]int{"ready": 2, "disabled": 1},
 		ReadyTasks: 5,
+		LiveTasks:  12,
 		Endpoints: []admit.EndpointStats{
 			{Endpoint: "llm", Errors: 4, DeadLetters: 2, Variants: []admit.VariantStats{
 				{Variant: "a", MaxCapacity: 10, TargetCapacity: 8, Load: 6, Available: 2, Utilization: 60, RunningJobs: 2, Visible: 1, Buffered: 3,
@@ -233,9 +234,12 @@ allot_workers{state="ready"} 2
 # HELP allot_ready_tasks Tasks ready to run and not running, over all queues (the ready queue of seed 002).
 # TYPE allot_ready_tasks gauge
 allot_ready_tasks 5
+# HELP allot_live_tasks Tasks of the unfinished jobs, ended tasks of those jobs included: what server.limits.maxLiveTasks bounds.
+# TYPE allot_live_tasks gauge
+allot_live_tasks 12
 `
 	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "allot_group_running_slots", "allot_group_target_slots",
-		"allot_queue_waiting_tasks", "allot_pending_tasks", "allot_workers", "allot_ready_tasks"); err != nil {
+		"allot_queue_waiting_tasks", "allot_pending_tasks", "allot_workers", "allot_ready_tasks", "allot_live_tasks"); err != nil {
 		t.Error(err)
 	}
 }

@@ -17,6 +17,7 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 var (
 	snapAt         = desc("snapshot_timestamp_seconds", "When the scheduling loop published the snapshot that the queue, group, worker and endpoint gauges are read from (Unix time); it lags the clock by up to a cycle.")
 	readyTasks     = desc("ready_tasks", "Tasks ready to run and not running, over all queues (the ready queue of seed 002).")
+	liveTasks      = desc("live_tasks", "Tasks of the unfinished jobs, ended tasks of those jobs included: what server.limits.maxLiveTasks bounds.")
 	waitingDesc    = desc("queue_waiting_tasks", "Queue depth: ready tasks not running, per queue and group.", "queue", "group")
 	runningDesc    = desc("group_running_slots", "Slots the group's running tasks hold (one per task), per queue and group.", "queue", "group")
 	targetDesc     = desc("group_target_slots", "The policy's target slot count for the group; absent when the policy sets none.", "queue", "group")
@@ -57,7 +58,7 @@ type snapshotCollector struct{ src Snapshotter }
 
 // Describe sends every description.
 func (c *snapshotCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{snapAt, readyTasks, waitingDesc, runningDesc, targetDesc, pendingDesc, workersDesc,
+	for _, d := range []*prometheus.Desc{snapAt, readyTasks, liveTasks, waitingDesc, runningDesc, targetDesc, pendingDesc, workersDesc,
 		fleetWorkers, fleetSlots, fleetCost, disabledByDesc,
 		epUtil, epMax, epTarget, epLoad, epAvailable, epRunning, epVisible, epBuffered, epReserved,
 		epSubmitted, epAdmitted, epExceptions, epThrottles, epInvoke, epReserve, epErrors, epDead} {
@@ -82,6 +83,7 @@ func (c *snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(disabledByDesc, float64(fc.DisabledByElastic), api.DisabledByElastic)
 	gauge(disabledByDesc, float64(fc.DisabledByManual), api.DisabledByManual)
 	gauge(readyTasks, float64(s.ReadyTasks))
+	gauge(liveTasks, float64(s.LiveTasks))
 	for _, g := range s.GroupPoints() { // per-job groups folded: the label set grows with the configuration only
 		gauge(waitingDesc, float64(g.Waiting), g.Queue, g.Group)
 		gauge(runningDesc, float64(g.Running), g.Queue, g.Group)

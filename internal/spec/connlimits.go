@@ -5,7 +5,8 @@ package spec
 // can hold the server's file descriptors or goroutines for ever
 // (docs/security.md, "Connections and timeouts"). Every field is optional:
 // zero takes the default, which for the connection counts is sized from the
-// process's open-file limit at start. Flags of the same names override them.
+// process's open-file limit at start. Flags of the same names override the
+// connection and timeout fields; the live-task bounds have none.
 type LimitSettings struct {
 	// MaxConnections bounds the open client connections, reserved ones
 	// included. A connection over it is answered 503 (overloaded) and
@@ -38,7 +39,27 @@ type LimitSettings struct {
 	// poll gets it after its longest wait, an event stream for each batch
 	// of events it sends.
 	WriteTimeout Duration `yaml:"writeTimeout,omitempty" json:"writeTimeout,omitempty"`
+	// MaxLiveTasks bounds the tasks of the unfinished jobs of the whole
+	// server (DefaultMaxLiveTasks when zero): each is held in memory until
+	// its job ends, and read back at every start while it has not. A
+	// submission that would go past it is refused (429).
+	MaxLiveTasks int `yaml:"maxLiveTasks,omitempty" json:"maxLiveTasks,omitempty"`
+	// MaxLiveTasksPerSubmitter bounds the tasks of the unfinished jobs of
+	// one submitter (a token's name, or its ID when it has none), so that
+	// one tenant cannot take MaxLiveTasks alone
+	// (DefaultMaxLiveTasksPerSubmitter when zero). Admin tokens are not
+	// held to it, only to MaxLiveTasks.
+	MaxLiveTasksPerSubmitter int `yaml:"maxLiveTasksPerSubmitter,omitempty" json:"maxLiveTasksPerSubmitter,omitempty"`
 }
+
+// Defaults of the live-task bounds (LimitSettings). A task of a live job
+// costs the server a few KiB of memory, and its start-up reads each back:
+// 5,000,000 is some GiB and a start of about a minute and a half, the
+// most a server should be asked to carry.
+const (
+	DefaultMaxLiveTasks             = 5_000_000
+	DefaultMaxLiveTasksPerSubmitter = 1_000_000
+)
 
 // Check refuses limits that cannot mean anything, naming the field; the
 // server checks them again once flags are applied.
@@ -58,6 +79,7 @@ func (l LimitSettings) check(c *errs) {
 		{"reservedConnections", int64(l.ReservedConnections)}, {"minBodyRate", l.MinBodyRate},
 		{"idleTimeout", int64(l.IdleTimeout)}, {"headerTimeout", int64(l.HeaderTimeout)},
 		{"bodyTimeout", int64(l.BodyTimeout)}, {"writeTimeout", int64(l.WriteTimeout)},
+		{"maxLiveTasks", int64(l.MaxLiveTasks)}, {"maxLiveTasksPerSubmitter", int64(l.MaxLiveTasksPerSubmitter)},
 	} {
 		if n.v < 0 {
 			c.add("server.limits."+n.field, "must not be negative")
@@ -66,5 +88,9 @@ func (l LimitSettings) check(c *errs) {
 	if l.MaxConnections > 0 && l.ReservedConnections >= l.MaxConnections {
 		c.add("server.limits.reservedConnections", "%d leaves no connection for the other routes out of maxConnections %d: reserve fewer",
 			l.ReservedConnections, l.MaxConnections)
+	}
+	if l.MaxLiveTasks > 0 && l.MaxLiveTasksPerSubmitter > l.MaxLiveTasks {
+		c.add("server.limits.maxLiveTasksPerSubmitter", "%d is more than maxLiveTasks %d, which holds every submitter: set it at most that",
+			l.MaxLiveTasksPerSubmitter, l.MaxLiveTasks)
 	}
 }

@@ -35,6 +35,13 @@ type authServer struct {
 
 func newAuthServer(t *testing.T, queues ...string) *authServer {
 	t.Helper()
+	return newAuthServerWith(t, control.Config{}, Options{}, queues...)
+}
+
+// newAuthServerWith is newAuthServer with settings of the controller and
+// the API of the test's own (the queues and the authenticator are added).
+func newAuthServerWith(t *testing.T, ccfg control.Config, opt Options, queues ...string) *authServer {
+	t.Helper()
 	dir := t.TempDir()
 	dbPath := filepath.Join(dir, "allot.db")
 	st, err := sqlite.Open(dbPath)
@@ -46,7 +53,8 @@ func newAuthServer(t *testing.T, queues ...string) *authServer {
 	for _, q := range queues {
 		cfg.Queues = append(cfg.Queues, spec.Queue{Name: q})
 	}
-	ctrl, err := control.New(ctx, control.Config{Scheduling: cfg}, st)
+	ccfg.Scheduling = cfg
+	ctrl, err := control.New(ctx, ccfg, st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +68,8 @@ func newAuthServer(t *testing.T, queues ...string) *authServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(New(ctrl, Options{Auth: auth.NewAuthenticator(st, nil, 0)}).Handler())
+	opt.Auth = auth.NewAuthenticator(st, nil, 0)
+	srv := httptest.NewServer(New(ctrl, opt).Handler())
 	t.Cleanup(func() {
 		srv.Close()
 		cancel()

@@ -1,11 +1,13 @@
 package rest
 
 import (
+	"fmt"
 	"mime"
 	"net/http"
 
 	"github.com/allot-sched/allot/internal/api"
 	"github.com/allot-sched/allot/internal/auth"
+	"github.com/allot-sched/allot/internal/control"
 	"github.com/allot-sched/allot/internal/spec"
 	"go.yaml.in/yaml/v3"
 )
@@ -19,6 +21,13 @@ import (
 // whole (no submit permission at all, an unreadable or oversized body,
 // more than api.MaxBulkJobs documents, the store refusing writes) is an
 // error status, and then nothing was stored.
+//
+// One call creates at most Options.bulkTasks tasks (spec.MaxTasksPerJob,
+// counts expanded), so that no small body makes the server build a
+// billion tasks at once: a document that would pass the budget, and every
+// document after it, is refused (too_large, naming its tasks) before it is
+// checked, and the client sends them in another call. The documents
+// before it are stored as usual; a refused document spends nothing.
 
 // ndjsonTypes are the media types of a body read one JSON document a
 // line; any other body is read as a YAML stream (JSON documents included).
@@ -47,11 +56,16 @@ func (s *Server) submitBulk(w http.ResponseWriter, r *http.Request) {
 	}
 	results := make([]api.BulkResult, len(docs))
 	var accepted []bulkDocument
+	budget := taskBudget{max: s.opt.bulkTasks()}
 	for i, d := range docs {
 		results[i] = api.BulkResult{Index: i}
-		doc, err := s.admitDocument(r, i, d)
+		doc, over, err := s.admitDocument(r, i, d, &budget)
 		results[i].ID = doc.spec.ID
-		if err != nil {
+		switch {
+		case over != nil:
+			results[i].Status, results[i].Error = api.BulkRefused, over
+			continue
+		case err != nil:
 			results[i].Status, results[i].Error = api.BulkRefused, s.itemError(w, r, i, err)
 			continue
 		}
@@ -61,7 +75,8 @@ func (s *Server) submitBulk(w http.ResponseWriter, r *http.Request) {
 	for k, d := range accepted {
 		specs[k] = d.spec
 	}
-	subs, err := s.ctrl.SubmitCheckedBy(r.Context(), principal(r).SubmitterName(), specs) // each passed CheckJob in admitDocument
+	opts := control.SubmitOptions{AnySubmitter: principal(r).Role == auth.Admin}
+	subs, err := s.ctrl.SubmitCheckedWith(r.Context(), principal(r).SubmitterName(), specs, opts) // each passed CheckJob in admitDocument
 	if err != nil {
 		s.fail(w, err)
 		return
@@ -106,19 +121,60 @@ func splitBulk(b []byte, contentType string) ([]spec.StreamDocument, error) {
 
 // admitDocument decodes, checks and authorizes one job document as the
 // single-job route does, in the same order; its errors name lines of the
-// whole body.
-func (s *Server) admitDocument(r *http.Request, index int, d spec.StreamDocument) (bulkDocument, error) {
-	doc := bulkDocument{index: index, line: d.Line}
+// whole body. A document past the call's task budget is refused (over)
+// once decoded, before the costlier check; one admitted spends its tasks.
+func (s *Server) admitDocument(r *http.Request, index int, d spec.StreamDocument, budget *taskBudget) (doc bulkDocument, over *api.Error, err error) {
+	doc = bulkDocument{index: index, line: d.Line}
 	shift := d.Line - 1
 	root, err := spec.Decode(d.Body, &doc.spec)
 	if err != nil {
-		return doc, spec.ShiftLines(err, shift)
+		return doc, nil, spec.ShiftLines(err, shift)
 	}
 	doc.root = root
-	if err := s.ctrl.CheckJob(doc.spec); err != nil {
-		return doc, spec.ShiftLines(spec.WithLines(err, root), shift)
+	n, over := budget.refuses(doc.spec, d.Line)
+	if over != nil {
+		return doc, over, nil
 	}
-	return doc, s.submitDenied(r, doc.spec)
+	if err := s.ctrl.CheckJob(doc.spec); err != nil {
+		return doc, nil, spec.ShiftLines(spec.WithLines(err, root), shift)
+	}
+	if err := s.submitDenied(r, doc.spec); err != nil {
+		return doc, nil, err
+	}
+	budget.used += n
+	return doc, nil, nil
+}
+
+// taskBudget is what is left of the tasks one bulk call may create.
+type taskBudget struct {
+	max, used int
+	spent     bool // a document did not fit: every later one is refused
+}
+
+// refuses counts the tasks of a decoded document and refuses it when
+// they do not fit in the budget, naming the task entry that passes it.
+// A document whose own count is beyond one job's (CheckJob refuses it,
+// naming that) is let through while the budget is not spent.
+func (b *taskBudget) refuses(js spec.Job, line int) (int, *api.Error) {
+	n := 0
+	for k, t := range js.Tasks {
+		c := max(t.Count, 1)
+		if !b.spent && c > spec.MaxTasksPerJob-n {
+			return 0, nil
+		}
+		n += c
+		if b.spent || n > b.max-b.used {
+			b.spent = true
+			field := fmt.Sprintf("tasks[%d]", k)
+			if t.Count > 0 {
+				field += ".count"
+			}
+			return 0, &api.Error{Code: api.CodeTooLarge, Field: field, Line: line, Message: fmt.Sprintf(
+				"%s: the call's task budget is spent: one bulk call creates at most %d tasks and the documents before this one "+
+					"hold %d; send this document and the ones after it in another call", field, b.max, b.used)}
+		}
+	}
+	return n, nil
 }
 
 // itemError is the error a refused document's result carries: the body

@@ -72,6 +72,14 @@ var errorKinds = []errorKind{
 		e.Message, e.Field = taken.Error(), "id"
 		return true
 	}},
+	{status: http.StatusTooManyRequests, code: api.CodeTooManyTasks, match: func(err error, e *api.Error) bool {
+		var tm *control.TooManyTasksError
+		if !errors.As(err, &tm) {
+			return false
+		}
+		e.Message, e.Field = tm.Error(), "tasks"
+		return true
+	}},
 	{status: http.StatusBadRequest, code: api.CodeInvalid, match: func(err error, e *api.Error) bool {
 		var list model.FieldErrors
 		if !errors.As(err, &list) || len(list) == 0 {

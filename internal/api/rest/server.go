@@ -63,6 +63,17 @@ type Options struct {
 	// its logs) and the event log and streams from the shared store
 	// instead of answering not_leader.
 	FollowerReads FollowerReader
+	// maxBulkTasks is the task budget of one bulk call (bulk.go); zero
+	// means spec.MaxTasksPerJob. Tests lower it.
+	maxBulkTasks int
+}
+
+// bulkTasks is the task budget of one bulk call.
+func (o Options) bulkTasks() int {
+	if o.maxBulkTasks > 0 {
+		return o.maxBulkTasks
+	}
+	return spec.MaxTasksPerJob
 }
 
 // FollowerReader is what a follower serves its reads with
@@ -394,7 +405,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	strict := r.URL.Query().Get("strict")
-	opts := control.SubmitOptions{Strict: strict == "1" || strict == "true"}
+	opts := control.SubmitOptions{Strict: strict == "1" || strict == "true", AnySubmitter: principal(r).Role == auth.Admin}
 	subs, err := s.ctrl.SubmitCheckedWith(r.Context(), principal(r).SubmitterName(), []spec.Job{js}, opts)
 	if err == nil {
 		err = subs[0].Err
