@@ -84,11 +84,11 @@ type fakeServer struct {
 	reportCalls  [][]api.Report               // every batch received, delivered or not
 	// requests names every reports request in turn: "stopping",
 	// "leaving", or "reports" for one that carries only reports.
-	requests []string
-	delivered    []api.Report
-	heartbeats   int
-	hbCache      [][]api.CacheHint // the cache hints of every heartbeat with a body
-	leaseHolds   [][]api.Attempt   // the Running list of every lease request
+	requests   []string
+	delivered  []api.Report
+	heartbeats int
+	hbCache    [][]api.CacheHint // the cache hints of every heartbeat with a body
+	leaseHolds [][]api.Attempt   // the Running list of every lease request
 	// secrets are those of the attempts given out; like the real server,
 	// it refuses (403) a batch with a report that lacks its attempt's.
 	secrets map[api.Attempt]string
