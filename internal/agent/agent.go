@@ -408,8 +408,8 @@ func (a *Agent) Run(ctx context.Context) error {
 }
 
 // stoppingNoticeTime bounds the notice that the worker stops, sent before
-// its attempts are stopped: a server that does not answer must not hold
-// back the SIGTERM to the tasks.
+// its attempts are stopped: a server that does not answer holds back the
+// SIGTERM to the tasks no longer than this.
 const stoppingNoticeTime = time.Second
 
 // sayStopping tells the server the worker begins to shut down and takes no
