@@ -49,3 +49,59 @@ func TestAWorkerThatStopsLeavesTheFleetAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// The task of an attempt a stopping worker ends goes to another worker, not
+// back to the one that stops: no phantom start, no attempt counted in
+// between.
+func TestTheTaskAStoppingWorkerEndsGoesToAnotherWorker(t *testing.T) {
+	c := start(t)
+	pb := c.worker("pb", 1)
+	j := c.submit("id: ph1\ntasks: [{name: t, run: 'sleep 100'}]\n")
+	deadline := time.Now().Add(10 * time.Second)
+	for c.job(j.ID).Tasks[0].State != "running" {
+		if time.Now().After(deadline) {
+			t.Fatal("the task never started on pb")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.worker("pa", 1)
+	for {
+		var ws []api.Worker
+		c.getJSON("/v1/workers", &ws)
+		if len(ws) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("pa never registered")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := pb.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := pb.Wait(); err != nil {
+		t.Fatalf("pb did not stop cleanly: %v", err)
+	}
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		tk := c.job(j.ID).Tasks[0]
+		if tk.State == "running" && tk.Worker == "pa" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task %s on %q, want running on pa", tk.State, tk.Worker)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var evs []api.Event
+	c.getJSON("/v1/events?job=ph1", &evs)
+	var started []string
+	for _, e := range evs {
+		if e.Kind == "task_started" {
+			started = append(started, e.Worker)
+		}
+	}
+	if len(started) != 2 || started[0] != "pb" || started[1] != "pa" {
+		t.Errorf("task_started on %v, want [pb pa]", started)
+	}
+}

@@ -380,12 +380,19 @@ func (a *Agent) Run(ctx context.Context) error {
 	<-ctx.Done()
 	loops.Wait()
 
+	// Before any attempt stops: the server hands the worker no new task
+	// from now on, so the tasks it requeues as their attempts end here go
+	// to other workers, not back to this one. The time it takes comes out
+	// of the delivery of the last reports.
+	noticeStart := time.Now()
+	a.sayStopping(context.WithoutCancel(ctx))
+	spent := time.Since(noticeStart)
 	a.shutdown()
 	close(a.leftovers) // every attempt ended: nothing more comes
 	<-tidied
 	repStop()
 	<-repDone
-	flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportFlushTime(a.cfg.Grace))
+	flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportFlushTime(a.cfg.Grace)-spent)
 	defer cancel()
 	if err := a.report.flush(flushCtx); err != nil {
 		return fmt.Errorf("agent: shutting down: %w", err)
@@ -398,6 +405,23 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	a.log.Info("worker stopped")
 	return nil
+}
+
+// stoppingNoticeTime bounds the notice that the worker stops, sent before
+// its attempts are stopped: a server that does not answer holds back the
+// SIGTERM to the tasks no longer than this.
+const stoppingNoticeTime = time.Second
+
+// sayStopping tells the server the worker begins to shut down and takes no
+// new task (api.Reports Stopping). A server that does not answer, or does
+// not know the notice, still learns it from the reports of the stopped
+// attempts and from the leaving at the end.
+func (a *Agent) sayStopping(ctx context.Context) {
+	nctx, cancel := context.WithTimeout(ctx, stoppingNoticeTime)
+	defer cancel()
+	if err := a.c.Report(nctx, a.reg.Name, api.Reports{Stopping: true}); err != nil {
+		a.log.Warn("could not tell the server the worker is shutting down", "err", err)
+	}
 }
 
 // ShutdownTime is the longest Run takes to return once its context ends,

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -148,6 +149,32 @@ func TestAgentRegistersAgainWithWhatItRunsAndStopsAtShutdown(t *testing.T) {
 				t.Errorf("shutdown report = %+v (delivered %v)", r, ok)
 			}
 		})
+	}
+}
+
+// At shutdown the agent says it stops before it stops its tasks, so the
+// server hands it nothing more (not the tasks it requeues as their
+// attempts end), then reports the stopped attempts and says it leaves.
+func TestAgentSaysItStopsBeforeStoppingItsTasks(t *testing.T) {
+	fs, url := newFakeServer(t)
+	cfg := testConfig(url)
+	cfg.Grace = 500 * time.Millisecond
+	ag := start(t, cfg)
+	marker := filepath.Join(t.TempDir(), "started")
+	long := assign("j", "long", 1, "touch "+marker+"; sleep 30", nil)
+	fs.give(api.Lease{Assignments: []api.Assignment{long}})
+	waitFor(t, "the task to start", func() bool { _, err := os.Stat(marker); return err == nil })
+	if err := ag.stop(); err != nil {
+		t.Errorf("Run = %v", err)
+	}
+	fs.mu.Lock()
+	got := slices.Clone(fs.requests)
+	fs.mu.Unlock()
+	if want := []string{"stopping", "reports", "leaving"}; !slices.Equal(got, want) {
+		t.Errorf("reports requests %v, want %v", got, want)
+	}
+	if r, ok := fs.report(long.Attempt); !ok || !r.Stopped {
+		t.Errorf("shutdown report = %+v (delivered %v)", r, ok)
 	}
 }
 

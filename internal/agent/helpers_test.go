@@ -82,10 +82,13 @@ type fakeServer struct {
 	leaseWake    chan struct{}
 	reportStatus func(batch []api.Report) int // nil: 204
 	reportCalls  [][]api.Report               // every batch received, delivered or not
-	delivered    []api.Report
-	heartbeats   int
-	hbCache      [][]api.CacheHint // the cache hints of every heartbeat with a body
-	leaseHolds   [][]api.Attempt   // the Running list of every lease request
+	// requests names every reports request in turn: "stopping",
+	// "leaving", or "reports" for one that carries only reports.
+	requests   []string
+	delivered  []api.Report
+	heartbeats int
+	hbCache    [][]api.CacheHint // the cache hints of every heartbeat with a body
+	leaseHolds [][]api.Attempt   // the Running list of every lease request
 	// secrets are those of the attempts given out; like the real server,
 	// it refuses (403) a batch with a report that lacks its attempt's.
 	secrets map[api.Attempt]string
@@ -245,6 +248,14 @@ func (fs *fakeServer) reports(w http.ResponseWriter, r *http.Request) {
 	if !fs.known[r.PathValue("name")] {
 		fail(w, 404, api.CodeNotFound, "unknown worker")
 		return
+	}
+	switch {
+	case rs.Stopping:
+		fs.requests = append(fs.requests, "stopping")
+	case rs.Leaving:
+		fs.requests = append(fs.requests, "leaving")
+	default:
+		fs.requests = append(fs.requests, "reports")
 	}
 	fs.reportCalls = append(fs.reportCalls, rs.Reports)
 	if fs.refuseUsage {

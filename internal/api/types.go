@@ -380,6 +380,12 @@ type Reports struct {
 	// once (worker_stopped) instead of waiting for the heartbeat timeout
 	// to declare it lost. It joins as new when it registers again.
 	Leaving bool `json:"leaving,omitempty"`
+	// Stopping says the worker begins to shut down: it takes no new task
+	// from now on (the server holds it draining, without changing the
+	// state an operator gave it), while the attempts it still runs end and
+	// are reported; a request with Leaving follows. Applied before the
+	// reports of the same request.
+	Stopping bool `json:"stopping,omitempty"`
 }
 
 // Report is how one attempt ended on the worker.

@@ -35,10 +35,10 @@ func (c *Controller) pollElastic(t *txn) {
 	c.pl.nextPoll = t.now.Add(cfg.PollInterval)
 	ws := slices.DeleteFunc(c.eng.ElasticWorkers(), func(w elastic.Worker) bool {
 		// A worker rebuilt after a restart is held disabled until it
-		// registers again, and one an operator disabled stays so until
+		// registers again, one shutting down is held draining, and one an operator disabled stays so until
 		// an operator enables it: neither is the coordinator's to undo.
 		lw := c.workers[w.Name]
-		return lw == nil || !lw.recovered.IsZero() ||
+		return lw == nil || !lw.recovered.IsZero() || lw.leaving ||
 			(w.State == model.WorkerDisabled && c.disabledBy(lw) != api.DisabledByElastic)
 	})
 	for _, a := range co.Poll(t.now, ws, c.eng.ReadyTasks()) {
@@ -85,6 +85,8 @@ func (c *Controller) ToggleElastic(ctx context.Context, worker string, enabled b
 			return nil, fmt.Errorf("%w: worker %q is lost; it can be toggled once it registers again", ErrConflict, worker)
 		case !lw.recovered.IsZero():
 			return nil, fmt.Errorf("%w: worker %q has not registered since the server restarted", ErrConflict, worker)
+		case lw.leaving:
+			return nil, fmt.Errorf("%w: worker %q is shutting down", ErrConflict, worker)
 		case lw.rec.State == string(model.WorkerDraining):
 			return nil, fmt.Errorf("%w: worker %q is draining; POST /v1/workers/%s/state with {\"state\":\"ready\"} takes it back", ErrConflict, worker, worker)
 		}

@@ -65,7 +65,7 @@ const testTimeout = 10 * time.Second
 type plane struct {
 	t     *testing.T
 	path  string
-	cfg   Config // the test's own settings; open adds the clock, logger and tick
+	cfg   Config // the test's own settings; open adds the clock, tick and (if none) a logger that drops all
 	clock *fakeClock
 	st    *sqlite.Store
 	// disk sits between the controller and st: disk.Fill makes the
@@ -111,7 +111,9 @@ func (p *plane) open() {
 		// after moving the fake clock at the time it opened.
 		cfg.GatherMax = -1
 	}
-	cfg.Logger = slog.New(slog.DiscardHandler)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
 	disk := storetest.NewFullDisk(st)
 	if p.startFull {
 		disk.Fill()

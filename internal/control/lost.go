@@ -87,6 +87,40 @@ func (c *Controller) Leave(ctx context.Context, name string) error {
 	return err
 }
 
+// Stopping marks a worker whose agent is shutting down (api.Reports
+// Stopping): from now on it takes no new task, while the attempts it still
+// runs end and are reported, and the task of each is placed elsewhere.
+// Leave then takes it out of the fleet; a registration takes it back. A
+// worker the server does not know gets ErrNotFound, as its reports would.
+func (c *Controller) Stopping(ctx context.Context, name string) error {
+	if err := c.seen(name); err != nil {
+		return err
+	}
+	_, err := c.do(ctx, func(t *txn) (any, error) {
+		c.holdLeaving(t, name)
+		return nil, nil
+	})
+	return err
+}
+
+// holdLeaving keeps a worker that is shutting down from taking new tasks:
+// the engine holds it draining, which is no toggle and not its state (an
+// operator's state stays stored, and comes back if it registers again).
+func (c *Controller) holdLeaving(t *txn, name string) {
+	lw := c.workers[name]
+	if lw == nil || lw.leaving || lw.rec.State == workerLost || !lw.recovered.IsZero() {
+		return
+	}
+	if err := c.eng.Apply(engine.SetWorkerState{Name: name, State: model.WorkerDraining, At: t.now, NoToggle: true}); err != nil {
+		c.cfg.Logger.Error("holding a worker that shuts down", "worker", name, "err", err)
+		return
+	}
+	lw.leaving = true
+	c.pl.fleetDirty = true
+	t.changed = true
+	c.cfg.Logger.Info("worker shutting down; it takes no new task", "worker", name)
+}
+
 // remove takes worker name out of the engine, which requeues what still
 // ran there with reason r (not a failed attempt), and records it as gone.
 // Reports it may still send for those attempts are ignored: the attempts
@@ -99,6 +133,7 @@ func (c *Controller) remove(t *txn, name string, r model.Reason) {
 	}
 	lw.rec.State = workerLost
 	lw.recovered = time.Time{}
+	lw.leaving = false
 	t.batch.Workers = append(t.batch.Workers, lw.rec)
 	t.event(EventWorkerLost, "", "", name, r, nil)
 	c.forgetPlacement(name)

@@ -451,3 +451,43 @@ func TestTheCoordinatorLeavesAManuallyDisabledWorkerAlone(t *testing.T) {
 		}
 	}
 }
+
+// Only a toggle (an operator's, or the coordinator's) starts the toggle
+// cooldown: a worker that registers, or registers again after a restart of
+// the server or after it said it stops, may be toggled at once.
+func TestARegistrationIsNoToggle(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		before func(p *plane)
+	}{
+		{"first registration", func(*plane) {}},
+		{"registered again after a restart", func(p *plane) {
+			p.register("w-1", 1)
+			p.clock.Add(time.Hour)
+			p.restart()
+		}},
+		{"registered again after a stopping notice", func(p *plane) {
+			p.register("w-1", 1)
+			p.clock.Add(time.Hour)
+			if err := p.c.Stopping(p.ctx(), "w-1"); err != nil {
+				p.t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// Enough workers wanted that the coordinator disables none.
+			p := newPlacementPlane(t, elasticConfig(5))
+			tc.before(p)
+			p.register("w-1", 1)
+			p.clock.Add(7 * time.Second)
+			if _, err := p.c.ToggleElastic(p.ctx(), "w-1", false); err != nil {
+				t.Fatalf("toggle 7 s after the registration: %v", err)
+			}
+			// The toggle itself starts the cooldown.
+			p.clock.Add(7 * time.Second)
+			if _, err := p.c.ToggleElastic(p.ctx(), "w-1", true); !errors.Is(err, ErrConflict) {
+				t.Errorf("toggle 7 s after a toggle: %v, want the cooldown's conflict", err)
+			}
+		})
+	}
+}

@@ -54,8 +54,32 @@ func (c *Controller) Queues(ctx context.Context) ([]api.Queue, error) {
 	return v.([]api.Queue), nil
 }
 
-// SetPolicy replaces a queue's policy at run time. The change is stored, so
-// it survives a restart.
+// storedPolicy is the value under store.QueuePolicyKey: the policy set at
+// run time and the configuration's policy of the queue it replaced, as the
+// other run-time changes are stored (endpoints.go). A restart keeps Value
+// only while the configuration still says Config: an operator who edited
+// the queue's policy in the file since gets what they wrote.
+type storedPolicy struct {
+	Config json.RawMessage `json:"config"`
+	Value  json.RawMessage `json:"value"`
+}
+
+// configuredPolicy is the queue's policy block as the configuration (file
+// and environment) gives it, in its stored form; null for a queue it does
+// not name.
+func (c *Controller) configuredPolicy(queue string) json.RawMessage {
+	for _, q := range c.cfg.Scheduling.Queues {
+		if q.Name == queue {
+			raw, _ := json.Marshal(q.Policy)
+			return raw
+		}
+	}
+	return json.RawMessage("null")
+}
+
+// SetPolicy replaces a queue's policy at run time. The change is stored with
+// the configuration's policy it replaced, so it survives a restart unless
+// the configuration's policy of the queue changed since.
 func (c *Controller) SetPolicy(ctx context.Context, queue string, pc policy.Config) (api.Queue, error) {
 	if _, err := policy.New(pc); err != nil {
 		return api.Queue{}, model.FieldErrors{{Path: "policy", Msg: err.Error(), Err: err}}
@@ -77,7 +101,8 @@ func (c *Controller) SetPolicy(ctx context.Context, queue string, pc policy.Conf
 		c.engCfg.Queues[idx].Policy = pc
 		c.mu.Unlock()
 		raw, _ := json.Marshal(pc)
-		t.kv(store.QueuePolicyKey(queue), raw)
+		stored, _ := json.Marshal(storedPolicy{Config: c.configuredPolicy(queue), Value: raw})
+		t.kv(store.QueuePolicyKey(queue), stored)
 		t.event(EventPolicyChanged, "", "", "", model.Reason{Code: pc.Kind}, json.RawMessage(raw))
 		t.changed = true
 		return nil, nil

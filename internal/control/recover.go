@@ -1,6 +1,7 @@
 package control
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -115,8 +116,11 @@ func (c *Controller) checkQueuesOf(jobs []store.Job) error {
 		strings.Join(parts, ", "))
 }
 
-// recoverPolicies applies the policies changed at run time; one that
-// cannot be read or applied is quarantined and the configured one stays.
+// recoverPolicies applies the policies changed at run time, each while the
+// configuration's policy of its queue is still the one it replaced (else
+// the file wins, as for endpoints and throttling), and logs which policy
+// each such queue gets and why. One that cannot be read or applied is
+// quarantined and the configured one stays.
 func (c *Controller) recoverPolicies(ctx context.Context, q *quarantine, now time.Time) error {
 	for i, qc := range c.engCfg.Queues {
 		key := store.QueuePolicyKey(qc.Name)
@@ -127,8 +131,28 @@ func (c *Controller) recoverPolicies(ctx context.Context, q *quarantine, now tim
 		if err != nil {
 			return err
 		}
+		value, replaced, err := readStoredPolicy(raw)
+		if err != nil {
+			q.setting(key, raw, err)
+			continue
+		}
+		switch file := c.configuredPolicy(qc.Name); {
+		case replaced == nil:
+			c.cfg.Logger.Info("queue policy: the policy set at run time is used instead of the configuration's; "+
+				"it was stored without the configuration's policy it replaced, so an edit of the file since is not seen; "+
+				"to go back to the file's policy, set it again at run time (allot queues set-policy)",
+				"queue", qc.Name, "policy", string(value))
+		case !bytes.Equal(compactJSON(replaced), compactJSON(file)):
+			c.cfg.Logger.Info("queue policy: the configuration's policy is used: it changed since the policy was set at run time, "+
+				"so the file wins", "queue", qc.Name, "runtime", string(value), "config", string(file))
+			continue
+		default:
+			c.cfg.Logger.Info("queue policy: the policy set at run time is used instead of the configuration's, "+
+				"which is unchanged since; edit the queue's policy in the file (the file then wins) or set it again to change it",
+				"queue", qc.Name, "policy", string(value))
+		}
 		var pc policy.Config
-		if err := json.Unmarshal(raw, &pc); err != nil {
+		if err := json.Unmarshal(value, &pc); err != nil {
 			q.setting(key, raw, err)
 			continue
 		}
@@ -141,6 +165,31 @@ func (c *Controller) recoverPolicies(ctx context.Context, q *quarantine, now tim
 		c.engCfg.Queues[i].Policy = pc
 	}
 	return nil
+}
+
+// readStoredPolicy reads the value under store.QueuePolicyKey: the policy
+// set at run time, and the configuration's policy it replaced (nil for a
+// value stored as the bare policy block, before the replaced one was kept).
+func readStoredPolicy(raw []byte) (value, replaced json.RawMessage, err error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return nil, nil, err
+	}
+	v, hasValue := fields["value"]
+	cfg, hasConfig := fields["config"]
+	if !hasValue || !hasConfig {
+		return raw, nil, nil // the bare block
+	}
+	return v, cfg, nil
+}
+
+// compactJSON is b without insignificant space, for comparing stored forms.
+func compactJSON(b []byte) []byte {
+	var out bytes.Buffer
+	if err := json.Compact(&out, b); err != nil {
+		return b
+	}
+	return out.Bytes()
 }
 
 // recoverWorker brings back a registered worker, disabled until it

@@ -56,6 +56,11 @@ type liveWorker struct {
 	// because only its registration says what it still runs. The time is
 	// when the wait began, for the heartbeat timeout.
 	recovered time.Time
+	// leaving is set once the worker said it shuts down (a Stopping
+	// notice, or a report of an attempt it stopped itself): the engine
+	// holds it draining, whatever its state, until it leaves or
+	// registers again.
+	leaving bool
 }
 
 // workerLost is the stored state of a worker declared lost: it is no

@@ -79,13 +79,15 @@ func (c *Controller) Register(ctx context.Context, reg api.Register) (api.Worker
 			lw = &liveWorker{reg: reg, rec: store.Worker{Name: reg.Name, State: string(model.WorkerReady), Registered: t.now, Spec: spec}}
 			c.workers[reg.Name] = lw
 			t.event(EventWorkerRegistered, "", "", reg.Name, model.Reason{}, nil)
-		case !lw.recovered.IsZero():
-			// Back after a server restart: it may take tasks again, in
-			// the state an operator left it in.
-			if err := c.eng.Apply(engine.SetWorkerState{Name: reg.Name, State: model.WorkerState(lw.rec.State), At: t.now}); err != nil {
+		case !lw.recovered.IsZero() || lw.leaving:
+			// Back after a server restart, or after it said it shuts
+			// down: it may take tasks again, in the state an operator
+			// left it in. Giving it back is no toggle (the elastic
+			// cooldown does not start).
+			if err := c.eng.Apply(engine.SetWorkerState{Name: reg.Name, State: model.WorkerState(lw.rec.State), At: t.now, NoToggle: true}); err != nil {
 				return nil, err
 			}
-			lw.recovered = time.Time{}
+			lw.recovered, lw.leaving = time.Time{}, false
 		}
 		lw.reg.Running = nil
 		lw.rec.LastSeen = t.now
@@ -386,6 +388,10 @@ func (c *Controller) report(t *txn, worker string, r api.Report) {
 		// running here): the worker stopped it, shutting down. That is not
 		// the task's failure.
 		outcome, msg, code = model.Requeued, fmt.Sprintf("worker %q stopped it: %s", worker, r.Error), model.ReasonWorkerStopped
+		// So the worker is going: the requeued task must not be handed
+		// back to it before it says it leaves (an agent that sent no
+		// Stopping notice first).
+		c.holdLeaving(t, worker)
 	}
 	if outcome == model.Succeeded && (r.ExitCode != 0 || r.Error != "") {
 		outcome = model.Failed
@@ -465,9 +471,10 @@ func (c *Controller) SetWorkerState(ctx context.Context, worker string, state mo
 		switch {
 		case lw.rec.State == workerLost:
 			return nil, fmt.Errorf("%w: worker %q is lost; it takes a state again once it registers", ErrConflict, worker)
-		case !lw.recovered.IsZero():
-			// The engine holds it disabled until it registers again; this
-			// is the state it comes back in.
+		case !lw.recovered.IsZero(), lw.leaving:
+			// The engine holds it (disabled after a restart, draining
+			// while it shuts down) until it registers again; this is the
+			// state it comes back in.
 		default:
 			if err := c.eng.Apply(engine.SetWorkerState{Name: worker, State: state, At: t.now}); err != nil {
 				return nil, err

@@ -204,6 +204,10 @@ func (e *Engine) Apply(ev Event) error {
 			return fmt.Errorf("worker %q: state: %w worker state %q", ev.Name, ErrInvalid, ev.State)
 		}
 		e.advance(ev.At)
+		if ev.NoToggle {
+			e.fleet.SetState(w, ev.State)
+			return nil
+		}
 		e.setWorkerState(w, ev.State, e.now)
 		return nil
 	case SetPolicy:

@@ -98,6 +98,12 @@ type SetWorkerState struct {
 	Name  string
 	State model.WorkerState
 	At    time.Time
+	// NoToggle marks a change the server makes on its own rather than an
+	// operator's or the elastic coordinator's toggle: a worker held back
+	// while it shuts down, or given back its state when it registers
+	// again after a restart. It leaves StateSince, from which the elastic
+	// coordinator counts its toggle cooldown, as it was.
+	NoToggle bool
 }
 
 // SetPolicy replaces a queue's policy at run time.

@@ -46,6 +46,7 @@ type WorkerProtocol interface {
 	Lease(ctx context.Context, worker string, wait time.Duration, holds *[]api.Attempt) (api.Lease, error)
 	Report(ctx context.Context, worker string, reports []api.Report) error
 	AppendOutput(ctx context.Context, worker string, chunks []api.OutputChunk) error
+	Stopping(ctx context.Context, worker string) error
 	Leave(ctx context.Context, worker string) error
 	HeartbeatCache(ctx context.Context, worker string, hb api.Heartbeat) error
 }

@@ -769,6 +769,12 @@ func (s *Server) reports(w http.ResponseWriter, r *http.Request) {
 	if !s.decodeJSON(w, r, &req) {
 		return
 	}
+	if req.Stopping {
+		if err := s.ctrl.Stopping(r.Context(), r.PathValue("name")); err != nil {
+			s.fail(w, err)
+			return
+		}
+	}
 	if err := s.ctrl.Report(r.Context(), r.PathValue("name"), req.Reports); err != nil {
 		s.fail(w, err)
 		return
