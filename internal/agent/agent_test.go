@@ -170,8 +170,12 @@ func TestAgentSaysItStopsBeforeStoppingItsTasks(t *testing.T) {
 	fs.mu.Lock()
 	got := slices.Clone(fs.requests)
 	fs.mu.Unlock()
-	if want := []string{"stopping", "reports", "leaving"}; !slices.Equal(got, want) {
-		t.Errorf("reports requests %v, want %v", got, want)
+	// The stopped attempt's report may go in more than one request (a
+	// retry, a report batched apart); what matters is the order.
+	between := len(got) - 2
+	if between < 1 || got[0] != "stopping" || got[len(got)-1] != "leaving" ||
+		slices.ContainsFunc(got[1:len(got)-1], func(r string) bool { return r != "reports" }) {
+		t.Errorf("reports requests %v, want stopping, then reports, then leaving", got)
 	}
 	if r, ok := fs.report(long.Attempt); !ok || !r.Stopped {
 		t.Errorf("shutdown report = %+v (delivered %v)", r, ok)
