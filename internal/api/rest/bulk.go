@@ -27,7 +27,10 @@ import (
 // billion tasks at once: a document that would pass the budget, and every
 // document after it, is refused (too_large, naming its tasks) before it is
 // checked, and the client sends them in another call. The documents
-// before it are stored as usual; a refused document spends nothing.
+// before it are stored as usual. A document refused while it is read and
+// checked spends nothing; one the controller refuses afterwards (a taken
+// ID, a live-task bound) has spent its tasks, since all go to the
+// controller together once counted.
 
 // ndjsonTypes are the media types of a body read one JSON document a
 // line; any other body is read as a YAML stream (JSON documents included).
