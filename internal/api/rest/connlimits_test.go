@@ -126,31 +126,7 @@ func TestTheListenersRefusalIsTheAPIsOverloadedError(t *testing.T) {
 // client that never does must not keep the slot the reserve holds for
 // probes and workers.
 func TestARefusalInTheReserveDoesNotWaitForTheBody(t *testing.T) {
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), "allot.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ctrl, err := control.New(ctx, control.Config{Scheduling: spec.Scheduling{Queues: []spec.Queue{{Name: "batch"}}}}, st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- ctrl.Run(ctx) }()
-	inner, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln := netlimit.Wrap(inner, netlimit.Limits{Max: 4, Reserved: 4}, netlimit.Options{}) // every connection is reserved
-	opt := Options{Auth: auth.NewAuthenticator(st, nil, 0), Timeouts: Timeouts{Body: 30 * time.Second}}
-	hs := &http.Server{Handler: New(ctrl, opt).Handler(), ConnState: ln.ConnState, ConnContext: netlimit.ConnContext}
-	go func() { _ = hs.Serve(ln) }()
-	t.Cleanup(func() {
-		_ = hs.Close()
-		cancel()
-		<-done
-		st.Close()
-	})
+	addr := serveReserveOnly(t, 4)
 
 	for _, tc := range []struct {
 		name, path string
@@ -160,7 +136,7 @@ func TestARefusalInTheReserveDoesNotWaitForTheBody(t *testing.T) {
 		{"a worker route without a token", "/v1/workers/w/reports", 401},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			conn, err := net.Dial("tcp", inner.Addr().String())
+			conn, err := net.Dial("tcp", addr)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -176,12 +152,8 @@ func TestARefusalInTheReserveDoesNotWaitForTheBody(t *testing.T) {
 			if resp.StatusCode != tc.status {
 				t.Fatalf("%s on a reserved connection: %s, want %d", tc.path, resp.Status, tc.status)
 			}
-			start := time.Now()
-			_ = conn.SetReadDeadline(start.Add(2 * time.Second))
-			_, err = io.Copy(io.Discard, br)
-			if ne, ok := err.(net.Error); ok && ne.Timeout() {
-				t.Errorf("the refused connection was still open %s after its answer: it waits for a body it will not use",
-					time.Since(start).Round(time.Millisecond))
+			if open := openAfterAnswer(conn, br); open > 0 {
+				t.Errorf("the refused connection was still open %s after its answer: it waits for a body it will not use", open)
 			}
 		})
 	}
@@ -195,32 +167,8 @@ func TestARefusalInTheReserveDoesNotWaitForTheBody(t *testing.T) {
 // Content-Length, and a few of those leave no reserve for the probes and
 // workers.
 func TestARouteWithoutABodyDoesNotWaitForOne(t *testing.T) {
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), "allot.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ctrl, err := control.New(ctx, control.Config{Scheduling: spec.Scheduling{Queues: []spec.Queue{{Name: "batch"}}}}, st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- ctrl.Run(ctx) }()
-	inner, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	const slots = 2
-	ln := netlimit.Wrap(inner, netlimit.Limits{Max: slots, Reserved: slots}, netlimit.Options{}) // every connection is reserved
-	opt := Options{Auth: auth.NewAuthenticator(st, nil, 0), Timeouts: Timeouts{Body: 30 * time.Second}}
-	hs := &http.Server{Handler: New(ctrl, opt).Handler(), ConnState: ln.ConnState, ConnContext: netlimit.ConnContext}
-	go func() { _ = hs.Serve(ln) }()
-	t.Cleanup(func() {
-		_ = hs.Close()
-		cancel()
-		<-done
-		st.Close()
-	})
+	addr := serveReserveOnly(t, slots)
 
 	for _, tc := range []struct{ name, request string }{
 		{"a probe with a Content-Length", "GET /healthz HTTP/1.1\r\nHost: allot\r\nContent-Length: 200000\r\n\r\n{"},
@@ -232,7 +180,7 @@ func TestARouteWithoutABodyDoesNotWaitForOne(t *testing.T) {
 			// As many as the reserve holds, at once: each must be let go.
 			conns := make([]net.Conn, slots)
 			for i := range conns {
-				conn, err := net.Dial("tcp", inner.Addr().String())
+				conn, err := net.Dial("tcp", addr)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -254,16 +202,12 @@ func TestARouteWithoutABodyDoesNotWaitForOne(t *testing.T) {
 				if resp.StatusCode != 400 || (method != "HEAD" && eb.Error.Field != "body") {
 					t.Fatalf("%s: %s %+v, want 400 naming body", strings.SplitN(tc.request, "\r\n", 2)[0], resp.Status, eb.Error)
 				}
-				start := time.Now()
-				_ = conn.SetReadDeadline(start.Add(2 * time.Second))
-				_, err = io.Copy(io.Discard, br)
-				if ne, ok := err.(net.Error); ok && ne.Timeout() {
-					t.Fatalf("the connection was still open %s after its answer: it waits for a body the route does not read",
-						time.Since(start).Round(time.Millisecond))
+				if open := openAfterAnswer(conn, br); open > 0 {
+					t.Fatalf("the connection was still open %s after its answer: it waits for a body the route does not read", open)
 				}
 			}
 			// The reserve is free again for a plain probe.
-			conn, err := net.Dial("tcp", inner.Addr().String())
+			conn, err := net.Dial("tcp", addr)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -280,4 +224,49 @@ func TestARouteWithoutABodyDoesNotWaitForOne(t *testing.T) {
 			}
 		})
 	}
+}
+
+// serveReserveOnly serves the API on a real controller behind a listener
+// whose slots connections are all reserved (for probes and workers), and
+// returns its address.
+func serveReserveOnly(t *testing.T, slots int) string {
+	t.Helper()
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "allot.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ctrl, err := control.New(ctx, control.Config{Scheduling: spec.Scheduling{Queues: []spec.Queue{{Name: "batch"}}}}, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- ctrl.Run(ctx) }()
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := netlimit.Wrap(inner, netlimit.Limits{Max: slots, Reserved: slots}, netlimit.Options{})
+	opt := Options{Auth: auth.NewAuthenticator(st, nil, 0), Timeouts: Timeouts{Body: 30 * time.Second}}
+	hs := &http.Server{Handler: New(ctrl, opt).Handler(), ConnState: ln.ConnState, ConnContext: netlimit.ConnContext}
+	go func() { _ = hs.Serve(ln) }()
+	t.Cleanup(func() {
+		_ = hs.Close()
+		cancel()
+		<-done
+		st.Close()
+	})
+	return inner.Addr().String()
+}
+
+// openAfterAnswer reads what is left of an answered connection for up to 2
+// s: how long it stayed open if the server did not close it, else 0.
+func openAfterAnswer(conn net.Conn, br *bufio.Reader) time.Duration {
+	start := time.Now()
+	_ = conn.SetReadDeadline(start.Add(2 * time.Second))
+	_, err := io.Copy(io.Discard, br)
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		return time.Since(start).Round(time.Millisecond)
+	}
+	return 0
 }

@@ -2,10 +2,12 @@ package rest
 
 import (
 	"fmt"
+	"maps"
 	"mime"
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -88,7 +90,7 @@ func hasBody(r *http.Request) bool {
 var (
 	jsonTypes = []string{"application/json"}
 	jobTypes  = []string{"application/json", "application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml"}
-	bulkTypes = []string{"application/x-ndjson", "application/jsonl", "application/json", "application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml"}
+	bulkTypes = append(slices.Sorted(maps.Keys(ndjsonTypes)), jobTypes...)
 )
 
 // routeMediaTypes are the routes that read more than JSON.
